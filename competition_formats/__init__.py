@@ -1,0 +1,21 @@
+"""Readers and writers for the competition's data files, with errors that say what is wrong where.
+
+Standard library and numpy only: copied verbatim into the scoring and ingestion programs.
+"""
+
+from .loader import (LAYOUTS, POINTS_BY_SAMPLES, SAMPLES_BY_POINTS, TASK_INPUT_KEYS, TaskInputs,
+                     read_chain_probs, read_chain_samples, read_classification_probs,
+                     read_regression_samples, read_task_inputs, write_chain_probs,
+                     write_chain_samples, write_classification_probs, write_regression_reference,
+                     write_regression_samples, write_task_inputs)
+from .matrix_files import (MATRIX_EXTENSIONS, FormatError, find_misplaced, read_matrix,
+                           write_matrix)
+
+__all__ = [
+    "FormatError", "find_misplaced", "read_matrix", "write_matrix", "MATRIX_EXTENSIONS",
+    "read_classification_probs", "write_classification_probs",
+    "read_regression_samples", "write_regression_samples", "write_regression_reference",
+    "POINTS_BY_SAMPLES", "SAMPLES_BY_POINTS", "LAYOUTS",
+    "read_chain_probs", "read_chain_samples", "write_chain_probs", "write_chain_samples",
+    "TaskInputs", "TASK_INPUT_KEYS", "read_task_inputs", "write_task_inputs",
+]

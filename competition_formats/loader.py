@@ -1,0 +1,199 @@
+"""The competition's file layouts: class probabilities, regression samples, per-chain references
+and task inputs. Readers return arrays indexed by test point first, whatever the on-disk layout.
+"""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+
+from .matrix_files import (NPY_EXTENSION, NUMPY_LOAD_ERRORS, FormatError, PathLike,
+                           check_numeric_array, load_npy, read_matrix, require_file, write_matrix)
+
+POINTS_BY_SAMPLES = "points_by_samples"  # submissions: one row per test point
+SAMPLES_BY_POINTS = "samples_by_points"  # HMC reference csv: one row per sample (transposed)
+LAYOUTS = (POINTS_BY_SAMPLES, SAMPLES_BY_POINTS)
+TASK_INPUT_KEYS = ("x_train", "y_train", "x_test", "y_test")
+
+
+class TaskInputs(NamedTuple):
+    """A task's arrays; y_test is all zeros in anything participants receive."""
+
+    x_train: np.ndarray
+    y_train: np.ndarray
+    x_test: np.ndarray
+    y_test: np.ndarray
+
+
+def read_classification_probs(path: PathLike, *, n_points: int | None = None,
+                              n_classes: int | None = None) -> np.ndarray:
+    """N x C class probabilities, one row per test point (row sums are the scorer's business)."""
+    return read_matrix(path, n_rows=n_points, n_cols=n_classes,
+                       row_label="test points", col_label="classes")
+
+
+def write_classification_probs(path: PathLike, probs: np.ndarray) -> None:
+    """Write N x C probabilities in the canonical np.savetxt format."""
+    write_matrix(path, probs)
+
+
+def read_regression_samples(path: PathLike, *, layout: str, n_points: int | None = None,
+                            n_samples: int | None = None) -> np.ndarray:
+    """N x S samples of y per test point from a file stored in `layout` (references are S x N)."""
+    _check_layout(layout)
+    if layout == POINTS_BY_SAMPLES:
+        return read_matrix(path, n_rows=n_points, n_cols=n_samples,
+                           row_label="test points", col_label="samples")
+    matrix = read_matrix(path, n_rows=n_samples, n_cols=n_points,
+                         row_label="samples", col_label="test points")
+    return np.ascontiguousarray(matrix.T)
+
+
+def write_regression_samples(path: PathLike, samples: np.ndarray, *, layout: str) -> None:
+    """Write N x S samples in `layout` (transposed on disk for SAMPLES_BY_POINTS)."""
+    _check_layout(layout)
+    samples = np.asarray(samples, dtype=np.float64)
+    if samples.ndim != 2:
+        raise ValueError(f"{path}: expected N x S samples to write, got shape {samples.shape}")
+    write_matrix(path, samples if layout == POINTS_BY_SAMPLES else samples.T)
+
+
+def write_regression_reference(path: PathLike, samples: np.ndarray) -> None:
+    """Write N x S reference samples as the S x N text the 2021 `uci_samples.csv` uses."""
+    write_regression_samples(path, samples, layout=SAMPLES_BY_POINTS)
+
+
+def read_chain_probs(path: PathLike, *, n_points: int | None = None,
+                     n_classes: int | None = None) -> np.ndarray:
+    """(K, N, C) per-chain class probabilities from an .npy file."""
+    return _read_chains(path, (None, n_points, n_classes), ("chains", "test points", "classes"))
+
+
+def read_chain_samples(path: PathLike, *, n_points: int | None = None,
+                       n_samples: int | None = None) -> np.ndarray:
+    """(K, N, S) per-chain samples from an .npy file stored (K, S, N) like the reference csv."""
+    chains = _read_chains(path, (None, n_samples, n_points), ("chains", "samples", "test points"))
+    return np.ascontiguousarray(chains.transpose(0, 2, 1))
+
+
+def write_chain_probs(path: PathLike, chains: np.ndarray) -> None:
+    """Write (K, N, C) per-chain probabilities as a float64 .npy."""
+    _write_chains(path, chains)
+
+
+def write_chain_samples(path: PathLike, chains: np.ndarray) -> None:
+    """Write (K, N, S) per-chain samples as a float64 .npy stored (K, S, N)."""
+    chains = np.asarray(chains, dtype=np.float64)
+    if chains.ndim != 3:
+        raise ValueError(f"{path}: expected a 3-D (chains, N, S) array, got shape {chains.shape}")
+    _write_chains(path, chains.transpose(0, 2, 1))
+
+
+def read_task_inputs(path: PathLike) -> TaskInputs:
+    """Load and check a task's .npz: exactly the TaskInputs keys; N x 1 targets are flattened."""
+    path = require_file(path, (".npz",))
+    return _check_task_arrays(path, _load_npz(path))
+
+
+def write_task_inputs(path: PathLike, inputs: TaskInputs) -> None:
+    """Write an uncompressed .npz in np.savez's format, keys in fixed order.
+
+    Members get a fixed timestamp (np.savez stamps the current time), so equal arrays give
+    byte-identical files and bundle checksums stay stable.
+    """
+    path = Path(path)
+    if path.suffix.lower() != ".npz":
+        raise ValueError(f"{path}: task inputs must be written to an .npz file")
+    checked = _check_task_arrays(path, {k: np.asarray(a) for k, a in zip(TASK_INPUT_KEYS, inputs)})
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
+        for key, array in zip(TASK_INPUT_KEYS, checked):
+            info = zipfile.ZipInfo(f"{key}.npy", date_time=(1980, 1, 1, 0, 0, 0))
+            with archive.open(info, "w", force_zip64=True) as member:
+                np.lib.format.write_array(member, np.ascontiguousarray(array), allow_pickle=False)
+
+
+def _check_layout(layout: str) -> None:
+    """Reject a layout name that is not one of LAYOUTS (a caller bug, not a file problem)."""
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
+
+
+def _read_chains(path: PathLike, expected: tuple[int | None, ...],
+                 axes: tuple[str, ...]) -> np.ndarray:
+    """Load a 3-D numeric .npy and check the axes whose length is given, in on-disk order."""
+    path = require_file(path, (NPY_EXTENSION,))
+    array = load_npy(path)
+    described = f"({', '.join(axes)})"
+    if array.ndim != 3:
+        raise FormatError(f"{path}: expected a 3-D array {described}, found shape {array.shape}")
+    check_numeric_array(path, array)
+    for axis, (want, found, name) in enumerate(zip(expected, array.shape, axes)):
+        if want is not None and want != found:
+            raise FormatError(f"{path}: expected {want} {name} along axis {axis} of {described}, "
+                              f"found {found} (array shape {array.shape})")
+    return array.astype(np.float64)
+
+
+def _write_chains(path: PathLike, chains: np.ndarray) -> None:
+    """np.save a 3-D float64 array, refusing names np.save would silently extend."""
+    chains = np.ascontiguousarray(chains, dtype=np.float64)
+    if chains.ndim != 3:
+        raise ValueError(f"{path}: expected a 3-D chains array to write, got shape {chains.shape}")
+    if Path(path).suffix.lower() != NPY_EXTENSION:
+        raise ValueError(f"{path}: chain arrays must be written to an .npy file")
+    np.save(path, chains)
+
+
+def _load_npz(path: Path) -> dict[str, np.ndarray]:
+    """Read every member of an .npz without pickles, requiring exactly TASK_INPUT_KEYS."""
+    try:
+        archive = np.load(path, allow_pickle=False)
+    except NUMPY_LOAD_ERRORS as error:
+        raise FormatError(f"{path}: not a valid .npz archive ({error})") from None
+    if not isinstance(archive, np.lib.npyio.NpzFile):
+        raise FormatError(f"{path}: is a single .npy array, expected an .npz archive with keys "
+                          f"{', '.join(TASK_INPUT_KEYS)}")
+    with archive:
+        missing = [key for key in TASK_INPUT_KEYS if key not in archive.files]
+        extra = [key for key in archive.files if key not in TASK_INPUT_KEYS]
+        if missing or extra:
+            problems = ([f"missing keys {', '.join(missing)}"] if missing else []) + (
+                [f"unexpected keys {', '.join(extra)}"] if extra else [])
+            raise FormatError(f"{path}: {'; '.join(problems)} (expected exactly "
+                              f"{', '.join(TASK_INPUT_KEYS)})")
+        arrays = {}
+        for key in TASK_INPUT_KEYS:
+            try:
+                arrays[key] = archive[key]
+            except NUMPY_LOAD_ERRORS as error:
+                raise FormatError(f"{path}: array {key} cannot be read ({error})") from None
+            if not isinstance(arrays[key], np.ndarray):  # a member named without ".npy"
+                raise FormatError(f"{path}: member {key} is not a .npy array")
+    return arrays
+
+
+def _check_task_arrays(path: Path, arrays: dict[str, np.ndarray]) -> TaskInputs:
+    """Check dtypes, ndim and that row counts and feature shapes agree; flatten N x 1 targets."""
+    for key, array in arrays.items():
+        check_numeric_array(path, array, key)
+    for key in ("x_train", "x_test"):
+        if arrays[key].ndim < 2:
+            raise FormatError(f"{path}: {key} must have ndim >= 2 (one row per point), "
+                              f"found shape {arrays[key].shape}")
+    for key in ("y_train", "y_test"):
+        y = arrays[key]
+        if y.ndim == 2 and y.shape[1] == 1:
+            arrays[key] = y = y[:, 0]
+        if y.ndim != 1:
+            raise FormatError(f"{path}: {key} must be 1-D (or N x 1), found shape {y.shape}")
+    for split in ("train", "test"):
+        x, y = arrays[f"x_{split}"], arrays[f"y_{split}"]
+        if len(x) != len(y):
+            raise FormatError(f"{path}: x_{split} has {len(x)} rows but y_{split} has {len(y)}")
+    if arrays["x_train"].shape[1:] != arrays["x_test"].shape[1:]:
+        raise FormatError(f"{path}: x_train has feature shape {arrays['x_train'].shape[1:]} but "
+                          f"x_test has {arrays['x_test'].shape[1:]}")
+    return TaskInputs(**{key: arrays[key] for key in TASK_INPUT_KEYS})

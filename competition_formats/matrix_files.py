@@ -1,0 +1,250 @@
+"""2-D numeric matrices as text (np.savetxt style) or .npy, read with precise error messages.
+
+Only the standard library and numpy may be imported: this package is copied into the scoring and
+ingestion programs that run inside the competition's docker image.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import zipfile
+import zlib
+from pathlib import Path
+
+import numpy as np
+
+TEXT_EXTENSIONS = (".csv", ".txt")
+NPY_EXTENSION = ".npy"
+MATRIX_EXTENSIONS = TEXT_EXTENSIONS + (NPY_EXTENSION,)
+
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_NON_FINITE = re.compile(r"[+-]?(?:nan|inf|infinity)", re.IGNORECASE)
+_NPY_MAGIC = b"\x93NUMPY"
+# What np.load raises for corrupt files (MemoryError: a header claiming a huge shape).
+NUMPY_LOAD_ERRORS = (ValueError, OSError, EOFError, MemoryError, zipfile.BadZipFile, zlib.error)
+
+PathLike = str | os.PathLike
+
+
+class FormatError(ValueError):
+    """A data file is missing or malformed; the message names the file and where known the spot."""
+
+
+def find_misplaced(path: PathLike, limit: int = 3) -> list[Path]:
+    """Files named like `path` in subfolders of its folder (participants often zip the folder)."""
+    path = Path(path)
+    if not path.parent.is_dir():
+        return []
+    found = sorted(p for p in path.parent.rglob(path.name) if p.is_file() and p != path)
+    return found[:limit]
+
+
+def require_file(path: PathLike, extensions: tuple[str, ...]) -> Path:
+    """Return `path` as a Path after checking it is an existing file with one of `extensions`."""
+    path = Path(path)
+    if not path.exists():
+        message = f"{path}: file does not exist"
+        misplaced = find_misplaced(path)
+        if misplaced:
+            where = ", ".join(str(p) for p in misplaced)
+            message += (f"; a file of that name was found at {where}: move it to {path} "
+                        "(was the enclosing folder zipped instead of its contents?)")
+        raise FormatError(message)
+    if not path.is_file():
+        raise FormatError(f"{path}: is a directory, expected a file")
+    if path.suffix.lower() not in extensions:
+        raise FormatError(f"{path}: unsupported file extension {path.suffix or '(none)'!r}; "
+                          f"accepted: {', '.join(extensions)}")
+    return path
+
+
+def check_numeric_array(path: Path, array: np.ndarray, what: str = "array") -> None:
+    """Reject non-numeric dtypes, empty arrays and NaN/inf, naming the first bad element's index."""
+    if array.dtype.kind not in "iuf":
+        raise FormatError(f"{path}: expected a real numeric {what}, found dtype {array.dtype}")
+    if array.size == 0:
+        raise FormatError(f"{path}: {what} is empty (shape {array.shape})")
+    if array.dtype.kind == "f":
+        bad = np.argwhere(~np.isfinite(array))
+        if len(bad):
+            index = tuple(int(i) for i in bad[0])
+            raise FormatError(f"{path}: {what} element at index {index} (0-based): "
+                              f"expected a finite number, found {array[index]}")
+
+
+def read_matrix(path: PathLike, *, n_rows: int | None = None, n_cols: int | None = None,
+                row_label: str = "", col_label: str = "") -> np.ndarray:
+    """Read a float64 2-D matrix from .csv/.txt text or .npy, checking the shape when given.
+
+    `row_label` / `col_label` (e.g. "samples") only make shape errors say what rows/columns mean.
+    """
+    path = require_file(path, MATRIX_EXTENSIONS)
+    if path.suffix.lower() == NPY_EXTENSION:
+        matrix = _read_npy_matrix(path)
+    else:
+        matrix = _read_text_matrix(path)
+    _check_matrix_shape(path, matrix.shape, n_rows, n_cols, row_label, col_label)
+    return matrix
+
+
+def write_matrix(path: PathLike, array: np.ndarray) -> None:
+    """Write a 2-D matrix canonically: np.savetxt defaults for text, np.save for .npy."""
+    array = np.asarray(array, dtype=np.float64)
+    if array.ndim != 2:
+        raise ValueError(f"{path}: expected a 2-D array to write, got shape {array.shape}")
+    suffix = Path(path).suffix.lower()
+    if suffix == NPY_EXTENSION:
+        np.save(path, array)
+    elif suffix in TEXT_EXTENSIONS:
+        np.savetxt(path, array)
+    else:
+        raise ValueError(f"{path}: cannot write extension {suffix!r}; use {MATRIX_EXTENSIONS}")
+
+
+def load_npy(path: Path) -> np.ndarray:
+    """np.load without pickles, turning every failure into a FormatError."""
+    try:
+        array = np.load(path, allow_pickle=False)
+    except NUMPY_LOAD_ERRORS as error:
+        raise FormatError(f"{path}: not a valid .npy file ({error})") from None
+    if not isinstance(array, np.ndarray):  # an .npz archive saved under a .npy name
+        array.close()
+        raise FormatError(f"{path}: is an .npz archive, expected one array saved with np.save")
+    return array
+
+
+def _read_npy_matrix(path: Path) -> np.ndarray:
+    """Load a 2-D numeric .npy as float64."""
+    array = load_npy(path)
+    if array.ndim != 2:
+        raise FormatError(f"{path}: expected a 2-D array, found shape {array.shape}")
+    check_numeric_array(path, array, "matrix")
+    return array.astype(np.float64)
+
+
+def _read_text_matrix(path: Path) -> np.ndarray:
+    """Parse text with np.loadtxt (fast); only on failure scan the lines to say where it broke."""
+    lines = _decode_text(path).splitlines()
+    header, delimiter = _detect_header_and_delimiter(path, lines)
+    start = 0 if header is None else header + 1
+    # loadtxt rejects whitespace-only lines when splitting on commas: drop blank lines first.
+    data = [line for line in lines[start:] if line.strip()]
+    try:
+        matrix = np.loadtxt(data, dtype=np.float64, delimiter=delimiter, comments=None, ndmin=2)
+    except ValueError:
+        matrix = None
+    if matrix is None or not np.isfinite(matrix).all():
+        matrix = _scan_lines(path, lines, start, delimiter)
+    return matrix
+
+
+def _decode_text(path: Path) -> str:
+    """Read a file as UTF-8 text (a BOM is allowed), rejecting binary content."""
+    try:
+        raw = path.read_bytes()
+    except OSError as error:
+        raise FormatError(f"{path}: cannot be read ({error.strerror or error})") from None
+    if raw.startswith(_NPY_MAGIC):
+        raise FormatError(f"{path}: is a binary NumPy .npy file, not text; name it "
+                          f"{path.with_suffix('.npy').name} or write it with np.savetxt")
+    nul = raw.find(b"\0")
+    if nul >= 0:
+        line = raw.count(b"\n", 0, nul) + 1
+        raise FormatError(f"{path}, line {line}: binary content (NUL byte at byte offset {nul}), "
+                          "expected text with one row of numbers per line")
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        line = raw.count(b"\n", 0, error.start) + 1
+        raise FormatError(f"{path}, line {line}: not valid UTF-8 text (byte "
+                          f"0x{raw[error.start]:02x} at byte offset {error.start}), "
+                          "expected plain text numbers") from None
+
+
+def _split(line: str, delimiter: str | None) -> list[str]:
+    """Split a line into stripped fields the way np.loadtxt would."""
+    if delimiter is None:
+        return line.split()
+    return [field.strip() for field in line.split(delimiter)]
+
+
+def _is_number(token: str) -> bool:
+    """True for decimal/scientific numbers and nan/inf spellings (the latter are rejected later)."""
+    return bool(_NUMBER.fullmatch(token) or _NON_FINITE.fullmatch(token))
+
+
+def _detect_header_and_delimiter(path: Path, lines: list[str]) -> tuple[int | None, str | None]:
+    """Return (index of the header line or None, delimiter: ',' or None for whitespace).
+
+    Only the first non-blank line may be a header: one whose fields are not all numbers.
+    """
+    content = (i for i, line in enumerate(lines) if line.strip())
+    first = next(content, None)
+    if first is None:
+        state = "is empty" if not lines else "contains only blank lines"
+        raise FormatError(f"{path}: {state}, expected rows of numbers")
+    delimiter = "," if "," in lines[first] else None
+    if all(_is_number(token) for token in _split(lines[first], delimiter)):
+        return None, delimiter
+    following = next(content, None)
+    if following is None:
+        raise FormatError(f"{path}: contains only a header (line {first + 1}), no rows of numbers")
+    return first, "," if "," in lines[following] else None
+
+
+def _scan_lines(path: Path, lines: list[str], start: int, delimiter: str | None) -> np.ndarray:
+    """Parse line by line to report the first bad line/column (1-based; columns count fields)."""
+    rows: list[list[float]] = []
+    first_line = 0
+    for number, line in enumerate(lines[start:], start=start + 1):
+        if not line.strip():
+            continue
+        tokens = enumerate(_split(line, delimiter), start=1)
+        row = [_parse_token(path, number, column, token) for column, token in tokens]
+        if rows and len(row) != len(rows[0]):
+            raise FormatError(f"{path}: line {number} has {_count(len(row), 'column')}, expected "
+                              f"{len(rows[0])} (as on line {first_line})")
+        first_line = first_line or number
+        rows.append(row)
+    return np.array(rows, dtype=np.float64)
+
+
+def _parse_token(path: Path, line: int, column: int, token: str) -> float:
+    """Convert one field to a finite float or raise a FormatError pointing at it."""
+    where = f"{path}, line {line}, column {column}"
+    shown = repr(token if len(token) <= 40 else token[:37] + "...")
+    if not token:
+        raise FormatError(f"{where}: expected a number, found an empty field")
+    if not _is_number(token):
+        raise FormatError(f"{where}: expected a number, found {shown}")
+    value = float(token)
+    if not math.isfinite(value):
+        raise FormatError(f"{where}: expected a finite number, found {shown}")
+    return value
+
+
+def _check_matrix_shape(path: Path, shape: tuple[int, ...], n_rows: int | None, n_cols: int | None,
+                        row_label: str, col_label: str) -> None:
+    """Raise if the shape differs from the expected one, phrased in the file's own orientation."""
+    if (n_rows is None or shape[0] == n_rows) and (n_cols is None or shape[1] == n_cols):
+        return
+    dims = [(n, name, label, found) for n, name, label, found in
+            ((n_rows, "row", row_label, shape[0]), (n_cols, "column", col_label, shape[1]))
+            if n is not None]
+    wrong = " and ".join(f"{name}s" for n, name, _, found in dims if n != found)
+    expected = " x ".join(_count(n, name) + (f" ({label})" if label else "")
+                          for n, name, label, _ in dims)
+    message = (f"{path}: wrong number of {wrong}: expected {expected}, "
+               f"found {_count(shape[0], 'row')} x {_count(shape[1], 'column')}")
+    if n_rows is not None and n_cols is not None and n_rows != n_cols and shape == (n_cols, n_rows):
+        message += " (the file looks transposed)"
+    elif n_rows is not None and shape[0] == n_rows + 1 and path.suffix.lower() != NPY_EXTENSION:
+        message += " (one row too many: if the first line holds column names, remove it)"
+    raise FormatError(message)
+
+
+def _count(n: int, noun: str) -> str:
+    """'1 row', '2 rows'."""
+    return f"{n} {noun}" + ("" if n == 1 else "s")

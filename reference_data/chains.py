@@ -1,0 +1,78 @@
+"""One HMC chain of one task, from its seed to its test-set predictions.
+
+Everything random in a chain is derived from (task seed, chain index), so chains can run
+in any order or process and still give the same bytes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .datasets import PreparedTask
+from .hmc import ChainConfig, ProgressFn, run_chain
+from .mlp import MLP, Posterior, output_size, predictive_mean_and_scale, predictive_probabilities
+from .tasks import REGRESSION_SAMPLES, TaskDeclaration
+
+
+def task_model(task: TaskDeclaration, prepared: PreparedTask) -> MLP:
+    num_classes = int(prepared.y_train.max()) + 1 if task.kind == "classification" else None
+    return MLP((prepared.x_train.shape[1], *task.hidden_layers,
+                output_size(task.likelihood, num_classes)))
+
+
+def chain_rng(task: TaskDeclaration, chain_index: int, stream: int) -> np.random.Generator:
+    return np.random.default_rng([task.seed, chain_index, stream])
+
+
+@dataclass(frozen=True)
+class ChainPredictions:
+    """Per-kept-sample test predictions plus the chain's sampler diagnostics (as data)."""
+    chain_index: int
+    draws: np.ndarray        # classification: (S, N, C) probabilities; regression: (S, N) means
+    y_samples: np.ndarray | None   # regression only: (REGRESSION_SAMPLES, N) draws of y
+    potentials: np.ndarray
+    acceptance_rate: float
+    step_size: float
+    num_steps: int
+    divergences: int
+    warmup_divergences: int
+
+
+def _regression_samples(model, samples, x_test, rng) -> tuple[np.ndarray, np.ndarray]:
+    """Means per kept sample, and REGRESSION_SAMPLES draws of y (with noise).
+
+    Draws are ordered round-robin over the kept parameter samples (draw j uses sample
+    j mod S), so any prefix of the draws spreads over the whole chain.
+    """
+    means, scales = zip(*(predictive_mean_and_scale(model, theta, x_test) for theta in samples))
+    means, scales = np.array(means), np.array(scales)
+    which = np.arange(REGRESSION_SAMPLES) % len(samples)
+    y = means[which] + scales[which] * rng.standard_normal((REGRESSION_SAMPLES, x_test.shape[0]))
+    return means, y
+
+
+def run_task_chain(task: TaskDeclaration, prepared: PreparedTask, chain_index: int,
+                   progress: ProgressFn | None = None) -> ChainPredictions:
+    model = task_model(task, prepared)
+    posterior = Posterior(model, task.likelihood, task.prior_variance,
+                          prepared.x_train, prepared.y_train)
+    settings = task.hmc
+    config = ChainConfig(settings.num_warmup, settings.num_samples, settings.trajectory_length,
+                         settings.initial_step_size, settings.target_acceptance,
+                         settings.max_num_steps)
+    # Over-dispersed start: a draw from the prior, far from where the chains end up.
+    init = chain_rng(task, chain_index, 0).normal(
+        0.0, np.sqrt(task.prior_variance), model.num_parameters)
+    result = run_chain(init, posterior.potential_and_grad, config,
+                       chain_rng(task, chain_index, 1), progress)
+    y_samples = None
+    if task.kind == "classification":
+        draws = np.array([predictive_probabilities(model, theta, prepared.x_test)
+                          for theta in result.samples])
+    else:
+        draws, y_samples = _regression_samples(model, result.samples, prepared.x_test,
+                                               chain_rng(task, chain_index, 2))
+    return ChainPredictions(chain_index, draws, y_samples, result.potentials,
+                            result.acceptance_rate, result.step_size, result.num_steps,
+                            result.divergences, result.warmup_divergences)

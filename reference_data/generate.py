@@ -1,0 +1,191 @@
+"""Generate every embedded task's data, HMC references, diagnostics and manifest.
+
+Chains run in parallel worker processes (one BLAS thread each: the matrices are small, so
+processes scale and threads only contend). Every file written is a pure function of the
+task declarations and their seeds; wall times go to a separate log, outside the references.
+"""
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import multiprocessing
+import os
+import platform
+import sys
+import time
+from dataclasses import asdict, replace
+from pathlib import Path
+
+import numpy as np
+
+from competition_formats import (TaskInputs, write_chain_probs, write_chain_samples,
+                                 write_classification_probs, write_regression_reference,
+                                 write_task_inputs)
+from competition_formats.matrix_files import write_matrix
+
+from .chains import ChainPredictions, run_task_chain, task_model
+from .datasets import PreparedTask, prepare
+from .manifest import write_manifest
+from .references import TaskReferences, build_references
+from .task_files import GENERATION_LOG_NAME, MANIFEST_NAME, task_files
+from .tasks import REGRESSION_SAMPLES, TaskDeclaration
+
+SINGLE_THREAD_ENV = {name: "1" for name in (
+    "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "VECLIB_MAXIMUM_THREADS")}
+PROGRESS_STEPS = 10   # progress lines per chain and stage
+
+
+def _chain_job(task: TaskDeclaration, chain_index: int, queue) -> tuple[str, ChainPredictions, float]:
+    started = time.perf_counter()
+    every = max(1, max(task.hmc.num_warmup, task.hmc.num_samples) // PROGRESS_STEPS)
+
+    def progress(stage: str, done: int, total: int) -> None:
+        if done == total or done % every == 0:
+            queue.put((task.name, chain_index, stage, done, total))
+
+    result = run_task_chain(task, prepare(task), chain_index, progress)
+    return task.name, result, time.perf_counter() - started
+
+
+def _declaration_json(task: TaskDeclaration, prepared: PreparedTask, files) -> dict:
+    model = task_model(task, prepared)
+    outputs = {"num_classes": model.layer_sizes[-1]} if task.kind == "classification" \
+        else {"num_samples": REGRESSION_SAMPLES}
+    return {
+        "name": task.name, "phase": task.phase, "summary": task.summary, "kind": task.kind,
+        **outputs,
+        "dataset": f"sklearn.datasets.load_{task.dataset}",
+        "n_train": len(prepared.x_train), "n_test": len(prepared.x_test),
+        "input_shape": list(prepared.x_train.shape[1:]),
+        "test_blocks": [asdict(block) for block in prepared.blocks],
+        "model": {"type": "mlp", "activation": "tanh", "layer_sizes": list(model.layer_sizes),
+                  "num_parameters": model.num_parameters,
+                  "parameter_order": "per layer: weight (in x out, row-major) then bias"},
+        "likelihood": ({"name": "softmax", "definition": "y ~ Categorical(softmax(f(x)))"}
+                       if task.kind == "classification" else
+                       {"name": "gaussian", "definition":
+                        "f(x) = (mu, r); y ~ Normal(mu, softplus(r)^2)"}),
+        "prior": {"distribution": "normal", "mean": 0.0, "variance": task.prior_variance,
+                  "applies_to": "every weight and bias"},
+        "split": ({"method": "gap", "feature": task.gap_feature,
+                   "definition": "sorted by the feature, the middle third is the test set"}
+                  if task.split == "gap" else
+                  {"method": "stratified", "test_fraction": task.test_fraction,
+                   "random_state": task.seed}),
+        "standardisation": prepared.standardisation,
+        "hmc": asdict(task.hmc),
+        "files": {role: path.name for role, path in files.all().items()},
+    }
+
+
+def write_task(root: Path, task: TaskDeclaration, prepared: PreparedTask,
+               references: TaskReferences) -> None:
+    files = task_files(root, task.name, task.kind)
+    files.folder.mkdir(parents=True, exist_ok=True)
+    hidden_labels = np.zeros_like(prepared.y_test)
+    write_task_inputs(files.inputs, TaskInputs(prepared.x_train, prepared.y_train,
+                                               prepared.x_test, hidden_labels))
+    write_matrix(files.test_labels, prepared.y_test.reshape(-1, 1))
+    if task.kind == "classification":
+        write_classification_probs(files.reference, references.bma)
+        write_chain_probs(files.chain_reference, references.chains)
+    else:
+        write_regression_reference(files.reference, references.bma)
+        write_chain_samples(files.chain_reference, references.chains)
+    _write_json(files.declaration, _declaration_json(task, prepared, files))
+    _write_json(files.diagnostics, {"task": task.name, **references.diagnostics})
+
+
+def _write_json(path: Path, content: dict) -> None:
+    path.write_text(json.dumps(content, indent=1) + "\n")
+
+
+class ProgressPrinter:
+    """One line per progress report: readable in a terminal and in a CI log alike."""
+
+    def __init__(self, tasks: list[TaskDeclaration], stream=sys.stderr):
+        self.total = sum(task.hmc.num_chains for task in tasks)
+        self.finished = 0
+        self.started = time.perf_counter()
+        self.stream = stream
+
+    def report(self, task: str, chain: int, stage: str, done: int, total: int) -> None:
+        print(f"[{self._elapsed()}] {task} chain {chain}: {stage} {done}/{total}",
+              file=self.stream, flush=True)
+
+    def chain_done(self, task: str, result: ChainPredictions, seconds: float) -> None:
+        self.finished += 1
+        print(f"[{self._elapsed()}] {task} chain {result.chain_index} done in {seconds:.0f}s "
+              f"(step size {result.step_size:.3g}, {result.num_steps} leapfrog steps, "
+              f"acceptance {result.acceptance_rate:.2f}) - {self.finished}/{self.total} chains",
+              file=self.stream, flush=True)
+
+    def _elapsed(self) -> str:
+        seconds = int(time.perf_counter() - self.started)
+        return f"{seconds // 60:02d}:{seconds % 60:02d}"
+
+
+def _cost(task: TaskDeclaration) -> float:
+    prepared = prepare(task)
+    return len(prepared.x_train) * task_model(task, prepared).num_parameters \
+        * task.hmc.trajectory_length / task.hmc.initial_step_size
+
+
+def run_chains(tasks: list[TaskDeclaration], jobs: int, printer: ProgressPrinter):
+    """Every chain of every task, costliest tasks first so the workers finish together."""
+    for name, value in SINGLE_THREAD_ENV.items():
+        os.environ.setdefault(name, value)   # inherited by the spawned workers
+    context = multiprocessing.get_context("spawn")
+    results: dict[str, list[ChainPredictions]] = {task.name: [] for task in tasks}
+    seconds: dict[str, float] = {task.name: 0.0 for task in tasks}
+    with context.Manager() as manager, concurrent.futures.ProcessPoolExecutor(
+            max_workers=jobs, mp_context=context) as pool:
+        queue = manager.Queue()
+        futures = [pool.submit(_chain_job, task, chain, queue)
+                   for task in sorted(tasks, key=_cost, reverse=True)
+                   for chain in range(task.hmc.num_chains)]
+        pending = set(futures)
+        while pending:
+            done, pending = concurrent.futures.wait(pending, timeout=0.5)
+            _drain(queue, printer)
+            for future in done:
+                name, result, wall = future.result()
+                results[name].append(result)
+                seconds[name] += wall
+                printer.chain_done(name, result, wall)
+        _drain(queue, printer)
+    return results, seconds
+
+
+def _drain(queue, printer: ProgressPrinter) -> None:
+    while not queue.empty():
+        printer.report(*queue.get())
+
+
+def generate(tasks: list[TaskDeclaration], root: Path, jobs: int,
+             printer: ProgressPrinter | None = None) -> dict:
+    """Run all chains, write every task's files and the manifest; return the run's log."""
+    printer = printer or ProgressPrinter(tasks)
+    started = time.perf_counter()
+    results, chain_seconds = run_chains(tasks, jobs, printer)
+    root.mkdir(parents=True, exist_ok=True)
+    log = {"jobs": jobs, "python": platform.python_version(), "numpy": np.__version__,
+           "machine": f"{platform.machine()}, {os.cpu_count()} cores", "tasks": {}}
+    for task in tasks:
+        prepared = prepare(task)
+        references = build_references(task, prepared, results[task.name])
+        write_task(root, task, prepared, references)
+        log["tasks"][task.name] = {"chain_cpu_seconds": round(chain_seconds[task.name], 1),
+                                   "rhat_passed": references.diagnostics["rhat"]["passed"]}
+    log["wall_seconds"] = round(time.perf_counter() - started, 1)
+    _write_json(root / GENERATION_LOG_NAME, log)
+    write_manifest(root, MANIFEST_NAME)
+    return log
+
+
+def with_overrides(task: TaskDeclaration, num_warmup: int | None, num_samples: int | None,
+                   num_chains: int | None) -> TaskDeclaration:
+    """A cheaper variant of a task (for smoke tests); real references use the declaration."""
+    changes = {key: value for key, value in (("num_warmup", num_warmup),
+               ("num_samples", num_samples), ("num_chains", num_chains)) if value is not None}
+    return replace(task, hmc=replace(task.hmc, **changes)) if changes else task

@@ -1,0 +1,413 @@
+"""Tests for competition_formats on real files: round trips, the 2021 competition's file sizes and
+layouts, and the wording of every rejection."""
+
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from competition_formats import (POINTS_BY_SAMPLES, SAMPLES_BY_POINTS, TASK_INPUT_KEYS, FormatError,
+                                 TaskInputs, find_misplaced, read_chain_probs, read_chain_samples,
+                                 read_classification_probs, read_matrix, read_regression_samples,
+                                 read_task_inputs, write_chain_probs, write_chain_samples,
+                                 write_classification_probs, write_matrix,
+                                 write_regression_reference, write_regression_samples,
+                                 write_task_inputs)
+
+RNG = np.random.default_rng(2021)
+
+
+def error_message(function, *args, **kwargs) -> str:
+    """The FormatError message `function` raises."""
+    with pytest.raises(FormatError) as caught:
+        function(*args, **kwargs)
+    return str(caught.value)
+
+
+def write_text(path: Path, text: str) -> Path:
+    """Write `text` byte for byte (no newline translation)."""
+    path.write_bytes(text.encode())
+    return path
+
+
+def random_probs(n_points: int, n_classes: int) -> np.ndarray:
+    """Rows that sum to one, like a softmax output."""
+    logits = RNG.normal(size=(n_points, n_classes))
+    return np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+
+
+# --- round trips -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["m.csv", "m.txt", "m.npy", "M.CSV"])
+def test_matrix_round_trip(tmp_path, name):
+    matrix = RNG.normal(size=(17, 3))
+    write_matrix(tmp_path / name, matrix)
+    assert np.array_equal(read_matrix(tmp_path / name, n_rows=17, n_cols=3), matrix)
+
+
+def test_write_matrix_is_exactly_savetxt_defaults(tmp_path):
+    matrix = RNG.normal(size=(4, 3))
+    write_matrix(tmp_path / "ours.csv", matrix)
+    np.savetxt(tmp_path / "numpy.csv", matrix)
+    assert (tmp_path / "ours.csv").read_bytes() == (tmp_path / "numpy.csv").read_bytes()
+
+
+def test_classification_round_trip(tmp_path):
+    probs = random_probs(50, 10)
+    write_classification_probs(tmp_path / "p.csv", probs)
+    read = read_classification_probs(tmp_path / "p.csv", n_points=50, n_classes=10)
+    assert read.dtype == np.float64 and np.array_equal(read, probs)
+
+
+def test_regression_submission_round_trip(tmp_path):
+    samples = RNG.normal(size=(30, 100))
+    write_regression_samples(tmp_path / "s.csv", samples, layout=POINTS_BY_SAMPLES)
+    assert np.loadtxt(tmp_path / "s.csv").shape == (30, 100)
+    read = read_regression_samples(tmp_path / "s.csv", layout=POINTS_BY_SAMPLES,
+                                   n_points=30, n_samples=100)
+    assert np.array_equal(read, samples)
+
+
+def test_regression_reference_is_transposed_on_disk(tmp_path):
+    samples = RNG.normal(size=(30, 100))  # N x S in memory
+    write_regression_reference(tmp_path / "ref.csv", samples)
+    assert np.array_equal(np.loadtxt(tmp_path / "ref.csv"), samples.T)  # S x N on disk
+    read = read_regression_samples(tmp_path / "ref.csv", layout=SAMPLES_BY_POINTS,
+                                   n_points=30, n_samples=100)
+    assert read.shape == (30, 100) and np.array_equal(read, samples)
+
+
+def test_chain_probs_round_trip(tmp_path):
+    chains = np.stack([random_probs(20, 3) for _ in range(4)])
+    write_chain_probs(tmp_path / "c.npy", chains)
+    read = read_chain_probs(tmp_path / "c.npy", n_points=20, n_classes=3)
+    assert read.dtype == np.float64 and np.array_equal(read, chains)
+
+
+def test_chain_samples_round_trip_and_disk_layout(tmp_path):
+    chains = RNG.normal(size=(3, 20, 50))  # (K, N, S)
+    write_chain_samples(tmp_path / "c.npy", chains)
+    assert np.load(tmp_path / "c.npy").shape == (3, 50, 20)  # (K, S, N) on disk
+    read = read_chain_samples(tmp_path / "c.npy", n_points=20, n_samples=50)
+    assert np.array_equal(read, chains)
+
+
+def cifar_like_inputs() -> TaskInputs:
+    """Small arrays shaped like the CIFAR task (uint8 images, integer labels)."""
+    return TaskInputs(x_train=RNG.integers(0, 256, size=(6, 32, 32, 3), dtype=np.uint8),
+                      y_train=RNG.integers(0, 10, size=6),
+                      x_test=np.zeros((4, 32, 32, 3), np.uint8),
+                      y_test=np.zeros(4, dtype=np.int64))
+
+
+def test_task_inputs_round_trip(tmp_path):
+    inputs = cifar_like_inputs()
+    write_task_inputs(tmp_path / "t.npz", inputs)
+    read = read_task_inputs(tmp_path / "t.npz")
+    for key in TASK_INPUT_KEYS:
+        assert getattr(read, key).dtype == getattr(inputs, key).dtype
+        assert np.array_equal(getattr(read, key), getattr(inputs, key))
+    with np.load(tmp_path / "t.npz") as archive:  # plain numpy reads it, keys in the fixed order
+        assert archive.files == list(TASK_INPUT_KEYS)
+
+
+def test_task_inputs_are_byte_identical_when_rewritten(tmp_path):
+    inputs = cifar_like_inputs()
+    write_task_inputs(tmp_path / "a.npz", inputs)
+    write_task_inputs(tmp_path / "b.npz", inputs)
+    assert (tmp_path / "a.npz").read_bytes() == (tmp_path / "b.npz").read_bytes()
+    with zipfile.ZipFile(tmp_path / "a.npz") as archive:
+        assert {info.compress_type for info in archive.infolist()} == {zipfile.ZIP_STORED}
+
+
+def test_task_inputs_flatten_column_targets(tmp_path):
+    np.savez(tmp_path / "t.npz", x_train=np.ones((5, 2)), y_train=np.arange(5.0).reshape(5, 1),
+             x_test=np.ones((3, 2)), y_test=np.zeros((3, 1)))
+    read = read_task_inputs(tmp_path / "t.npz")
+    assert read.y_train.shape == (5,) and read.y_test.shape == (3,)
+    assert np.array_equal(read.y_train, np.arange(5.0))
+
+
+# --- the real competition's sizes and layouts ------------------------------------------------
+
+@pytest.mark.parametrize("n_points, n_classes", [(42_670, 2), (50_000, 10), (2_000, 7)])
+def test_real_size_classification_files(tmp_path, n_points, n_classes):
+    probs = random_probs(n_points, n_classes)
+    np.savetxt(tmp_path / "probs.csv", probs)
+    read = read_classification_probs(tmp_path / "probs.csv", n_points=n_points, n_classes=n_classes)
+    assert np.array_equal(read, probs)
+
+
+def test_real_size_regression_reference(tmp_path):
+    reference = RNG.normal(size=(1_000, 256))  # uci_samples.csv: 1000 samples x 256 test points
+    np.savetxt(tmp_path / "uci_samples.csv", reference)
+    read = read_regression_samples(tmp_path / "uci_samples.csv", layout=SAMPLES_BY_POINTS,
+                                   n_points=256, n_samples=1_000)
+    assert read.shape == (256, 1_000) and np.array_equal(read, reference.T)
+
+
+def test_comma_separated_with_header_crlf_and_trailing_blank_lines(tmp_path):
+    probs = random_probs(2_000, 7)
+    header = ",".join(f"class_{c}" for c in range(7))
+    rows = "".join(", ".join(repr(v) for v in row) + "\r\n" for row in probs)
+    write_text(tmp_path / "probs.csv", header + "\r\n" + rows + "\r\n \r\n\r\n")
+    read = read_classification_probs(tmp_path / "probs.csv", n_points=2_000, n_classes=7)
+    assert np.array_equal(read, probs)
+
+
+@pytest.mark.parametrize("text, shape", [
+    ("0.25 0.75\n", (1, 2)), ("1.5\n2.5\n3.5\n", (3, 1)), ("7\n", (1, 1)),
+    ("a,b\n0.25,0.75\n", (1, 2)), ("\ufeff1,2\n3,4\n", (2, 2)), ("\n\n1\t2\n3\t4", (2, 2)),
+])
+def test_text_shapes_and_variants(tmp_path, text, shape):
+    assert read_matrix(write_text(tmp_path / "m.txt", text)).shape == shape
+
+
+def test_npy_matrix_of_integers_becomes_float64(tmp_path):
+    np.save(tmp_path / "m.npy", np.arange(6).reshape(3, 2))
+    read = read_matrix(tmp_path / "m.npy")
+    assert read.dtype == np.float64 and read.shape == (3, 2)
+
+
+# --- rejections: text ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text, expected", [
+    ("", "is empty"), ("\n \n\r\n", "contains only blank lines"),
+    ("p0,p1\n\n", "contains only a header (line 1)"),
+])
+def test_rejects_files_without_data(tmp_path, text, expected):
+    message = error_message(read_matrix, write_text(tmp_path / "wine_probs.csv", text))
+    assert "wine_probs.csv" in message and expected in message
+
+
+@pytest.mark.parametrize("text, line, column, found", [
+    ("0.1 0.9\n0.2 0.8\nabc 0.5\n", 3, 1, "found 'abc'"),
+    ("0.1,0.2,0.7\n" * 16 + "0.1,0.2,abc\n", 17, 3, "found 'abc'"),
+    ("h1,h2\n0.1, 0.9\n0.3,\n", 3, 2, "found an empty field"),
+    ("0.1 0.9\n0.2;0.8\n", 2, 1, "found '0.2;0.8'"),
+])
+def test_rejects_non_numeric_tokens(tmp_path, text, line, column, found):
+    message = error_message(read_matrix, write_text(tmp_path / "wine_probs.csv", text))
+    assert message.startswith(f"{tmp_path / 'wine_probs.csv'}, line {line}, column {column}: ")
+    assert "expected a number" in message and found in message
+
+
+@pytest.mark.parametrize("token", ["nan", "NaN", "inf", "-Infinity", "1e999"])
+def test_rejects_non_finite_values(tmp_path, token):
+    path = write_text(tmp_path / "p.csv", f"0.1 0.9\n0.2 0.8\n0.5 {token}\n0.3 nan\n")
+    message = error_message(read_matrix, path)
+    assert f"p.csv, line 3, column 2: expected a finite number, found '{token}'" in message
+
+
+def test_rejects_ragged_rows(tmp_path):
+    path = write_text(tmp_path / "p.csv", "1 2 3\n4 5 6\n7 8 9\n1 2 3\n4 5\n")
+    message = error_message(read_matrix, path)
+    assert message == f"{path}: line 5 has 2 columns, expected 3 (as on line 1)"
+
+
+def test_ragged_rows_count_lines_after_header_and_blank_lines(tmp_path):
+    path = write_text(tmp_path / "p.csv", "\na,b\n1,2\n\n3,4,5\n")
+    assert "line 5 has 3 columns, expected 2 (as on line 3)" in error_message(read_matrix, path)
+
+
+def test_rejects_binary_content(tmp_path):
+    path = tmp_path / "p.csv"
+    path.write_bytes(b"0.1 0.9\n0.2 \x00\x00\n")
+    message = error_message(read_matrix, path)
+    assert "p.csv, line 2" in message and "NUL byte" in message
+
+
+def test_rejects_invalid_utf8(tmp_path):
+    path = tmp_path / "p.csv"
+    path.write_bytes(b"0.1 0.9\n0.2 0.8\n\xff\xfe 0.5\n")
+    message = error_message(read_matrix, path)
+    assert "p.csv, line 3" in message and "not valid UTF-8" in message and "0xff" in message
+
+
+def test_rejects_npy_saved_under_csv_name(tmp_path):
+    np.save(tmp_path / "p.npy", np.ones((3, 2)))
+    (tmp_path / "p.npy").rename(tmp_path / "p.csv")
+    message = error_message(read_matrix, tmp_path / "p.csv")
+    assert "p.csv" in message and ".npy file" in message
+
+
+# --- rejections: shapes ----------------------------------------------------------------------
+
+def test_rejects_wrong_number_of_rows(tmp_path):
+    np.savetxt(tmp_path / "p.csv", np.ones((5, 3)))
+    message = error_message(read_classification_probs, tmp_path / "p.csv", n_points=6, n_classes=3)
+    assert message == (f"{tmp_path / 'p.csv'}: wrong number of rows: expected 6 rows (test points) "
+                       "x 3 columns (classes), found 5 rows x 3 columns")
+
+
+def test_rejects_wrong_number_of_columns_with_only_columns_given(tmp_path):
+    np.savetxt(tmp_path / "p.csv", np.ones((5, 3)))
+    message = error_message(read_matrix, tmp_path / "p.csv", n_cols=4)
+    assert "p.csv: wrong number of columns: expected 4 columns, found 5 rows x 3 columns" in message
+
+
+def test_shape_error_of_reference_is_in_the_files_orientation(tmp_path):
+    write_regression_reference(tmp_path / "ref.csv", np.zeros((146, 1_000)))
+    message = error_message(read_regression_samples, tmp_path / "ref.csv",
+                            layout=SAMPLES_BY_POINTS, n_points=147, n_samples=1_000)
+    assert ("ref.csv: wrong number of columns: expected 1000 rows (samples) x 147 columns "
+            "(test points), found 1000 rows x 146 columns") in message
+
+
+def test_shape_error_points_out_a_transposed_submission(tmp_path):
+    np.savetxt(tmp_path / "s.csv", np.zeros((100, 30)))  # S x N where N x S is wanted
+    message = error_message(read_regression_samples, tmp_path / "s.csv",
+                            layout=POINTS_BY_SAMPLES, n_points=30, n_samples=100)
+    assert "expected 30 rows (test points) x 100 columns (samples)" in message
+    assert "found 100 rows x 30 columns (the file looks transposed)" in message
+
+
+def test_shape_error_hints_at_numeric_header(tmp_path):
+    write_text(tmp_path / "p.csv", "0,1\n0.5,0.5\n0.25,0.75\n")  # pandas to_csv(index=False)
+    message = error_message(read_classification_probs, tmp_path / "p.csv", n_points=2)
+    assert "expected 2 rows (test points), found 3 rows x 2 columns" in message
+    assert "column names" in message
+
+
+# --- rejections: paths and extensions --------------------------------------------------------
+
+def test_missing_file(tmp_path):
+    message = error_message(read_matrix, tmp_path / "wine_probs.csv")
+    assert message == f"{tmp_path / 'wine_probs.csv'}: file does not exist"
+
+
+def test_missing_file_found_in_a_subfolder(tmp_path):
+    (tmp_path / "submission").mkdir()
+    np.savetxt(tmp_path / "submission" / "wine_probs.csv", np.ones((2, 2)))
+    misplaced = tmp_path / "submission" / "wine_probs.csv"
+    message = error_message(read_matrix, tmp_path / "wine_probs.csv")
+    assert "does not exist" in message and f"found at {misplaced}" in message
+    assert find_misplaced(tmp_path / "wine_probs.csv") == [misplaced]
+    assert find_misplaced(tmp_path / "absent" / "x.csv") == []
+
+
+def test_directory_instead_of_file(tmp_path):
+    (tmp_path / "p.csv").mkdir()
+    assert "is a directory" in error_message(read_matrix, tmp_path / "p.csv")
+
+
+@pytest.mark.parametrize("name", ["p.xlsx", "p.json", "p.zip", "p.tsv", "p"])
+def test_rejects_unknown_extensions(tmp_path, name):
+    write_text(tmp_path / name, "1 2\n")
+    message = error_message(read_matrix, tmp_path / name)
+    assert name in message and "accepted: .csv, .txt, .npy" in message
+
+
+# --- rejections: binary arrays ---------------------------------------------------------------
+
+@pytest.mark.parametrize("array, expected", [
+    (np.ones(3), "expected a 2-D array, found shape (3,)"),
+    (np.array([["a", "b"]]), "expected a real numeric matrix, found dtype <U1"),
+    (np.array([[1.0, 2.0], [3.0, np.nan]]), "index (1, 1) (0-based): expected a finite number"),
+    (np.zeros((0, 3)), "matrix is empty"),
+])
+def test_rejects_bad_npy_matrices(tmp_path, array, expected):
+    np.save(tmp_path / "m.npy", array)
+    message = error_message(read_matrix, tmp_path / "m.npy")
+    assert "m.npy" in message and expected in message
+
+
+@pytest.mark.parametrize("content", ["pickled", "garbage", "broken zip", "truncated", "huge"])
+def test_rejects_unreadable_npy(tmp_path, content):
+    path = tmp_path / "m.npy"
+    if content == "pickled":
+        np.save(path, np.array([{"a": 1}], dtype=object), allow_pickle=True)
+    elif content in ("garbage", "broken zip"):
+        path.write_bytes(b"not an array at all" if content == "garbage" else b"PK\x03\x04...")
+    else:  # cut short, or a header claiming terabytes that the file does not hold
+        shape = (10**12, 10) if content == "huge" else (100, 10)
+        with path.open("wb") as file:
+            np.lib.format.write_array_header_1_0(
+                file, {"descr": "<f8", "fortran_order": False, "shape": shape})
+            file.write(b"\0" * 800)
+    assert "m.npy: not a valid .npy file" in error_message(read_matrix, path)
+
+
+def test_rejects_bad_chain_files(tmp_path):
+    np.save(tmp_path / "c.npy", np.ones((3, 20)))
+    assert "expected a 3-D array (chains, test points, classes), found shape (3, 20)" in \
+        error_message(read_chain_probs, tmp_path / "c.npy")
+    np.save(tmp_path / "c.npy", np.ones((3, 1000, 146)))
+    message = error_message(read_chain_samples, tmp_path / "c.npy", n_points=147, n_samples=1000)
+    assert ("c.npy: expected 147 test points along axis 2 of (chains, samples, test points), "
+            "found 146 (array shape (3, 1000, 146))") in message
+    chains = np.ones((2, 4, 3))
+    chains[1, 2, 0] = np.inf
+    np.save(tmp_path / "c.npy", chains)
+    assert "index (1, 2, 0)" in error_message(read_chain_probs, tmp_path / "c.npy")
+    np.savetxt(tmp_path / "c.csv", np.ones((3, 2)))
+    assert "accepted: .npy" in error_message(read_chain_probs, tmp_path / "c.csv")
+
+
+# --- rejections: task inputs -----------------------------------------------------------------
+
+def save_task(path: Path, **arrays) -> Path:
+    """np.savez a task file from valid defaults overridden (or removed, with None) by `arrays`."""
+    default = dict(x_train=np.ones((5, 2)), y_train=np.ones(5), x_test=np.ones((3, 2)),
+                   y_test=np.zeros(3))
+    default.update(arrays)
+    np.savez(path, **{key: value for key, value in default.items() if value is not None})
+    return path
+
+
+@pytest.mark.parametrize("arrays, expected", [
+    (dict(y_test=None, x_test=None), "missing keys x_test, y_test"),
+    (dict(x_val=np.ones((2, 2))), "unexpected keys x_val"),
+    (dict(y_train=np.ones(4)), "x_train has 5 rows but y_train has 4"),
+    (dict(x_test=np.ones((3, 4))), "x_train has feature shape (2,) but x_test has (4,)"),
+    (dict(x_train=np.ones(5)), "x_train must have ndim >= 2"),
+    (dict(y_test=np.zeros((3, 2))), "y_test must be 1-D (or N x 1), found shape (3, 2)"),
+    (dict(x_test=np.array([[1.0, np.nan]] * 3)), "x_test element at index (0, 1)"),
+    (dict(y_train=np.array(["a"] * 5)), "y_train, found dtype <U1"),
+    (dict(y_train=np.array([None] * 5)), "array y_train cannot be read"),
+])
+def test_rejects_bad_task_inputs(tmp_path, arrays, expected):
+    message = error_message(read_task_inputs, save_task(tmp_path / "task.npz", **arrays))
+    assert "task.npz" in message and expected in message
+
+
+@pytest.mark.parametrize("content", [b"just text", b"PK\x03\x04 broken zip", b""])
+def test_rejects_non_zip_task_file(tmp_path, content):
+    (tmp_path / "task.npz").write_bytes(content)
+    assert "task.npz: not a valid .npz archive" in error_message(read_task_inputs,
+                                                                 tmp_path / "task.npz")
+
+
+def test_rejects_npy_saved_under_npz_name(tmp_path):
+    np.save(tmp_path / "task.npy", np.ones(3))
+    (tmp_path / "task.npy").rename(tmp_path / "task.npz")
+    assert "is a single .npy array" in error_message(read_task_inputs, tmp_path / "task.npz")
+
+
+def test_rejects_task_archive_with_non_npy_members(tmp_path):
+    with zipfile.ZipFile(tmp_path / "task.npz", "w") as archive:
+        for key in TASK_INPUT_KEYS:
+            archive.writestr(key, "1,2,3")
+    message = error_message(read_task_inputs, tmp_path / "task.npz")
+    assert "task.npz: member x_train is not a .npy array" in message
+
+
+def test_rejects_task_file_with_wrong_extension(tmp_path):
+    save_task(tmp_path / "task.npz").rename(tmp_path / "task.zip")
+    assert "accepted: .npz" in error_message(read_task_inputs, tmp_path / "task.zip")
+
+
+# --- writer and caller errors ----------------------------------------------------------------
+
+def test_writers_reject_wrong_shapes_and_names(tmp_path):
+    with pytest.raises(ValueError, match="2-D"):
+        write_matrix(tmp_path / "m.csv", np.ones(3))
+    with pytest.raises(ValueError, match="extension"):
+        write_matrix(tmp_path / "m.xlsx", np.ones((2, 2)))
+    with pytest.raises(ValueError, match=".npy"):
+        write_chain_probs(tmp_path / "c.csv", np.ones((2, 2, 2)))
+    with pytest.raises(ValueError, match="3-D"):
+        write_chain_samples(tmp_path / "c.npy", np.ones((2, 2)))
+    with pytest.raises(ValueError, match="layout"):
+        read_regression_samples(tmp_path / "s.csv", layout="points_x_samples")
