@@ -44,19 +44,31 @@ def _autocovariance(x: np.ndarray) -> np.ndarray:
     return np.fft.irfft(spectrum * np.conj(spectrum), n=size, axis=1)[:, :n] / n
 
 
+# Columns per FFT batch: bounds the padded complex spectra (~30k test-point/class pairs
+# of digits_shift would otherwise take gigabytes at once).
+ESS_BATCH_COLUMNS = 2048
+
+
 def effective_sample_size(draws: np.ndarray) -> np.ndarray:
+    """Multi-chain ESS for every quantity in ``draws[:, :, ...]``, in column batches."""
+    draws = np.asarray(draws, dtype=float)
+    flat = draws.reshape(*draws.shape[:2], -1)
+    ess = np.concatenate([_effective_sample_size(flat[:, :, start:start + ESS_BATCH_COLUMNS])
+                          for start in range(0, flat.shape[2], ESS_BATCH_COLUMNS)])
+    return ess.reshape(draws.shape[2:])
+
+
+def _effective_sample_size(draws: np.ndarray) -> np.ndarray:
     """Multi-chain ESS with Geyer's initial monotone sequence (Stan reference manual 16.4).
 
     rho_t = 1 - (W - mean_chains(acov_t)) / var+, summed in pairs
     P_k = rho_{2k} + rho_{2k+1} while positive and non-increasing;
     ESS = m n / (-1 + 2 sum_k P_k).
     """
-    draws = np.asarray(draws, dtype=float)
     m, n = draws.shape[:2]
-    flat = draws.reshape(m, n, -1)
-    acov = _autocovariance(flat)                                        # (m, n, q)
+    acov = _autocovariance(draws)                                       # (m, n, q)
     within = acov[:, 0].mean(axis=0) * n / (n - 1)
-    chain_means = flat.mean(axis=1)
+    chain_means = draws.mean(axis=1)
     between_over_n = chain_means.var(axis=0, ddof=1) if m > 1 else np.zeros_like(within)
     var_plus = (n - 1) / n * within + between_over_n
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -69,4 +81,4 @@ def effective_sample_size(draws: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         ess = m * n / tau
     ess = np.where(var_plus < CONSTANT_VARIANCE, m * n, ess)
-    return np.minimum(ess, m * n * np.log10(m * n)).reshape(draws.shape[2:])
+    return np.minimum(ess, m * n * np.log10(m * n))

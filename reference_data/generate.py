@@ -27,7 +27,7 @@ from .chains import ChainPredictions, run_task_chain, task_model
 from .datasets import PreparedTask, prepare
 from .manifest import write_manifest
 from .references import TaskReferences, build_references
-from .task_files import GENERATION_LOG_NAME, MANIFEST_NAME, task_files
+from .task_files import GENERATION_LOG_NAME, MANIFEST_NAME, UNLISTED_IN_MANIFEST, task_files
 from .tasks import REGRESSION_SAMPLES, TaskDeclaration
 
 SINGLE_THREAD_ENV = {name: "1" for name in (
@@ -103,11 +103,15 @@ def _write_json(path: Path, content: dict) -> None:
 class ProgressPrinter:
     """One line per progress report: readable in a terminal and in a CI log alike."""
 
-    def __init__(self, tasks: list[TaskDeclaration], stream=sys.stderr):
+    def __init__(self, tasks: list[TaskDeclaration], stream=None):
         self.total = sum(task.hmc.num_chains for task in tasks)
         self.finished = 0
         self.started = time.perf_counter()
-        self.stream = stream
+        self._stream = stream
+
+    @property
+    def stream(self):
+        return self._stream or sys.stderr    # looked up late, so redirection is honoured
 
     def report(self, task: str, chain: int, stage: str, done: int, total: int) -> None:
         print(f"[{self._elapsed()}] {task} chain {chain}: {stage} {done}/{total}",
@@ -179,7 +183,7 @@ def generate(tasks: list[TaskDeclaration], root: Path, jobs: int,
                                    "rhat_passed": references.diagnostics["rhat"]["passed"]}
     log["wall_seconds"] = round(time.perf_counter() - started, 1)
     _write_json(root / GENERATION_LOG_NAME, log)
-    write_manifest(root, MANIFEST_NAME)
+    write_manifest(root, MANIFEST_NAME, UNLISTED_IN_MANIFEST)
     return log
 
 

@@ -41,21 +41,26 @@ def describe(path: Path) -> dict:
     return entry
 
 
-def write_manifest(root: Path, manifest_name: str) -> dict:
-    files = sorted(p for p in root.rglob("*") if p.is_file() and p.name != manifest_name)
+def _listed_files(root: Path, unlisted: tuple[str, ...]) -> list[Path]:
+    return sorted(p for p in root.rglob("*") if p.is_file() and p.name not in unlisted)
+
+
+def write_manifest(root: Path, manifest_name: str, unlisted: tuple[str, ...] = ()) -> dict:
+    """List every file under root except the manifest itself and the `unlisted` names."""
+    files = _listed_files(root, (manifest_name, *unlisted))
     manifest = {"files": {p.relative_to(root).as_posix(): describe(p) for p in files}}
     (root / manifest_name).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
     return manifest
 
 
-def verify_manifest(root: Path, manifest_name: str) -> list[str]:
+def verify_manifest(root: Path, manifest_name: str, unlisted: tuple[str, ...] = ()) -> list[str]:
     """Every difference between the folder and its manifest, as readable lines (empty = ok)."""
     manifest_path = root / manifest_name
     if not manifest_path.is_file():
         return [f"{manifest_path}: missing; run `python -m reference_data generate`"]
     expected = json.loads(manifest_path.read_text())["files"]
-    present = {p.relative_to(root).as_posix() for p in root.rglob("*")
-               if p.is_file() and p.name != manifest_name}
+    present = {p.relative_to(root).as_posix()
+               for p in _listed_files(root, (manifest_name, *unlisted))}
     problems = [f"{name}: listed in the manifest but missing" for name in sorted(set(expected) - present)]
     problems += [f"{name}: present but not in the manifest" for name in sorted(present - set(expected))]
     for name in sorted(set(expected) & present):

@@ -17,7 +17,7 @@ from competition_formats import (FormatError, read_chain_probs, read_chain_sampl
 from competition_formats.loader import SAMPLES_BY_POINTS
 
 from .manifest import verify_manifest
-from .task_files import MANIFEST_NAME, task_files
+from .task_files import MANIFEST_NAME, UNLISTED_IN_MANIFEST, task_files
 
 PROBABILITY_SUM_TOLERANCE = 1e-9
 
@@ -75,7 +75,7 @@ def task_names(root: Path) -> list[str]:
 
 
 def verify(root: Path) -> tuple[list[VerifiedTask], list[str]]:
-    problems = verify_manifest(Path(root), MANIFEST_NAME)
+    problems = verify_manifest(Path(root), MANIFEST_NAME, UNLISTED_IN_MANIFEST)
     tasks = [verify_task(root, name) for name in task_names(root)]
     if not tasks:
         problems.append(f"{root}: no task folders found")
