@@ -178,7 +178,8 @@ def _is_number(token: str) -> bool:
 def _detect_header_and_delimiter(path: Path, lines: list[str]) -> tuple[int | None, str | None]:
     """Return (index of the header line or None, delimiter: ',' or None for whitespace).
 
-    Only the first non-blank line may be a header: one whose fields are not all numbers.
+    Only the first non-blank line may be a header: one in which no field is a number.
+    A first line mixing numbers and other tokens is data with a bad token, reported as such.
     """
     content = (i for i, line in enumerate(lines) if line.strip())
     first = next(content, None)
@@ -186,7 +187,7 @@ def _detect_header_and_delimiter(path: Path, lines: list[str]) -> tuple[int | No
         state = "is empty" if not lines else "contains only blank lines"
         raise FormatError(f"{path}: {state}, expected rows of numbers")
     delimiter = "," if "," in lines[first] else None
-    if all(_is_number(token) for token in _split(lines[first], delimiter)):
+    if any(_is_number(token) for token in _split(lines[first], delimiter)):
         return None, delimiter
     following = next(content, None)
     if following is None:
@@ -248,3 +249,25 @@ def _check_matrix_shape(path: Path, shape: tuple[int, ...], n_rows: int | None, 
 def _count(n: int, noun: str) -> str:
     """'1 row', '2 rows'."""
     return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
+def describe_position(path: PathLike, row: int, column: int | None = None) -> str:
+    """Where element (row, column) (0-based) of a matrix read by read_matrix sits in its file.
+
+    Text files: the 1-based line (header and blank lines counted) and field; .npy: the index.
+    Without a column, only the line (row). Only called on the error path: it re-reads the file.
+    """
+    path = Path(path)
+    if path.suffix.lower() == NPY_EXTENSION:
+        where = f"{path}, row {row}" + ("" if column is None else f" column {column}")
+        return where + " (0-based)"
+    lines = _decode_text(path).splitlines()
+    header, _ = _detect_header_and_delimiter(path, lines)
+    start = 0 if header is None else header + 1
+    data_lines = (number for number, line in enumerate(lines[start:], start=start + 1)
+                  if line.strip())
+    field = "" if column is None else f", column {column + 1}"
+    for index, number in enumerate(data_lines):
+        if index == row:
+            return f"{path}, line {number}{field}"
+    return f"{path}, data row {row + 1}{field}"

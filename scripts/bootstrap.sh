@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# Creates .venv with the Python of the competition's docker image (3.12) and the pinned
-# requirements. Safe to rerun: an up-to-date .venv is reused.
+# Creates two virtual environments with the Python of the competition's docker image (3.12):
+#   .venv        everything (builder, tests, reference generation)
+#   .venv-image  only the docker image's packages: the shipped programs are run with it in
+#                tests, which proves they need nothing the worker lacks.
+# Safe to rerun: an environment whose requirements are unchanged is reused.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,13 +21,19 @@ if ! python=$(find_python); then
   echo "warning: Python 3.12 (the docker image's version) not found; using $($python --version 2>&1)" >&2
 fi
 
-stamp=.venv/.requirements.sha256
-want=$(sha256sum requirements.txt | cut -d' ' -f1)
-if [ -x .venv/bin/python ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then
-  exit 0
-fi
-"$python" -m venv .venv
-.venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip
-.venv/bin/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
-echo "$want" > "$stamp"
-echo "ready: $(.venv/bin/python --version) in .venv" >&2
+make_venv() {   # make_venv DIR REQUIREMENTS...
+  local dir=$1; shift
+  local stamp=$dir/.requirements.sha256 want
+  want=$(cat "$@" | sha256sum | cut -d' ' -f1)
+  if [ -x "$dir/bin/python" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then
+    return 0
+  fi
+  "$python" -m venv "$dir"
+  "$dir/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip
+  "$dir/bin/python" -m pip install --quiet --disable-pip-version-check -r "$1"
+  echo "$want" > "$stamp"
+  echo "ready: $("$dir/bin/python" --version) in $dir" >&2
+}
+
+make_venv .venv requirements.txt requirements-image.txt
+make_venv .venv-image requirements-image.txt

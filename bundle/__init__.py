@@ -1,0 +1,1 @@
+"""The bundle builder: from an organizer spec to upload-ready CodaLab bundles."""

@@ -1,0 +1,87 @@
+"""Assemble the scoring program folder and the phase's reference data folder.
+
+A program folder is its source folder plus a copy of ``competition_formats`` (one source
+shared by the scoring and ingestion programs) plus a config generated from the phase plan.
+Zipping these folders is the builder's next step; tests run them as the worker would.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+
+from competition_formats import read_classification_probs, read_regression_samples
+from competition_formats.loader import SAMPLES_BY_POINTS
+from scoring_program.scorer.config import CONFIG_FORMAT, CONFIG_NAME, parse_config
+from scoring_program.scorer.score_types import SCORE_TYPES
+
+from .leaderboard import phase_columns
+from .phase_plan import PhasePlan
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_PACKAGES = ("competition_formats",)
+IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", ".DS_Store", "README.md")
+
+
+def submission_stem(task) -> str:
+    return f"{task.name}_{'probs' if task.kind == 'classification' else 'samples'}"
+
+
+def _reference_names(task) -> dict:
+    """Names inside ref/: the model average as .npy (parsed once here, not at every scoring)."""
+    files = task.files
+    return {"reference": files.reference.with_suffix(".npy").name,
+            "chain_reference": files.chain_reference.name if files.chain_reference.is_file() else None,
+            "test_labels": files.test_labels.name if files.test_labels.is_file() else None}
+
+
+def scoring_config(plan: PhasePlan) -> dict:
+    tasks = []
+    for task in plan.tasks:
+        declaration = task.declaration
+        tasks.append({
+            "name": task.name, "kind": task.kind, "n_test": declaration["n_test"],
+            "num_classes": declaration.get("num_classes"),
+            "num_samples": declaration.get("num_samples"),
+            "blocks": declaration["test_blocks"], "submission_stem": submission_stem(task),
+            **_reference_names(task),
+            "weights": {metric.name: plan.weights.get(metric.name, 0.0)
+                        for metric in SCORE_TYPES[task.kind]},
+            "budget_seconds": task.budget_seconds})
+    columns = [{"key": c.key, "statistic": c.statistic, "task": c.task, "metric": c.metric}
+               for c in phase_columns(plan) if not c.computed]
+    config = {"format": CONFIG_FORMAT, "phase": plan.name, "tasks": tasks, "columns": columns}
+    parse_config(config, "generated scoring config")      # the scorer must accept what we emit
+    return config
+
+
+def assemble_program(source: Path, destination: Path, config_name: str, config: dict) -> Path:
+    shutil.copytree(source, destination, ignore=IGNORED)
+    for package in SHARED_PACKAGES:
+        shutil.copytree(REPO / package, destination / package, ignore=IGNORED)
+    (destination / config_name).write_text(json.dumps(config, indent=1, sort_keys=True) + "\n")
+    return destination
+
+
+def assemble_scoring_program(plan: PhasePlan, destination: Path) -> Path:
+    return assemble_program(REPO / "scoring_program", Path(destination), CONFIG_NAME,
+                            scoring_config(plan))
+
+
+def stage_reference_data(plan: PhasePlan, destination: Path) -> Path:
+    """The hidden ref/ folder: model average (.npy), per-chain references, true labels."""
+    destination = Path(destination)
+    destination.mkdir(parents=True, exist_ok=True)
+    for task in plan.tasks:
+        names, files = _reference_names(task), task.files
+        if task.kind == "classification":
+            average = read_classification_probs(files.reference)
+        else:    # kept S x N on disk, like the csv it comes from
+            average = read_regression_samples(files.reference, layout=SAMPLES_BY_POINTS).T
+        np.save(destination / names["reference"], np.ascontiguousarray(average))
+        for role in ("chain_reference", "test_labels"):
+            if names[role]:
+                shutil.copyfile(getattr(files, role), destination / names[role])
+    return destination

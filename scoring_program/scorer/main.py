@@ -1,0 +1,88 @@
+"""The scoring run: ``python3 $program/score.py $input $output`` on the CodaLab worker.
+
+Reads ``$input/ref`` (hidden references) and ``$input/res`` (the submission's files, or
+what the ingestion program wrote) by name only: the worker leaves other files in both
+(codalab_v1.md G21). Writes ``$output/scores.txt`` and ``$output/detailed_results.html``.
+Exit status: 0 scored; 1 no task usable or reference/config broken; 2 bad arguments
+or an internal error. Every failure is explained on stderr in one line first.
+"""
+from __future__ import annotations
+
+import sys
+import traceback
+from pathlib import Path
+
+from competition_formats import RECORD_NAME, FormatError, read_run_record
+
+from .config import CONFIG_NAME, ConfigError, load_config
+from .evaluate import score_task
+from .references import ReferenceError, load_references
+from .report import render_report
+from .scores_file import column_values, weighted_loss, write_scores
+
+USAGE = "usage: score.py INPUT_DIR OUTPUT_DIR   (INPUT_DIR holds ref/ and res/)"
+REPORT_NAME = "detailed_results.html"
+
+
+def _say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def _run_record(res: Path, problems: list[str]):
+    if not (res / RECORD_NAME).is_file():
+        return None
+    try:
+        return read_run_record(res / RECORD_NAME)
+    except FormatError as error:
+        problems.append(f"ingestion record ignored: {error}")
+        return None
+
+
+def score(input_dir: Path, output_dir: Path, program_dir: Path) -> int:
+    config = load_config(program_dir / CONFIG_NAME)
+    ref, res = input_dir / "ref", input_dir / "res"
+    for folder, what in ((ref, "reference data"), (res, "submission")):
+        if not folder.is_dir():
+            raise ReferenceError(f"{folder}: missing ({what} folder)")
+    problems: list[str] = []
+    record = _run_record(res, problems)
+    results = []
+    for task in config.tasks:
+        run = record.tasks.get(task.name) if record else None
+        result = score_task(task, res, load_references(task, ref), run)
+        if result.penalised:
+            _say(f"task {task.name} penalised: {result.penalty}")
+        for note in result.notes:
+            _say(f"task {task.name}: {note}")
+        results.append(result)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    usable = [r for r in results if not r.penalised]
+    loss = weighted_loss(results) if usable else None
+    if not usable:
+        problems.append("no task could be scored; reasons above")
+    (output_dir / REPORT_NAME).write_text(
+        render_report(results, phase=config.phase, weighted_loss=loss, problems=problems),
+        encoding="utf-8")
+    for problem in problems:
+        _say(problem)
+    if not usable:
+        return 1
+    text = write_scores(output_dir / "scores.txt", column_values(config, results))
+    print(f"scored {len(usable)} of {len(results)} task(s) of phase {config.phase}:\n{text}", end="")
+    return 0
+
+
+def main(argv: list[str], program_dir: Path) -> int:
+    if len(argv) != 2:
+        _say(USAGE)
+        return 2
+    try:
+        return score(Path(argv[0]), Path(argv[1]), program_dir)
+    except (ConfigError, ReferenceError) as error:
+        _say(f"scoring stopped, the organizer must fix: {error}")
+        return 1
+    except Exception as error:   # noqa: BLE001 - last resort: explain before the traceback
+        _say(f"internal error in the scoring program ({type(error).__name__}: {error}); "
+             "please report it to the organizers with the traceback below")
+        traceback.print_exc()
+        return 2

@@ -1,0 +1,94 @@
+"""Find and validate one task's submitted predictions in ``res/``.
+
+Every problem becomes a ``SubmissionError`` whose message names the file, where in it,
+what was expected and what was found; the task is then penalised, the others still scored.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from competition_formats import (MATRIX_EXTENSIONS, FormatError, describe_position,
+                                 read_classification_probs, read_regression_samples)
+from competition_formats.loader import POINTS_BY_SAMPLES
+
+from .config import TaskConfig
+from .score_types import CLASSIFICATION
+
+# Rows whose probabilities sum to within this of 1 are renormalised (rounding when written
+# with few decimals); farther off is a wrong file, not rounding.
+ROW_SUM_TOLERANCE = 1e-3
+
+
+class SubmissionError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Submission:
+    path: Path
+    predictions: np.ndarray          # (N, C) probabilities or (N, S) samples
+    notes: tuple[str, ...] = ()
+
+
+def expected_names(task: TaskConfig) -> list[str]:
+    return [task.submission_stem + extension for extension in MATRIX_EXTENSIONS]
+
+
+def find_submission_file(task: TaskConfig, res: Path) -> Path:
+    names = expected_names(task)
+    present = [res / name for name in names if (res / name).is_file()]
+    if len(present) == 1:
+        return present[0]
+    if len(present) > 1:
+        raise SubmissionError(f"{task.name}: several prediction files "
+                              f"({', '.join(p.name for p in present)}); submit exactly one")
+    nested = sorted(p for name in names for p in res.rglob(name) if p.is_file())
+    expected = f"{names[0]} (or {', '.join(names[1:])})"
+    if nested:
+        where = nested[0].relative_to(res).as_posix()
+        raise SubmissionError(
+            f"{task.name}: {expected} must be at the root of the submission zip, but it was "
+            f"found at {where}: zip the files themselves, not the folder that holds them")
+    raise SubmissionError(f"{task.name}: no prediction file; expected {expected} at the root "
+                          "of the submission zip")
+
+
+def _check_probabilities(task: TaskConfig, path: Path, probs: np.ndarray) -> tuple[str, ...]:
+    """Reject negative entries and rows far from summing to 1; renormalise the rest in place."""
+    negative = np.argwhere(probs < 0)
+    if len(negative):
+        row, column = (int(v) for v in negative[0])
+        raise SubmissionError(f"{describe_position(path, row, column)}: expected a probability "
+                              f">= 0, found {probs[row, column]!r} ({len(negative)} negative "
+                              "entries in all)")
+    deviation = np.abs(probs.sum(axis=1) - 1.0)
+    worst = int(deviation.argmax())
+    if deviation[worst] > ROW_SUM_TOLERANCE:
+        position = describe_position(path, worst)
+        raise SubmissionError(
+            f"{position}: probabilities sum to {probs[worst].sum():.6g}, expected 1 "
+            f"(within {ROW_SUM_TOLERANCE:g}); {int((deviation > ROW_SUM_TOLERANCE).sum())} "
+            "rows are off")
+    off = deviation > 1e-12
+    if not off.any():
+        return ()
+    probs[off] /= probs[off].sum(axis=1, keepdims=True)
+    return (f"{path.name}: renormalised {int(off.sum())} rows whose sums were off by up to "
+            f"{deviation.max():.2g}",)
+
+
+def load_submission(task: TaskConfig, res: Path) -> Submission:
+    path = find_submission_file(task, res)
+    try:
+        if task.kind == CLASSIFICATION:
+            predictions = read_classification_probs(path, n_points=task.n_test,
+                                                    n_classes=task.num_classes)
+            return Submission(path, predictions, _check_probabilities(task, path, predictions))
+        predictions = read_regression_samples(path, layout=POINTS_BY_SAMPLES,
+                                              n_points=task.n_test, n_samples=task.num_samples)
+        return Submission(path, predictions)
+    except FormatError as error:
+        raise SubmissionError(str(error).replace(str(res) + "/", "")) from None

@@ -1,0 +1,76 @@
+"""The leaderboard values and ``scores.txt``, written exactly as CodaLab v1.5 parses it.
+
+Site rules (codalab_v1.md §4.8, G14): one ``key: value`` line per non-computed column,
+exactly one colon, keys ``[A-Za-z0-9_]+``, finite values below 1e10 in magnitude, no
+duplicates, nothing else. A line the site cannot parse leaves the submission stuck in
+"Running", so every line is checked here before the file is written.
+"""
+from __future__ import annotations
+
+import math
+import os
+import re
+from pathlib import Path
+
+from .config import ScoringConfig
+from .results import TaskResult
+from .score_types import score_type
+
+KEY_PATTERN = re.compile(r"[A-Za-z0-9_]+")
+MAX_MAGNITUDE = 1e10
+DECIMALS = 10           # the site stores Decimal(20, 10)
+
+
+class ScoresFileError(RuntimeError):
+    pass
+
+
+def weighted_loss(results: list[TaskResult]) -> float:
+    """sum_t sum_m w_tm loss_tm / sum w_tm, loss = 1 - agreement, TV or W2 (penalties included)."""
+    total = weight_sum = 0.0
+    for result in results:
+        for name, weight in result.task.weights.items():
+            if weight:
+                total += weight * score_type(name).as_loss(result.metrics[name].value)
+                weight_sum += weight
+    return total / weight_sum if weight_sum else 0.0
+
+
+def column_values(config: ScoringConfig, results: list[TaskResult]) -> dict[str, float]:
+    by_task = {result.task.name: result for result in results}
+    values = {}
+    for column in config.columns:
+        if column.statistic == "weighted_loss":
+            values[column.key] = weighted_loss(results)
+            continue
+        result = by_task[column.task]
+        if column.statistic == "value":
+            values[column.key] = result.metrics[column.metric].value
+        elif column.statistic == "std":
+            values[column.key] = result.metrics[column.metric].chain_std or 0.0
+        else:   # train_seconds: a run without a record counts as using the whole budget
+            seconds = result.train_seconds
+            values[column.key] = seconds if seconds is not None else result.task.budget_seconds
+    return values
+
+
+def format_scores(values: dict[str, float]) -> str:
+    lines = []
+    for key, value in values.items():
+        if not KEY_PATTERN.fullmatch(key):
+            raise ScoresFileError(f"column key {key!r} is not [A-Za-z0-9_]+")
+        if value is None or not math.isfinite(value) or abs(value) >= MAX_MAGNITUDE:
+            raise ScoresFileError(f"value of {key} is {value!r}; the site needs a finite "
+                                  f"number below {MAX_MAGNITUDE:g}")
+        rounded = round(float(value), DECIMALS) + 0.0     # + 0.0 turns -0.0 into 0.0
+        lines.append(f"{key}: {rounded:.{DECIMALS}f}")
+    return "\n".join(lines) + "\n"
+
+
+def write_scores(path: Path, values: dict[str, float]) -> str:
+    """Validate, then write atomically (a half-written file must never be picked up)."""
+    text = format_scores(values)
+    temporary = Path(path).with_suffix(".tmp")
+    temporary.write_text(text, encoding="ascii")
+    os.replace(temporary, path)
+    return text

@@ -1,0 +1,68 @@
+"""Run the assembled scoring program exactly as the CodaLab v1.5 worker does.
+
+Worker facts (codalab_v1.md §3.3, §4.4): the command comes from the program's `metadata`,
+variables are replaced with plain str.replace, the line is split on single spaces (no
+shell), the working directory is the run folder, and input/ and res/ hold platform files.
+"""
+import shutil
+import subprocess
+from pathlib import Path
+
+import yaml
+
+from bundle.phase_plan import embedded_phase
+from bundle.programs import assemble_scoring_program, stage_reference_data
+
+REPO = Path(__file__).resolve().parents[1]
+IMAGE_PYTHON = REPO / ".venv-image" / "bin" / "python"
+
+
+def image_python() -> str:
+    """The docker image's package set; the main venv if .venv-image was not built."""
+    return str(IMAGE_PYTHON if IMAGE_PYTHON.exists() else REPO / ".venv" / "bin" / "python")
+
+
+def prepare_phase(root: Path, phase: str, budget_seconds=60.0):
+    plan = embedded_phase(phase, budget_seconds=budget_seconds)
+    assemble_scoring_program(plan, root / "program")
+    stage_reference_data(plan, root / "ref")
+    return plan
+
+
+def new_run(prepared: Path, run: Path) -> Path:
+    """A run folder as the worker lays it out, with the platform's stray files."""
+    shutil.copytree(prepared / "program", run / "program")
+    shutil.copytree(prepared / "ref", run / "input" / "ref")
+    res = run / "input" / "res"
+    res.mkdir(parents=True)
+    (res / "metadata").write_text("exitCode: 0\nelapsedTime: 12.5\n")
+    (res / "detailed_results.html").write_text("")
+    (run / "input" / "metadata").write_text("res: http://example/res.zip\n")
+    for folder in ("history", "scores", "coopetition"):
+        (run / "input" / folder).mkdir()
+    (run / "input" / "tmp8a7b.zip").write_bytes(b"PK\x05\x06" + b"\0" * 18)
+    (run / "output").mkdir()
+    (run / "temp").mkdir()
+    return run
+
+
+def worker_command(run: Path) -> list[str]:
+    metadata = yaml.safe_load((run / "program" / "metadata").read_text())
+    assert set(metadata) <= {"command", "description"}
+    line = metadata["command"]
+    for variable, value in (("$program", run / "program"), ("$input", run / "input"),
+                            ("$output", run / "output"), ("$tmp", run / "temp")):
+        line = line.replace(variable, str(value))
+    argv = line.split(" ")
+    assert argv[0] == "python3"
+    return [image_python(), *argv[1:]]
+
+
+def run_scoring(run: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(worker_command(run), cwd=run, capture_output=True, text=True,
+                          timeout=300)
+
+
+def read_scores(run: Path) -> dict[str, float]:
+    lines = (run / "output" / "scores.txt").read_text().splitlines()
+    return {key.strip(): float(value) for key, value in (line.split(":") for line in lines)}
