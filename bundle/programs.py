@@ -12,9 +12,11 @@ from pathlib import Path
 
 import numpy as np
 
-from competition_formats import read_classification_probs, read_regression_samples
+from competition_formats import (read_chain_probs, read_chain_samples, read_classification_probs,
+                                 read_matrix, read_regression_samples)
 from competition_formats.loader import SAMPLES_BY_POINTS
 from scoring_program.scorer.config import CONFIG_FORMAT, CONFIG_NAME, parse_config
+from scoring_program.scorer.evaluate import noise_ceiling
 from scoring_program.scorer.score_types import SCORE_TYPES
 
 from .leaderboard import phase_columns
@@ -30,11 +32,14 @@ def submission_stem(task) -> str:
 
 
 def _reference_names(task) -> dict:
-    """Names inside ref/: the model average as .npy (parsed once here, not at every scoring)."""
+    """Names inside ref/: text files become .npy (parsed once here, not at every scoring)."""
     files = task.files
     return {"reference": files.reference.with_suffix(".npy").name,
             "chain_reference": files.chain_reference.name if files.chain_reference.is_file() else None,
-            "test_labels": files.test_labels.name if files.test_labels.is_file() else None}
+            "test_labels": (files.test_labels.with_suffix(".npy").name
+                            if files.test_labels.is_file() else None),
+            "noise_ceiling": (f"{task.name}_noise_ceiling.json"
+                              if files.chain_reference.is_file() else None)}
 
 
 def scoring_config(plan: PhasePlan) -> dict:
@@ -71,7 +76,8 @@ def assemble_scoring_program(plan: PhasePlan, destination: Path) -> Path:
 
 
 def stage_reference_data(plan: PhasePlan, destination: Path) -> Path:
-    """The hidden ref/ folder: model average (.npy), per-chain references, true labels."""
+    """The hidden ref/ folder: model average and labels (.npy), per-chain references, and
+    the noise ceiling (a property of the references, computed once here)."""
     destination = Path(destination)
     destination.mkdir(parents=True, exist_ok=True)
     for task in plan.tasks:
@@ -81,7 +87,12 @@ def stage_reference_data(plan: PhasePlan, destination: Path) -> Path:
         else:    # kept S x N on disk, like the csv it comes from
             average = read_regression_samples(files.reference, layout=SAMPLES_BY_POINTS).T
         np.save(destination / names["reference"], np.ascontiguousarray(average))
-        for role in ("chain_reference", "test_labels"):
-            if names[role]:
-                shutil.copyfile(getattr(files, role), destination / names[role])
+        if names["chain_reference"]:
+            shutil.copyfile(files.chain_reference, destination / names["chain_reference"])
+            chains = (read_chain_probs(files.chain_reference) if task.kind == "classification"
+                      else read_chain_samples(files.chain_reference))
+            ceiling = noise_ceiling(task.kind, chains)
+            (destination / names["noise_ceiling"]).write_text(json.dumps(ceiling, indent=1) + "\n")
+        if names["test_labels"]:
+            np.save(destination / names["test_labels"], read_matrix(files.test_labels))
     return destination

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import warnings
 import zipfile
 import zlib
 from pathlib import Path
@@ -22,6 +23,7 @@ MATRIX_EXTENSIONS = TEXT_EXTENSIONS + (NPY_EXTENSION,)
 _NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 _NON_FINITE = re.compile(r"[+-]?(?:nan|inf|infinity)", re.IGNORECASE)
 _NPY_MAGIC = b"\x93NUMPY"
+SNIFF_BYTES = 1 << 16     # enough for the header and first data line of any of our formats
 # What np.load raises for corrupt files (MemoryError: a header claiming a huge shape).
 NUMPY_LOAD_ERRORS = (ValueError, OSError, EOFError, MemoryError, zipfile.BadZipFile, zlib.error)
 
@@ -125,7 +127,38 @@ def _read_npy_matrix(path: Path) -> np.ndarray:
 
 
 def _read_text_matrix(path: Path) -> np.ndarray:
-    """Parse text with np.loadtxt (fast); only on failure scan the lines to say where it broke."""
+    """Fast path: sniff the head, then np.loadtxt straight from the file (C, chunked).
+
+    Anything unusual (binary bytes, a BOM, blank lines between comma rows, a bad token,
+    NaN) falls back to the careful path, whose only job is the precise error message.
+    """
+    try:
+        with open(path, "rb") as stream:
+            head = stream.read(SNIFF_BYTES)
+            complete = len(stream.read(1)) == 0
+    except OSError as error:
+        raise FormatError(f"{path}: cannot be read ({error.strerror or error})") from None
+    lines = head.decode("utf-8", errors="replace").splitlines()
+    if not complete:
+        lines = lines[:-1]       # the last line of the head may be cut
+    if head.startswith(_NPY_MAGIC) or b"\0" in head or len(lines) < 2:
+        return _read_text_matrix_carefully(path)
+    header, delimiter = _detect_header_and_delimiter(path, lines)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")        # loadtxt warns about empty input
+            matrix = np.loadtxt(path, dtype=np.float64, delimiter=delimiter, comments=None,
+                                skiprows=0 if header is None else header + 1, ndmin=2,
+                                encoding="utf-8")
+    except (ValueError, UnicodeDecodeError):
+        matrix = None
+    if matrix is None or matrix.size == 0 or not np.isfinite(matrix).all():
+        return _read_text_matrix_carefully(path)
+    return matrix
+
+
+def _read_text_matrix_carefully(path: Path) -> np.ndarray:
+    """Parse the decoded lines; on failure scan them to say where it broke."""
     lines = _decode_text(path).splitlines()
     header, delimiter = _detect_header_and_delimiter(path, lines)
     start = 0 if header is None else header + 1

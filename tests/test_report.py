@@ -1,19 +1,15 @@
 """The HTML scoring report and its SVG charts: well-formed, self-contained, deterministic."""
 import re
-import sys
 import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scoring_program"))
-
-from scorer import svg_charts  # noqa: E402
-from scorer.config import Block, TaskConfig  # noqa: E402
-from scorer.report import render_report  # noqa: E402
-from scorer.results import BlockResult, Curves, MetricResult, TaskResult  # noqa: E402
+from scoring_program.scorer import svg_charts
+from scoring_program.scorer.config import Block, TaskConfig
+from scoring_program.scorer.report import render_report
+from scoring_program.scorer.results import BlockResult, Curves, MetricResult, TaskResult
 
 VOID = {"meta", "br", "link", "img", "input", "hr", "col", "wbr", "source"}
 
@@ -24,7 +20,8 @@ def task_config(name, kind, n_test=200, blocks=None):
         num_classes=10 if kind == "classification" else None,
         num_samples=None if kind == "classification" else 100,
         blocks=blocks or (Block("clean", 0, n_test),), submission_stem=name,
-        reference=f"{name}_probs.csv", chain_reference=None, test_labels=None, weights={},
+        reference=f"{name}_probs.csv", chain_reference=None, test_labels=None,
+        noise_ceiling=None, weights={},
         budget_seconds=600.0)
 
 

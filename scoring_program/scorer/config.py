@@ -41,6 +41,7 @@ class TaskConfig:
     reference: str                 # files in ref/
     chain_reference: str | None
     test_labels: str | None
+    noise_ceiling: str | None      # JSON of per-chain ceiling values, precomputed
     weights: dict[str, float]      # metric name -> weight in the aggregate
     budget_seconds: float | None
 
@@ -97,6 +98,7 @@ def _task(raw: dict, where: str) -> TaskConfig:
         submission_stem=_require(raw, "submission_stem", str, where),
         reference=_require(raw, "reference", str, where),
         chain_reference=raw.get("chain_reference"), test_labels=raw.get("test_labels"),
+        noise_ceiling=raw.get("noise_ceiling"),
         weights=weights, budget_seconds=raw.get("budget_seconds"))
     needed = "num_classes" if kind == CLASSIFICATION else "num_samples"
     if not isinstance(getattr(task, needed), int):

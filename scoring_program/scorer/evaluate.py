@@ -16,35 +16,61 @@ from .config import TaskConfig
 from .predictions import SubmissionError, load_submission
 from .references import References
 from .results import BlockResult, Curves, MetricResult, TaskResult
-from .score_types import CLASSIFICATION, SCORE_TYPES, WASSERSTEIN_CAP_IN_REFERENCE_STD, ScoreType
+from .score_types import CLASSIFICATION, SCORE_TYPES, WASSERSTEIN_CAP_IN_REFERENCE_STD
 
 COVERAGE_LEVELS = np.round(np.linspace(0.1, 0.9, 9), 2)
 RELIABILITY_BINS = 10
 
 
 def _others_average(chains: np.ndarray, k: int, kind: str) -> np.ndarray:
-    """The reference made of every chain but k: mean probabilities, or pooled samples."""
+    """The reference made of every chain but k: mean probabilities, or pooled samples.
+
+    Pooled regression samples are re-sorted with timsort, which merges the already sorted
+    chains in linear time, so the metrics need not sort again.
+    """
     others = np.delete(chains, k, axis=0)
-    return others.mean(axis=0) if kind == CLASSIFICATION else np.concatenate(others, axis=1)
+    if kind == CLASSIFICATION:
+        return others.mean(axis=0)
+    return np.sort(np.concatenate(others, axis=1), axis=1, kind="stable")
 
 
 def _std(values) -> float | None:
     return float(np.std(values, ddof=1)) if len(values) > 1 else None
 
 
-def _metric(score_type: ScoreType, task: TaskConfig, predictions: np.ndarray,
-            references: References, cap: float | None) -> MetricResult:
-    raw = score_type.function(predictions, references.model_average)
-    value = score_type.clip(raw, cap)
-    if references.chains is None:
-        return MetricResult(score_type.name, value, capped=value != raw)
+def noise_ceiling(kind: str, chains: np.ndarray) -> dict[str, list[float]]:
+    """Each metric of each chain against the average of the other chains.
+
+    Depends on the references only, so the builder computes it once and ships it.
+    """
+    types = SCORE_TYPES[kind]
+    values: dict[str, list[float]] = {t.name: [] for t in types}
+    if kind != CLASSIFICATION:
+        chains = np.sort(chains, axis=2)
+    for k, chain in enumerate(chains):
+        others = _others_average(chains, k, kind)   # one at a time: bounded memory
+        for t in types:
+            values[t.name].append(float(t.function(chain, others)))
+    return values
+
+
+def _metrics(task: TaskConfig, predictions: np.ndarray, references: References,
+             cap: float | None) -> dict[str, MetricResult]:
+    """Every metric against the model average and against each chain, with the ceiling."""
+    types = SCORE_TYPES[task.kind]
+    raw = {t.name: t.function(predictions, references.model_average) for t in types}
+    values = {t.name: t.clip(raw[t.name], cap) for t in types}
     chains = references.chains
-    per_chain = tuple(score_type.clip(score_type.function(predictions, chain), cap)
-                      for chain in chains)
-    ceiling = [score_type.function(chains[k], _others_average(chains, k, task.kind))
-               for k in range(len(chains))]
-    return MetricResult(score_type.name, value, _std(per_chain), per_chain,
-                        float(np.mean(ceiling)), _std(ceiling), capped=value != raw)
+    if chains is None:
+        return {name: MetricResult(name, values[name], capped=values[name] != raw[name])
+                for name in values}
+    per_chain = {t.name: tuple(t.clip(t.function(predictions, chain), cap) for chain in chains)
+                 for t in types}
+    ceiling = references.noise_ceiling or noise_ceiling(task.kind, chains)
+    return {name: MetricResult(name, values[name], _std(per_chain[name]), per_chain[name],
+                               float(np.mean(ceiling[name])), _std(ceiling[name]),
+                               capped=values[name] != raw[name])
+            for name in values}
 
 
 def _blocks(task: TaskConfig, predictions: np.ndarray, references: References):
@@ -69,10 +95,10 @@ def _curves_and_extras(task: TaskConfig, predictions: np.ndarray, references: Re
             curves = Curves(curves.submission_spread, curves.reference_spread, curves.spread_label,
                             metrics.reliability_curve(predictions, labels, RELIABILITY_BINS),
                             metrics.reliability_curve(reference, labels, RELIABILITY_BINS))
-            for who, probs in (("submission", predictions), ("HMC", reference)):
+            for who, probs, curve in (("submission", predictions, curves.submission_reliability),
+                                      ("HMC", reference, curves.reference_reliability)):
                 extras[f"accuracy ({who})"] = float(np.mean(probs.argmax(axis=1) == labels))
-                extras[f"ECE ({who})"] = metrics.expected_calibration_error(
-                    probs, labels, RELIABILITY_BINS)
+                extras[f"ECE ({who})"] = metrics.calibration_error_of_curve(*curve)
         return curves, extras
     curves = Curves(metrics.predictive_std(predictions), metrics.predictive_std(reference),
                     "predictive standard deviation")
@@ -108,6 +134,13 @@ def _run_notes(run: TaskRun | None) -> tuple[str, ...]:
     return ()
 
 
+def _sorted_samples(references: References) -> References:
+    """Regression metrics and curves ignore sample order: sort every row once, up front."""
+    chains = None if references.chains is None else np.sort(references.chains, axis=2)
+    return References(np.sort(references.model_average, axis=1), chains, references.labels,
+                      references.noise_ceiling)
+
+
 def score_task(task: TaskConfig, res, references: References,
                run: TaskRun | None) -> TaskResult:
     cap = wasserstein_cap(task, references)
@@ -119,8 +152,9 @@ def score_task(task: TaskConfig, res, references: References,
     except SubmissionError as error:
         return penalised(task, str(error), cap, run)
     predictions = submission.predictions
-    results = {t.name: _metric(t, task, predictions, references, cap)
-               for t in SCORE_TYPES[task.kind]}
+    if task.kind != CLASSIFICATION:
+        predictions, references = np.sort(predictions, axis=1), _sorted_samples(references)
+    results = _metrics(task, predictions, references, cap)
     curves, extras = _curves_and_extras(task, predictions, references)
     notes = submission.notes + _run_notes(run) + tuple(
         f"{name}: the distance exceeded the cap of {cap:.4g} "

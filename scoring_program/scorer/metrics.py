@@ -36,6 +36,11 @@ def _quantile_grid(n: int, m: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return -(-breaks // m) - 1, -(-breaks // n) - 1, weights
 
 
+def sort_rows(x: np.ndarray) -> np.ndarray:
+    """x with each row sorted; x itself when it already is (a linear check, not a sort)."""
+    return x if bool(np.all(x[:, 1:] >= x[:, :-1])) else np.sort(x, axis=1)
+
+
 def wasserstein_per_point(s: np.ndarray, r: np.ndarray, order: int) -> np.ndarray:
     """W_p between the empirical distributions of each row of S and R, for every row.
 
@@ -43,7 +48,7 @@ def wasserstein_per_point(s: np.ndarray, r: np.ndarray, order: int) -> np.ndarra
     (monotone) coupling, optimal in one dimension; for equal sample counts it is
     (1/s) sum_k |S_(k) - R_(k)|^p. Unequal counts are matched quantile by quantile.
     """
-    s_sorted, r_sorted = np.sort(s, axis=1), np.sort(r, axis=1)
+    s_sorted, r_sorted = sort_rows(s), sort_rows(r)
     if s.shape[1] == r.shape[1]:
         mean_power = (np.abs(s_sorted - r_sorted) ** order).mean(axis=1)
     else:
@@ -95,7 +100,11 @@ def reliability_curve(p: np.ndarray, labels: np.ndarray, bins: int = 10):
 
 def expected_calibration_error(p: np.ndarray, labels: np.ndarray, bins: int = 10) -> float:
     """ECE = sum_b (n_b / N) |accuracy_b - confidence_b| over non-empty bins."""
-    confidence, accuracy, counts = reliability_curve(p, labels, bins)
+    return calibration_error_of_curve(*reliability_curve(p, labels, bins))
+
+
+def calibration_error_of_curve(confidence, accuracy, counts) -> float:
+    """ECE from a reliability curve already computed (see expected_calibration_error)."""
     filled = counts > 0
     return float(np.sum(counts[filled] / counts.sum()
                         * np.abs(accuracy[filled] - confidence[filled])))

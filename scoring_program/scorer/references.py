@@ -5,6 +5,7 @@ A broken reference is the organizer's problem, not the participant's: it raises
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +28,7 @@ class References:
     model_average: np.ndarray        # (N, C) probabilities or (N, S) samples
     chains: np.ndarray | None        # (K, N, C) or (K, N, S)
     labels: np.ndarray | None        # (N,) true labels or targets
+    noise_ceiling: dict | None = None   # metric -> per-chain values, precomputed by the builder
 
 
 def load_references(task: TaskConfig, ref: Path) -> References:
@@ -46,7 +48,21 @@ def load_references(task: TaskConfig, ref: Path) -> References:
                   if task.test_labels else None)
     except FormatError as error:
         raise ReferenceError(f"reference data of task {task.name}: {error}") from None
+    ceiling = _noise_ceiling(task, ref) if chains is not None else None
     if chains is not None and len(chains) < 2:
         raise ReferenceError(f"reference data of task {task.name}: {task.chain_reference} holds "
                              f"{len(chains)} chain; error bars need at least 2")
-    return References(average, chains, labels)
+    return References(average, chains, labels, ceiling)
+
+
+def _noise_ceiling(task: TaskConfig, ref: Path) -> dict | None:
+    if not task.noise_ceiling or not (ref / task.noise_ceiling).is_file():
+        return None          # the scorer computes it then
+    try:
+        values = json.loads((ref / task.noise_ceiling).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise ReferenceError(f"{task.noise_ceiling}: not readable JSON ({error})") from None
+    if not isinstance(values, dict) or set(values) != set(task.metric_names):
+        raise ReferenceError(f"{task.noise_ceiling}: expected per-chain values of "
+                             f"{', '.join(task.metric_names)}")
+    return values
