@@ -3,8 +3,14 @@
 The builder assembles the program folder: this file, the ``scorer`` package, a copy of
 ``competition_formats`` and the generated ``scoring_config.json``.
 """
+import os
 import sys
 from pathlib import Path
+
+# One BLAS thread: scoring does no heavy linear algebra, and a BLAS thread pool would make
+# forking the parsing workers unsafe. Set before numpy is first imported.
+for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_variable, "1")
 
 PROGRAM_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(PROGRAM_DIR))

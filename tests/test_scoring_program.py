@@ -233,3 +233,15 @@ def test_development_phase_scores_its_own_columns(tmp_path):
     assert run_scoring(run).returncode == 0
     assert list(read_scores(run)) == [c.key for c in phase_columns(plan) if not c.computed]
     assert "train_seconds" not in " ".join(read_scores(run))
+
+
+def test_parallel_and_sequential_scoring_agree_to_the_byte(evaluation, run, tmp_path, monkeypatch):
+    root, plan = evaluation
+    submit(run, good_predictions(plan), skip={"wine"})
+    assert run_scoring(run).returncode == 0
+    parallel = (run / "output" / "scores.txt").read_bytes()
+    sequential_run = new_run(root, tmp_path / "sequential")
+    submit(sequential_run, good_predictions(plan), skip={"wine"})
+    monkeypatch.setenv("SCORING_WORKERS", "1")
+    assert run_scoring(sequential_run).returncode == 0
+    assert (sequential_run / "output" / "scores.txt").read_bytes() == parallel

@@ -7,13 +7,15 @@ chains, i.e. the score "another HMC run" would get.
 """
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
 from competition_formats import TaskRun
 
 from . import metrics
 from .config import TaskConfig
-from .predictions import SubmissionError, load_submission
+from .predictions import Submission, SubmissionError
 from .references import References
 from .results import BlockResult, Curves, MetricResult, TaskResult
 from .score_types import CLASSIFICATION, SCORE_TYPES, WASSERSTEIN_CAP_IN_REFERENCE_STD
@@ -141,14 +143,15 @@ def _sorted_samples(references: References) -> References:
                       references.noise_ceiling)
 
 
-def score_task(task: TaskConfig, res, references: References,
-               run: TaskRun | None) -> TaskResult:
+def score_task(task: TaskConfig, load_submission: Callable[[], Submission],
+               references: References, run: TaskRun | None) -> TaskResult:
+    """``load_submission`` returns the validated predictions or raises SubmissionError."""
     cap = wasserstein_cap(task, references)
     if run is not None and not run.has_prediction:
         detail = f": {run.message}" if run.message else ""
         return penalised(task, f"training run {run.status.replace('_', ' ')}{detail}", cap, run)
     try:
-        submission = load_submission(task, res)
+        submission = load_submission()
     except SubmissionError as error:
         return penalised(task, str(error), cap, run)
     predictions = submission.predictions

@@ -15,8 +15,8 @@ from pathlib import Path
 from competition_formats import RECORD_NAME, FormatError, read_run_record
 
 from .config import CONFIG_NAME, ConfigError, load_config
-from .evaluate import score_task
-from .references import ReferenceError, load_references
+from .parallel_scoring import score_all
+from .references import ReferenceDataError
 from .report import render_report
 from .scores_file import column_values, weighted_loss, write_scores
 
@@ -43,18 +43,15 @@ def score(input_dir: Path, output_dir: Path, program_dir: Path) -> int:
     ref, res = input_dir / "ref", input_dir / "res"
     for folder, what in ((ref, "reference data"), (res, "submission")):
         if not folder.is_dir():
-            raise ReferenceError(f"{folder}: missing ({what} folder)")
+            raise ReferenceDataError(f"{folder}: missing ({what} folder)")
     problems: list[str] = []
     record = _run_record(res, problems)
-    results = []
-    for task in config.tasks:
-        run = record.tasks.get(task.name) if record else None
-        result = score_task(task, res, load_references(task, ref), run)
+    results = score_all(config, ref, res, record)
+    for result in results:
         if result.penalised:
-            _say(f"task {task.name} penalised: {result.penalty}")
+            _say(f"task {result.task.name} penalised: {result.penalty}")
         for note in result.notes:
-            _say(f"task {task.name}: {note}")
-        results.append(result)
+            _say(f"task {result.task.name}: {note}")
     output_dir.mkdir(parents=True, exist_ok=True)
     usable = [r for r in results if not r.penalised]
     loss = weighted_loss(results) if usable else None
@@ -78,7 +75,7 @@ def main(argv: list[str], program_dir: Path) -> int:
         return 2
     try:
         return score(Path(argv[0]), Path(argv[1]), program_dir)
-    except (ConfigError, ReferenceError) as error:
+    except (ConfigError, ReferenceDataError) as error:
         _say(f"scoring stopped, the organizer must fix: {error}")
         return 1
     except Exception as error:   # noqa: BLE001 - last resort: explain before the traceback

@@ -1,7 +1,7 @@
 """Load one task's hidden references from ``ref/``: model average, per-chain, true labels.
 
 A broken reference is the organizer's problem, not the participant's: it raises
-``ReferenceError``, which stops the scoring run with the file and the reason.
+``ReferenceDataError``, which stops the scoring run with the file and the reason.
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from .config import TaskConfig
 from .score_types import CLASSIFICATION
 
 
-class ReferenceError(RuntimeError):
+class ReferenceDataError(RuntimeError):
     pass
 
 
@@ -47,10 +47,10 @@ def load_references(task: TaskConfig, ref: Path) -> References:
         labels = (read_matrix(ref / task.test_labels, n_rows=task.n_test, n_cols=1)[:, 0]
                   if task.test_labels else None)
     except FormatError as error:
-        raise ReferenceError(f"reference data of task {task.name}: {error}") from None
+        raise ReferenceDataError(f"reference data of task {task.name}: {error}") from None
     ceiling = _noise_ceiling(task, ref) if chains is not None else None
     if chains is not None and len(chains) < 2:
-        raise ReferenceError(f"reference data of task {task.name}: {task.chain_reference} holds "
+        raise ReferenceDataError(f"reference data of task {task.name}: {task.chain_reference} holds "
                              f"{len(chains)} chain; error bars need at least 2")
     return References(average, chains, labels, ceiling)
 
@@ -61,8 +61,8 @@ def _noise_ceiling(task: TaskConfig, ref: Path) -> dict | None:
     try:
         values = json.loads((ref / task.noise_ceiling).read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:
-        raise ReferenceError(f"{task.noise_ceiling}: not readable JSON ({error})") from None
+        raise ReferenceDataError(f"{task.noise_ceiling}: not readable JSON ({error})") from None
     if not isinstance(values, dict) or set(values) != set(task.metric_names):
-        raise ReferenceError(f"{task.noise_ceiling}: expected per-chain values of "
+        raise ReferenceDataError(f"{task.noise_ceiling}: expected per-chain values of "
                              f"{', '.join(task.metric_names)}")
     return values

@@ -149,7 +149,7 @@ def _curve_charts(curves: Curves) -> list[str]:
     """The spread histogram and the reliability diagram or coverage curve."""
     charts = [svg_charts.overlaid_histograms(
         [("HMC", curves.reference_spread), ("submission", curves.submission_spread)], 30,
-        curves.spread_label, f"Predictive {curves.spread_label}")]
+        curves.spread_label, curves.spread_label[:1].upper() + curves.spread_label[1:])]
     if curves.submission_reliability is not None:
         pairs = (("HMC", curves.reference_reliability),
                  ("submission", curves.submission_reliability))
