@@ -118,6 +118,8 @@ def test_files_nested_in_a_folder_are_found_and_explained(evaluation, run):
     (lambda text: text.replace("\n", "\nabc ", 3), r"wine_probs\.csv, line 2, column 1: expected a number, found 'abc'"),
     (lambda text: "\n".join(text.splitlines()[:-1]) + "\n", r"wrong number of rows: expected 60 rows"),
     (lambda text: text.replace("\n", " 0.0\n", 1), r"line 2 has 3 columns, expected 4|line 1 has 4 columns"),
+    (lambda text: text.replace(text.split()[4], "nan", 1), r"line 2, column 2: expected a finite number, found 'nan'"),
+    (lambda text: text.replace(text.split()[2], "-inf", 1), r"line 1, column 3: expected a finite number, found '-inf'"),
     (lambda text: "\0\0binary", r"binary content"),
     (lambda text: "", r"is empty"),
 ])
@@ -245,3 +247,12 @@ def test_parallel_and_sequential_scoring_agree_to_the_byte(evaluation, run, tmp_
     monkeypatch.setenv("SCORING_WORKERS", "1")
     assert run_scoring(sequential_run).returncode == 0
     assert (sequential_run / "output" / "scores.txt").read_bytes() == parallel
+
+
+def test_two_files_for_one_task_are_refused(evaluation, run):
+    root, plan = evaluation
+    res = submit(run, good_predictions(plan))
+    np.save(res / "wine_probs.npy", good_predictions(plan)["wine_probs.csv"])
+    result = run_scoring(run)
+    assert "wine: several prediction files (wine_probs.csv, wine_probs.npy); submit exactly one" \
+        in result.stderr
