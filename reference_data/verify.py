@@ -64,9 +64,10 @@ def verify_task(root: Path, name: str) -> VerifiedTask:
     except FormatError as error:
         result.problems.append(str(error))
     rhat = diagnostics["rhat"]
-    if not rhat[f"p{rhat['percentile']}"] <= rhat["threshold"]:
+    at_percentile = rhat[f"p{rhat['percentile']}"]
+    if not at_percentile <= rhat["threshold"]:
         result.problems.append(f"{name}: split R-hat at the {rhat['percentile']}th percentile is "
-                               f"{rhat[f'p{rhat['percentile']}']:.3f} > {rhat['threshold']}")
+                               f"{at_percentile:.3f} > {rhat['threshold']}")
     return result
 
 

@@ -206,7 +206,7 @@ def line_chart(series: list[tuple[str, np.ndarray, np.ndarray]], xlabel: str, yl
         lo, hi = max(x_range[0], y_range[0]), min(x_range[1], y_range[1])
         body.append(f'<line x1="{_f(plot.x(lo))}" y1="{_f(plot.y(lo))}" x2="{_f(plot.x(hi))}" '
                     f'y2="{_f(plot.y(hi))}" stroke="#888" stroke-dasharray="5 4"/>')
-    for (label, xs, ys), colour in zip(data, palette):
+    for (_, xs, ys), colour in zip(data, palette):
         n = min(len(xs), len(ys))
         xs, ys = np.clip(xs[:n], *x_range), np.clip(ys[:n], *y_range)
         good = np.isfinite(xs) & np.isfinite(ys)
