@@ -19,6 +19,10 @@ from scoring_program.scorer.config import CONFIG_FORMAT, CONFIG_NAME, parse_conf
 from scoring_program.scorer.evaluate import noise_ceiling
 from scoring_program.scorer.score_types import SCORE_TYPES
 
+from ingestion_program.ingest.config import CONFIG_FORMAT as INGESTION_CONFIG_FORMAT
+from ingestion_program.ingest.config import CONFIG_NAME as INGESTION_CONFIG_NAME
+from ingestion_program.ingest.config import parse_config as parse_ingestion_config
+
 from .leaderboard import phase_columns
 from .phase_plan import PhasePlan
 
@@ -67,6 +71,43 @@ def assemble_program(source: Path, destination: Path, config_name: str, config: 
     for package in SHARED_PACKAGES:
         shutil.copytree(REPO / package, destination / package, ignore=IGNORED)
     (destination / config_name).write_text(json.dumps(config, indent=1, sort_keys=True) + "\n")
+    return destination
+
+
+# Sandbox limits of the ingestion program unless the organizer spec says otherwise.
+DEFAULT_LIMITS = {"memory_bytes": 4 * 2**30, "max_file_bytes": 256 * 2**20,
+                  "disk_bytes": 1 * 2**30, "open_files": 256, "processes": 128,
+                  "grace_seconds": 2.0, "output_bytes": 128 * 2**10, "cores": None}
+
+
+def ingestion_config(plan: PhasePlan, limits: dict | None = None) -> dict:
+    tasks = []
+    for task in plan.tasks:
+        declaration = {k: v for k, v in task.declaration.items() if k not in ("files", "hmc")}
+        if task.budget_seconds is None:
+            raise ValueError(f"task {task.name}: a code phase needs a budget in seconds")
+        tasks.append({"name": task.name, "kind": task.kind, "inputs": task.files.inputs.name,
+                      "prediction_stem": submission_stem(task), "n_test": declaration["n_test"],
+                      "width": declaration.get("num_classes") or declaration["num_samples"],
+                      "budget_seconds": task.budget_seconds, "declaration": declaration})
+    config = {"format": INGESTION_CONFIG_FORMAT, "phase": plan.name, "tasks": tasks,
+              "limits": {**DEFAULT_LIMITS, **(limits or {})}}
+    parse_ingestion_config(config, "generated ingestion config")
+    return config
+
+
+def assemble_ingestion_program(plan: PhasePlan, destination: Path,
+                               limits: dict | None = None) -> Path:
+    return assemble_program(REPO / "ingestion_program", Path(destination), INGESTION_CONFIG_NAME,
+                            ingestion_config(plan, limits))
+
+
+def stage_input_data(plan: PhasePlan, destination: Path) -> Path:
+    """The public input folder: each task's npz, whose y_test is all zeros."""
+    destination = Path(destination)
+    destination.mkdir(parents=True, exist_ok=True)
+    for task in plan.tasks:
+        shutil.copyfile(task.files.inputs, destination / task.files.inputs.name)
     return destination
 
 

@@ -37,3 +37,18 @@ make_venv() {   # make_venv DIR REQUIREMENTS...
 
 make_venv .venv requirements.txt requirements-image.txt
 make_venv .venv-image requirements-image.txt
+
+# The ingestion tests run participant code as the unprivileged user 'nobody', as the
+# program does inside the worker's container. There the interpreter lives in /usr/local;
+# here it may sit under a private home (/root/.pyenv): grant traverse-only permission
+# (o+x, no listing) on its ancestor folders so 'nobody' can start it.
+if [ "$(id -u)" = 0 ]; then
+  interpreter=$(readlink -f .venv-image/bin/python)
+  dir=$(dirname "$interpreter")
+  while [ "$dir" != / ]; do
+    if [ "$(stat -c %A "$dir" | cut -c10)" != x ] && [ "$(stat -c %A "$dir" | cut -c10)" != t ]; then
+      chmod o+x "$dir" && echo "bootstrap: made $dir traversable for the sandbox user" >&2
+    fi
+    dir=$(dirname "$dir")
+  done
+fi

@@ -13,13 +13,11 @@ import numpy as np
 from competition_formats import (MATRIX_EXTENSIONS, FormatError, describe_position,
                                  read_classification_probs, read_regression_samples)
 from competition_formats.loader import POINTS_BY_SAMPLES
+from competition_formats.prediction_arrays import ROW_SUM_TOLERANCE
 
 from .config import TaskConfig
 from .score_types import CLASSIFICATION
 
-# Rows whose probabilities sum to within this of 1 are renormalised (rounding when written
-# with few decimals); farther off is a wrong file, not rounding.
-ROW_SUM_TOLERANCE = 1e-3
 
 
 class SubmissionError(ValueError):

@@ -1,0 +1,1 @@
+"""The ingestion program: runs each task's training code in a sandboxed, time-boxed child."""

@@ -1,0 +1,93 @@
+"""Runs inside the sandboxed child: load the task's arrays, call the participant's function,
+send its predictions to the parent as frames. Standard library and numpy only.
+
+The participant's module (``submission.py``) defines::
+
+    def predict(task, x_train, y_train, x_test, checkpoint):
+        ...                      # train within task.time_left() seconds
+        checkpoint(predictions)  # optional, any number of times: the last one is used
+        return predictions       # if the budget runs out before this line
+"""
+import importlib
+import io
+import json
+import sys
+import time
+import traceback
+
+from .frames import CHECKPOINT, ERROR, FINAL, write_frame
+
+
+class Task:
+    """What the participant's function learns about its task."""
+
+    def __init__(self, spec, started):
+        declaration = spec["declaration"]
+        self.name = spec["name"]
+        self.kind = spec["kind"]                 # "classification" or "regression"
+        self.n_test = spec["n_test"]
+        self.num_classes = spec["width"] if self.kind == "classification" else None
+        self.num_samples = spec["width"] if self.kind == "regression" else None
+        self.seconds = spec["budget_seconds"]
+        self.model = declaration.get("model", {})
+        self.likelihood = declaration.get("likelihood", {})
+        self.prior = declaration.get("prior", {})
+        self.declaration = declaration
+        self._deadline = started + self.seconds
+
+    def time_left(self):
+        """Seconds until the budget ends (the process is stopped then)."""
+        return max(0.0, self._deadline - time.monotonic())
+
+    def __repr__(self):
+        return f"Task({self.name!r}, {self.kind}, {self.seconds:g} s)"
+
+
+def _send_array(fd, kind, predictions, numpy):
+    buffer = io.BytesIO()
+    numpy.save(buffer, numpy.asarray(predictions, dtype=numpy.float64), allow_pickle=False)
+    write_frame(fd, kind, buffer.getvalue())
+
+
+def _fail(fd, message, code):
+    traceback.print_exc()
+    write_frame(fd, ERROR, message.encode("utf-8", "replace")[:4000])
+    return code
+
+
+def main(argv=None):
+    spec = json.loads((argv or sys.argv)[1])
+    started = time.monotonic()
+    fd = spec["result_fd"]
+    import numpy
+    with numpy.load(spec["data"], allow_pickle=False) as data:
+        x_train, y_train, x_test = data["x_train"], data["y_train"], data["x_test"]
+    module_name, function_name = spec["entry_module"], spec["entry_function"]
+    try:
+        module = importlib.import_module(module_name)
+    except BaseException as error:      # noqa: BLE001 - anything the import raises is theirs
+        return _fail(fd, f"importing {module_name}.py failed: {type(error).__name__}: {error}", 3)
+    function = getattr(module, function_name, None)
+    if not callable(function):
+        write_frame(fd, ERROR, f"{module_name}.py defines no function {function_name}(task, "
+                               "x_train, y_train, x_test, checkpoint)".encode())
+        return 3
+    checkpoint = lambda predictions: _send_array(fd, CHECKPOINT, predictions, numpy)  # noqa: E731
+    try:
+        result = function(Task(spec, started), x_train, y_train, x_test, checkpoint)
+    except BaseException as error:      # noqa: BLE001 - SystemExit too: it returned nothing
+        return _fail(fd, f"{function_name}() raised {type(error).__name__}: {error}", 1)
+    if result is None:
+        write_frame(fd, ERROR, f"{function_name}() returned None; expected the predictions "
+                               "array".encode())
+        return 1
+    try:
+        _send_array(fd, FINAL, result, numpy)
+    except (TypeError, ValueError) as error:
+        return _fail(fd, f"{function_name}() returned something that is not a numeric array "
+                         f"({type(error).__name__}: {error})", 1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,109 @@
+"""The ingestion configuration the builder writes into the ingestion program.
+
+Tasks (their input files, shapes and budgets) and the sandbox limits come from the
+organizer spec through the builder, so no budget is typed twice. ``total_seconds`` is
+what the phase's execution_time_limit must cover; the builder checks it.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+CONFIG_NAME = "ingestion_config.json"
+CONFIG_FORMAT = "ingestion-config/1"
+# Per task on top of its budget: staging the data, starting Python, validation, writing,
+# and the SIGTERM grace period (counted separately below).
+OVERHEAD_SECONDS_PER_TASK = 5.0
+
+
+class ConfigError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Limits:
+    memory_bytes: int            # RLIMIT_AS of the child
+    max_file_bytes: int          # RLIMIT_FSIZE: one file
+    disk_bytes: int              # all files in the task's working directory
+    open_files: int              # RLIMIT_NOFILE
+    processes: int               # RLIMIT_NPROC (applies when running as a dedicated user)
+    grace_seconds: float         # between SIGTERM and SIGKILL
+    output_bytes: int            # stdout/stderr kept per stream: head + tail
+    cores: int | None            # thread variables for the child; None: the machine's
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    name: str
+    kind: str                    # classification | regression
+    inputs: str                  # npz file in $input
+    prediction_stem: str         # written as <stem>.npy into $output
+    n_test: int
+    width: int                   # classes, or samples per test point
+    budget_seconds: float
+    declaration: dict            # model, likelihood, prior... as participants read it
+
+
+@dataclass(frozen=True)
+class IngestionConfig:
+    phase: str
+    tasks: tuple[TaskSpec, ...]
+    limits: Limits
+    entry_module: str = "submission"
+    entry_function: str = "predict"
+
+    def total_seconds(self) -> float:
+        """Worst case wall time of a whole ingestion run."""
+        return sum(t.budget_seconds + self.limits.grace_seconds + OVERHEAD_SECONDS_PER_TASK
+                   for t in self.tasks)
+
+
+def _field(raw: dict, key: str, kind, where: str):
+    if key not in raw:
+        raise ConfigError(f"{where}: missing key {key!r}")
+    value = raw[key]
+    if not isinstance(value, kind) or isinstance(value, bool):
+        raise ConfigError(f"{where}.{key}: expected {kind}, found {value!r}")
+    return value
+
+
+def parse_config(raw: dict, source: str = CONFIG_NAME) -> IngestionConfig:
+    if raw.get("format") != CONFIG_FORMAT:
+        raise ConfigError(f"{source}: format must be {CONFIG_FORMAT!r}, found {raw.get('format')!r}")
+    limits_raw = _field(raw, "limits", dict, source)
+    number = (int, float)
+    limits = Limits(**{key: _field(limits_raw, key, int, f"{source}: limits") for key in
+                       ("memory_bytes", "max_file_bytes", "disk_bytes", "open_files",
+                        "processes", "output_bytes")},
+                    grace_seconds=float(_field(limits_raw, "grace_seconds", number,
+                                               f"{source}: limits")),
+                    cores=limits_raw.get("cores"))
+    tasks = []
+    for index, task in enumerate(_field(raw, "tasks", list, source)):
+        where = f"{source}: tasks[{index}]"
+        kind = _field(task, "kind", str, where)
+        if kind not in ("classification", "regression"):
+            raise ConfigError(f"{where}.kind: expected classification or regression, found {kind!r}")
+        budget = float(_field(task, "budget_seconds", number, where))
+        if budget <= 0:
+            raise ConfigError(f"{where}.budget_seconds: must be positive, found {budget}")
+        tasks.append(TaskSpec(_field(task, "name", str, where), kind,
+                              _field(task, "inputs", str, where),
+                              _field(task, "prediction_stem", str, where),
+                              _field(task, "n_test", int, where), _field(task, "width", int, where),
+                              budget, _field(task, "declaration", dict, where)))
+    if not tasks:
+        raise ConfigError(f"{source}: no tasks")
+    return IngestionConfig(_field(raw, "phase", str, source), tuple(tasks), limits,
+                           raw.get("entry_module", "submission"), raw.get("entry_function", "predict"))
+
+
+def load_config(path: Path) -> IngestionConfig:
+    try:
+        raw = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: missing; the builder writes it into the ingestion program") from None
+    except (OSError, ValueError) as error:
+        raise ConfigError(f"{path}: not readable JSON ({error})") from None
+    return parse_config(raw, str(path))

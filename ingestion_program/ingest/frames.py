@@ -1,0 +1,21 @@
+"""The child-to-parent result channel: length-prefixed frames on a pipe.
+
+The child never touches the output folder: it sends each prediction (np.save bytes,
+no pickles) as a frame, ``checkpoint`` ones during training and one ``final`` frame;
+the parent validates before writing anything. Standard library only: this file's
+source is also sent to the child, whose environment is the participant's.
+"""
+import os
+import struct
+
+MAGIC = b"BDL1"
+HEADER = struct.Struct("<4scQ")          # magic, kind, payload length
+CHECKPOINT, FINAL, ERROR = b"C", b"F", b"E"
+KINDS = (CHECKPOINT, FINAL, ERROR)
+
+
+def write_frame(fd, kind, payload):
+    data = HEADER.pack(MAGIC, kind, len(payload)) + payload
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]

@@ -1,0 +1,168 @@
+"""The ingestion run on the worker:
+
+    python3 $ingestion_program/ingestion.py $input $output $ingestion_program $submission_program $hidden
+
+For each task of the phase: stage its arrays (without y_test) and a read-only copy of the
+submission, run the participant's ``submission.predict`` in a sandboxed child under the
+task's budget, validate what comes back, write ``<output>/<stem>.npy`` and the run record
+``ingestion_record.json`` that the scorer reads. One task's failure never stops the others.
+Exit status: 0 when the run completed (even if tasks failed: the scorer penalises them),
+1 for an unusable config or input, 2 for bad arguments or an internal error.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+
+import numpy as np
+
+from competition_formats import (RECORD_NAME, FormatError, RunRecord, TaskRun, read_task_inputs,
+                                 write_run_record)
+
+from .config import CONFIG_NAME, ConfigError, IngestionConfig, TaskSpec, load_config
+from .hardware import describe_hardware
+from .sandbox import describe, lock_down, probe
+from .supervisor import Staging, TaskOutcome, clean_workdir, run_task
+
+USAGE = ("usage: ingestion.py INPUT_DIR OUTPUT_DIR INGESTION_PROGRAM_DIR SUBMISSION_DIR "
+         "[HIDDEN_DIR]")
+RUNTIME_PACKAGE = "ingest_runtime"
+RUNTIME_FILES = ("frames.py", "child_main.py")
+
+
+def _say(message: str = "") -> None:
+    print(message, flush=True)
+
+
+def _stage_common(base: Path, submission_dir: Path, program_dir: Path) -> tuple[Path, Path]:
+    """The child's read-only runtime code and submission copy, readable by its user."""
+    runtime = base / "runtime"
+    (runtime / RUNTIME_PACKAGE).mkdir(parents=True)
+    (runtime / RUNTIME_PACKAGE / "__init__.py").write_text("")
+    for name in RUNTIME_FILES:
+        shutil.copyfile(program_dir / "ingest" / name, runtime / RUNTIME_PACKAGE / name)
+    submission = base / "submission"
+    skipped: list[str] = []
+    shutil.copytree(submission_dir, submission, symlinks=True,
+                    ignore=lambda folder, names: _not_copied(folder, names, skipped))
+    if skipped:
+        _say(f"symbolic links in the submission are not copied: {', '.join(skipped)}")
+    for root, _, files in os.walk(base):          # no links left to follow: see _not_copied
+        os.chmod(root, 0o755)
+        for name in files:
+            os.chmod(os.path.join(root, name), 0o644)
+    return runtime, submission
+
+
+def _not_copied(folder: str, names: list[str], skipped: list[str]) -> set[str]:
+    """Links are dropped: staging runs as root, and a link could point at hidden files."""
+    links = {name for name in names if os.path.islink(os.path.join(folder, name))}
+    skipped.extend(sorted(links))
+    return links | {name for name in names if name in ("__pycache__", "metadata")}
+
+
+def _stage_task(base: Path, task: TaskSpec, input_dir: Path, runtime: Path, submission: Path,
+                sandbox_uid: int | None) -> Staging:
+    """This task's arrays without y_test, and an empty working folder the child owns."""
+    folder = base / "tasks" / task.name
+    workdir = folder / "work"
+    workdir.mkdir(parents=True)
+    inputs = read_task_inputs(input_dir / task.inputs)
+    data = folder / "data.npz"
+    np.savez(data, x_train=inputs.x_train, y_train=inputs.y_train, x_test=inputs.x_test)
+    os.chmod(folder, 0o755)
+    os.chmod(data, 0o644)
+    if sandbox_uid is not None:
+        os.chown(workdir, sandbox_uid, -1)
+    os.chmod(workdir, 0o700)
+    return Staging(runtime, submission, data, workdir)
+
+
+def _write_prediction(output_dir: Path, task: TaskSpec, outcome: TaskOutcome) -> None:
+    if outcome.predictions is not None:
+        np.save(output_dir / f"{task.prediction_stem}.npy", outcome.predictions)
+
+
+def _task_run(outcome: TaskOutcome) -> TaskRun:
+    return TaskRun(status=outcome.status, wall_seconds=outcome.wall_seconds,
+                   prediction=outcome.prediction,
+                   message="; ".join(filter(None, [outcome.message, *outcome.notes])),
+                   exit_code=outcome.exit_code, signal=outcome.signal,
+                   peak_memory_mb=outcome.peak_memory_mb, stderr_tail=outcome.stderr_tail[-4000:])
+
+
+def _report(task: TaskSpec, outcome: TaskOutcome) -> None:
+    used = f"{outcome.wall_seconds:.1f} of {task.budget_seconds:g} s"
+    memory = f", peak memory {outcome.peak_memory_mb:.0f} MiB" if outcome.peak_memory_mb else ""
+    _say(f"[{task.name}] {outcome.status} in {used}{memory}"
+         + (f"; prediction: {outcome.prediction}" if outcome.prediction else "; no prediction"))
+    for line in filter(None, [outcome.message, *outcome.notes]):
+        _say(f"[{task.name}]   {line}")
+    if outcome.killed_descendants:
+        _say(f"[{task.name}]   killed {outcome.killed_descendants} leftover process(es)")
+    if outcome.status != "ok" and outcome.stderr_tail:
+        _say(f"[{task.name}]   last lines of its stderr:")
+        for line in outcome.stderr_tail.splitlines():
+            _say(f"[{task.name}]   | {line}")
+
+
+def ingest(input_dir: Path, output_dir: Path, program_dir: Path, submission_dir: Path,
+           hidden_dir: Path | None) -> int:
+    config: IngestionConfig = load_config(program_dir / CONFIG_NAME)
+    hardware = describe_hardware()
+    _say(f"ingestion of phase {config.phase}: {len(config.tasks)} task(s), at most "
+         f"{config.total_seconds():.0f} s in all")
+    _say(f"hardware: {hardware['cpu']}, {hardware['cores']} cores, {hardware['memory_gib']} GiB"
+         + (f", GPUs: {', '.join(hardware['gpus'])}" if hardware["gpus"] else ", no GPU"))
+    protections = probe()
+    output_dir.mkdir(parents=True, exist_ok=True)
+    locked = lock_down(protections, [hidden_dir, program_dir, output_dir])
+    for line in describe(protections, config.limits, locked):
+        _say(f"protection: {line}")
+    if not (submission_dir / f"{config.entry_module}.py").is_file():
+        _say(f"the submission has no {config.entry_module}.py at its root")
+    base = Path(tempfile.mkdtemp(prefix="ingestion-"))
+    os.chmod(base, 0o711)      # the child may pass through to its own folders, not list them
+    runs: dict[str, TaskRun] = {}
+    try:
+        runtime, submission = _stage_common(base, submission_dir, program_dir)
+        for task in config.tasks:
+            started = time.monotonic()
+            staging = _stage_task(base, task, input_dir, runtime, submission, protections.uid)
+            outcome = run_task(task, staging, protections, config.limits,
+                               (config.entry_module, config.entry_function))
+            clean_workdir(staging.workdir)
+            _write_prediction(output_dir, task, outcome)
+            runs[task.name] = _task_run(outcome)
+            _report(task, outcome)
+            overhead = time.monotonic() - started - outcome.wall_seconds
+            _say(f"[{task.name}]   staging, validation and writing took {overhead:.2f} s")
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    write_run_record(output_dir / RECORD_NAME, RunRecord(runs, hardware))
+    ok = sum(run.status == "ok" for run in runs.values())
+    _say(f"done: {ok} of {len(runs)} task(s) ok; record written to {RECORD_NAME}")
+    return 0
+
+
+def main(argv: list[str], program_dir: Path) -> int:
+    if len(argv) not in (4, 5):
+        print(USAGE, file=sys.stderr)
+        return 2
+    input_dir, output_dir, _, submission_dir = (Path(a) for a in argv[:4])
+    hidden_dir = Path(argv[4]) if len(argv) == 5 and not argv[4].startswith("$") else None
+    try:
+        return ingest(input_dir, output_dir, program_dir, submission_dir, hidden_dir)
+    except (ConfigError, FormatError) as error:
+        print(f"ingestion stopped, the organizer must fix: {error}", file=sys.stderr)
+        return 1
+    except Exception as error:      # noqa: BLE001 - last resort: explain before the traceback
+        print(f"internal error in the ingestion program ({type(error).__name__}: {error}); "
+              "please report it to the organizers with the traceback below", file=sys.stderr)
+        traceback.print_exc()
+        return 2

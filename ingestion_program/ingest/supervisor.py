@@ -1,0 +1,316 @@
+"""Run one task's child under its budget: capture its output, read its results, kill it.
+
+One loop in the parent watches the child's stdout, stderr and result pipe (selectors,
+no threads: the child is started with a pre-exec function, which threads would make
+unsafe), the clock and the disk. At the budget's end the whole process group gets
+SIGTERM, after the grace period SIGKILL, and every remaining descendant is swept.
+"""
+from __future__ import annotations
+
+import io
+import json
+import os
+import selectors
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from competition_formats import FormatError
+from competition_formats.prediction_arrays import check_predictions
+
+from .config import Limits, TaskSpec
+from .frames import CHECKPOINT, ERROR, FINAL, HEADER, KINDS, MAGIC
+from .processes import signal_group, sweep, wait_exit
+from .sandbox import Protections, preexec
+
+POLL_SECONDS = 0.05
+DISK_CHECK_SECONDS = 0.25
+# After the child exits, descendants may still hold its pipes open: give them this long.
+LINGER_SECONDS = 0.5
+BOOTSTRAP = ("import sys; sys.path[:0] = [sys.argv[2], sys.argv[3]]; "
+             "from ingest_runtime.child_main import main; sys.exit(main(sys.argv[:2]))")
+
+
+class OutputCapture:
+    """Keeps the first and last ``limit / 2`` bytes of a stream, and counts the rest."""
+
+    def __init__(self, limit: int):
+        self.half = max(1, limit // 2)
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+
+    def feed(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        room = self.half - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        if chunk:
+            self.tail += chunk
+            del self.tail[:-self.half]
+
+    def text(self) -> str:
+        omitted = self.total - len(self.head) - len(self.tail)
+        middle = f"\n[... {omitted} bytes omitted ...]\n" if omitted > 0 else ""
+        return (bytes(self.head).decode("utf-8", "replace") + middle
+                + bytes(self.tail).decode("utf-8", "replace"))
+
+    def last_lines(self, count: int = 15) -> str:
+        return "\n".join(self.text().rstrip().splitlines()[-count:])
+
+
+class FrameReader:
+    """Parses result frames as bytes arrive; anything malformed is a protocol violation."""
+
+    def __init__(self, max_payload: int):
+        self.max_payload = max_payload
+        self.buffer = bytearray()
+        self.checkpoint: bytes | None = None
+        self.final: bytes | None = None
+        self.error: str | None = None
+        self.violation: str | None = None
+        self.checkpoints = 0
+
+    def feed(self, chunk: bytes) -> None:
+        if self.violation:
+            return
+        self.buffer += chunk
+        while len(self.buffer) >= HEADER.size:
+            magic, kind, length = HEADER.unpack_from(self.buffer)
+            if magic != MAGIC or kind not in KINDS or length > self.max_payload:
+                self.violation = (f"malformed result frame (kind {kind!r}, {length} bytes; at most "
+                                  f"{self.max_payload} expected)")
+                self.buffer.clear()
+                return
+            if len(self.buffer) < HEADER.size + length:
+                return
+            payload = bytes(self.buffer[HEADER.size:HEADER.size + length])
+            del self.buffer[:HEADER.size + length]
+            if kind == CHECKPOINT:
+                self.checkpoint, self.checkpoints = payload, self.checkpoints + 1
+            elif kind == FINAL:
+                self.final = payload
+            else:
+                self.error = payload.decode("utf-8", "replace")
+
+
+@dataclass
+class TaskOutcome:
+    status: str                          # ok | failed | timed_out | invalid
+    message: str
+    wall_seconds: float
+    predictions: np.ndarray | None = None
+    prediction: str | None = None        # final | anytime | None
+    notes: list[str] = field(default_factory=list)
+    exit_code: int | None = None
+    signal: str | None = None
+    peak_memory_mb: float | None = None
+    stdout: str = ""
+    stderr: str = ""
+    stderr_tail: str = ""
+    killed_descendants: int = 0
+    deadline_to_gone_seconds: float | None = None   # kill latency, when the budget ran out
+
+
+@dataclass(frozen=True)
+class Staging:
+    runtime: Path          # holds the ingest_runtime package (child_main, frames)
+    submission: Path       # read-only copy of the participant's files
+    data: Path             # this task's x_train, y_train, x_test (no y_test)
+    workdir: Path          # the child's own writable folder
+
+
+def _child_environment(workdir: Path, cores: int | None) -> dict[str, str]:
+    threads = str(cores or len(os.sched_getaffinity(0)))
+    return {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(workdir), "TMPDIR": str(workdir),
+            "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1",
+            **{name: threads for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+                                          "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS")}}
+
+
+def _disk_usage(folder: Path, limit: int) -> int:
+    total = 0
+    for root, _, files in os.walk(folder):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(root, name)).st_blocks * 512
+            except OSError:
+                pass
+            if total > limit:
+                return total
+    return total
+
+
+def _decode(payload: bytes, task: TaskSpec, what: str):
+    try:
+        array = np.load(io.BytesIO(payload), allow_pickle=False)
+    except (ValueError, OSError, EOFError) as error:
+        raise FormatError(f"{what}: not a valid array ({error})") from None
+    return check_predictions(array, task.kind, task.n_test, task.width, what)
+
+
+class _Run:
+    """The state of one supervised child; ``loop`` drives it to the end."""
+
+    def __init__(self, task: TaskSpec, staging: Staging, protections: Protections,
+                 limits: Limits, entry: tuple[str, str]):
+        self.task, self.limits = task, limits
+        self.stdout, self.stderr = OutputCapture(limits.output_bytes), OutputCapture(limits.output_bytes)
+        expected = task.n_test * task.width * 8 + 4096
+        self.frames = FrameReader(max_payload=expected)
+        read_fd, write_fd = os.pipe()
+        spec = {"name": task.name, "kind": task.kind, "n_test": task.n_test, "width": task.width,
+                "budget_seconds": task.budget_seconds, "declaration": task.declaration,
+                "data": str(staging.data), "result_fd": write_fd,
+                "entry_module": entry[0], "entry_function": entry[1]}
+        self.started = time.monotonic()
+        self.deadline = self.started + task.budget_seconds
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", BOOTSTRAP, json.dumps(spec), str(staging.runtime),
+             str(staging.submission)],
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            pass_fds=(write_fd,), cwd=staging.workdir, start_new_session=True,
+            env=_child_environment(staging.workdir, limits.cores),
+            preexec_fn=preexec(protections, limits))
+        os.close(write_fd)
+        self.result_fd = read_fd
+        self.workdir = staging.workdir
+        self.selector = selectors.DefaultSelector()
+        for stream, sink in ((self.process.stdout.fileno(), self.stdout.feed),
+                             (self.process.stderr.fileno(), self.stderr.feed),
+                             (read_fd, self.frames.feed)):
+            os.set_blocking(stream, False)
+            self.selector.register(stream, selectors.EVENT_READ, sink)
+        self.exit_status = self.usage = self.exited_at = None
+        self.terminated_at = self.killed_at = None
+        self.stop_reason: str | None = None      # why we stopped it, other than the budget
+        self.killed_descendants = 0
+        self.next_disk_check = self.started + DISK_CHECK_SECONDS
+
+    def _stop(self, reason: str | None) -> None:
+        if reason and not self.stop_reason and self.terminated_at is None:
+            self.stop_reason = reason
+        if self.killed_at is None:
+            signal_group(self.process.pid, signal.SIGKILL)
+            self.killed_at = time.monotonic()
+        self.killed_descendants += sweep(spare=self.process.pid)
+
+    def _enforce(self, now: float) -> None:
+        if self.exit_status is None and self.terminated_at is None and self.stop_reason is None:
+            if now >= self.deadline:
+                self.terminated_at = now
+                signal_group(self.process.pid, signal.SIGTERM)
+            elif self.frames.violation:
+                self._stop(f"sent malformed results: {self.frames.violation}")
+            elif now >= self.next_disk_check:
+                self.next_disk_check = now + DISK_CHECK_SECONDS
+                if _disk_usage(self.workdir, self.limits.disk_bytes) > self.limits.disk_bytes:
+                    self._stop(f"wrote more than {self.limits.disk_bytes / 2**20:.0f} MiB to its "
+                               "working directory (disk limit)")
+        if self.terminated_at is not None and self.killed_at is None and \
+                now >= self.terminated_at + self.limits.grace_seconds:
+            self._stop(None)
+        if self.exit_status is not None and now >= self.exited_at + LINGER_SECONDS:
+            self.killed_descendants += sweep(spare=self.process.pid)   # they hold the pipes
+
+    def loop(self) -> None:
+        while True:
+            now = time.monotonic()
+            if self.exit_status is None:
+                self.exit_status, self.usage = wait_exit(self.process.pid)
+                if self.exit_status is not None:
+                    self.exited_at = now
+            if self.exit_status is not None and not self.selector.get_map():
+                break
+            self._enforce(now)
+            for key, _ in self.selector.select(POLL_SECONDS):
+                chunk = os.read(key.fd, 1 << 16)
+                if chunk:
+                    key.data(chunk)
+                else:
+                    self.selector.unregister(key.fd)
+                    if key.fd == self.result_fd:
+                        os.close(key.fd)
+        self.process.stdout.close()
+        self.process.stderr.close()
+        self.selector.close()
+        self.process.returncode = os.waitstatus_to_exitcode(self.exit_status)
+        self.killed_descendants += sweep()
+        self.ended = time.monotonic()
+
+
+def _exit_description(returncode: int) -> tuple[int | None, str | None]:
+    if returncode < 0:
+        return None, signal.Signals(-returncode).name
+    return returncode, None
+
+
+def _failure_message(run: _Run, limits: Limits) -> tuple[str, str]:
+    """(status, message) for a child that did not deliver a valid final prediction."""
+    task = run.task
+    if run.stop_reason:
+        status = "invalid" if run.stop_reason.startswith("sent malformed") else "failed"
+        return status, run.stop_reason
+    if run.terminated_at is not None:
+        how = ("ignored SIGTERM and was killed after the "
+               f"{limits.grace_seconds:g} s grace period" if run.killed_at else "stopped by SIGTERM")
+        return "timed_out", f"did not finish within its budget of {task.budget_seconds:g} s ({how})"
+    error = run.frames.error
+    if error:
+        if "MemoryError" in error:
+            error += f" (the memory limit is {limits.memory_bytes / 2**30:.1f} GiB)"
+        if "File too large" in error or "Disk quota" in error:
+            error += f" (files are limited to {limits.max_file_bytes / 2**20:.0f} MiB)"
+        return "failed", error
+    code, signal_name = _exit_description(run.process.returncode)
+    if signal_name:
+        return "failed", f"killed by {signal_name}" + (
+            " (out of memory?)" if signal_name == "SIGKILL" else "")
+    last = run.stderr.last_lines(1)
+    return "failed", (f"exited with code {code} before returning predictions"
+                      + (f": {last}" if last else ""))
+
+
+def run_task(task: TaskSpec, staging: Staging, protections: Protections, limits: Limits,
+             entry: tuple[str, str] = ("submission", "predict")) -> TaskOutcome:
+    run = _Run(task, staging, protections, limits, entry)
+    run.loop()
+    code, signal_name = _exit_description(run.process.returncode)
+    outcome = TaskOutcome(
+        status="ok", message="", wall_seconds=round((run.exited_at or run.ended) - run.started, 3),
+        exit_code=code, signal=signal_name,
+        peak_memory_mb=round(run.usage.ru_maxrss / 1024, 1) if run.usage else None,
+        stdout=run.stdout.text(), stderr=run.stderr.text(), stderr_tail=run.stderr.last_lines(),
+        killed_descendants=run.killed_descendants,
+        deadline_to_gone_seconds=(run.ended - run.deadline) if run.terminated_at else None)
+    valid_final = None
+    if run.frames.final is not None and not run.stop_reason and run.terminated_at is None:
+        try:
+            valid_final = _decode(run.frames.final, task, "the returned predictions")
+        except FormatError as error:
+            outcome.status, outcome.message = "invalid", str(error)
+            return outcome
+    if valid_final is not None:
+        outcome.predictions, notes = valid_final
+        outcome.prediction, outcome.notes = "final", list(notes)
+        return outcome
+    outcome.status, outcome.message = _failure_message(run, limits)
+    if run.frames.checkpoint is not None and outcome.status != "invalid":
+        try:
+            outcome.predictions, notes = _decode(run.frames.checkpoint, task, "the last checkpoint")
+            outcome.prediction = "anytime"
+            outcome.notes = list(notes) + [f"scored its last checkpoint (of {run.frames.checkpoints})"]
+        except FormatError as error:
+            outcome.notes.append(f"its last checkpoint was unusable: {error}")
+    return outcome
+
+
+def clean_workdir(workdir: Path) -> None:
+    shutil.rmtree(workdir, ignore_errors=True)

@@ -1,0 +1,20 @@
+"""CodaLab entry point (see ingest/main.py for the arguments).
+
+The builder assembles the program folder: this file, the ``ingest`` package, a copy of
+``competition_formats`` and the generated ``ingestion_config.json``.
+"""
+import os
+import sys
+from pathlib import Path
+
+# The parent only supervises: one BLAS thread, and no thread pool to make forking unsafe.
+for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_variable, "1")
+
+PROGRAM_DIR = Path(__file__).resolve().parent
+sys.path.insert(0, str(PROGRAM_DIR))
+
+from ingest.main import main  # noqa: E402  (needs the path above)
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:], PROGRAM_DIR))

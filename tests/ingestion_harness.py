@@ -1,0 +1,61 @@
+"""Run the assembled ingestion program exactly as the CodaLab v1.5 worker does (predict step).
+
+Layout (codalab_v1.md §4.4): run/program = the participant's unzipped submission,
+run/ingestion_program, run/input = the phase's input data, run/output (becomes res/),
+and the hidden reference data in a folder beside the run, passed as $hidden.
+"""
+import shutil
+import subprocess
+import textwrap
+from pathlib import Path
+
+import yaml
+
+from bundle.phase_plan import embedded_phase
+from bundle.programs import assemble_ingestion_program, stage_input_data, stage_reference_data
+from scoring_harness import image_python
+
+BUDGET_SECONDS = 3.0
+TEST_LIMITS = {"memory_bytes": 2 * 2**30, "max_file_bytes": 16 * 2**20, "disk_bytes": 48 * 2**20,
+               "grace_seconds": 1.0, "output_bytes": 16 * 2**10}
+
+
+def prepare(root: Path, phase: str = "development", budget=BUDGET_SECONDS, limits=None):
+    plan = embedded_phase(phase, code_submission=True, budget_seconds=budget)
+    assemble_ingestion_program(plan, root / "ingestion_program", {**TEST_LIMITS, **(limits or {})})
+    stage_input_data(plan, root / "input")
+    stage_reference_data(plan, root / "hidden_ref")
+    return plan
+
+
+def new_run(prepared: Path, run: Path, submission_code: str | None) -> Path:
+    shutil.copytree(prepared / "ingestion_program", run / "run" / "ingestion_program")
+    shutil.copytree(prepared / "input", run / "run" / "input")
+    shutil.copytree(prepared / "hidden_ref", run / "hidden_ref")
+    submission = run / "run" / "program"
+    submission.mkdir(parents=True)
+    (submission / "metadata").write_text("description: test submission\n")
+    if submission_code is not None:
+        (submission / "submission.py").write_text(textwrap.dedent(submission_code))
+    (run / "run" / "output").mkdir()
+    (run / "run" / "temp").mkdir()
+    return run
+
+
+def worker_command(run: Path) -> list[str]:
+    metadata = yaml.safe_load((run / "run" / "ingestion_program" / "metadata").read_text())
+    assert set(metadata) <= {"command", "description"}
+    line = metadata["command"]
+    for variable, value in (("$ingestion_program", run / "run" / "ingestion_program"),
+                            ("$submission_program", run / "run" / "program"),
+                            ("$hidden", run / "hidden_ref"), ("$input", run / "run" / "input"),
+                            ("$output", run / "run" / "output")):
+        line = line.replace(variable, str(value))
+    argv = line.split(" ")
+    assert argv[0] == "python3"
+    return [image_python(), *argv[1:]]
+
+
+def run_ingestion(run: Path, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run(worker_command(run), cwd=run / "run", capture_output=True, text=True,
+                          timeout=timeout)
