@@ -1,0 +1,331 @@
+"""The ingestion program against hostile and broken submissions, as real subprocesses.
+
+Each submission misbehaves on the `iris` task only; `digits` must still come out right.
+After every run no process of the run may be left, and the record must say what happened.
+"""
+import json
+import os
+
+import numpy as np
+import psutil
+import pytest
+
+from competition_formats import read_run_record
+from ingestion_harness import BUDGET_SECONDS, TEST_LIMITS, new_run, prepare, run_ingestion
+
+pytestmark = pytest.mark.slow
+
+UNIFORM = """
+import numpy as np
+def uniform(task):
+    return np.full((task.n_test, task.num_classes), 1.0 / task.num_classes)
+"""
+
+
+def submission(iris_body: str, prelude: str = "") -> str:
+    """A submission whose predict() misbehaves on iris and is correct elsewhere."""
+    body = "\n".join("        " + line for line in iris_body.strip().splitlines())
+    return f"""{UNIFORM}
+{prelude}
+def predict(task, x_train, y_train, x_test, checkpoint):
+    if task.name == "iris":
+{body}
+    return uniform(task)
+"""
+
+
+def sandbox_processes() -> list:
+    """Processes of the sandbox user (only participant code runs as 'nobody' here)."""
+    return [p for p in psutil.process_iter(["uids", "cmdline"])
+            if p.info["uids"] and p.info["uids"].real == 65534]
+
+
+@pytest.fixture(autouse=True)
+def nothing_left_behind():
+    before = {p.pid for p in sandbox_processes()}
+    yield
+    leftovers = [p.info["cmdline"] for p in sandbox_processes() if p.pid not in before]
+    assert leftovers == [], f"processes left behind: {leftovers}"
+
+
+@pytest.fixture(scope="module")
+def prepared(tmp_path_factory):
+    root = tmp_path_factory.mktemp("ingestion")
+    prepare(root)
+    return root
+
+
+def marker_processes(marker: str) -> list:
+    found = []
+    for process in psutil.process_iter(["cmdline", "environ"]):
+        try:
+            if any(marker in part for part in process.info["cmdline"] or []):
+                found.append(process)
+        except psutil.Error:
+            pass
+    return found
+
+
+def ingest(prepared, tmp_path, code):
+    run = new_run(prepared, tmp_path, code)
+    result = run_ingestion(run)
+    assert result.returncode == 0, result.stderr
+    record = read_run_record(run / "run" / "output" / "ingestion_record.json")
+    return run, result, record
+
+
+def assert_digits_fine(run, record):
+    assert record.tasks["digits"].status == "ok"
+    predictions = np.load(run / "run" / "output" / "digits_probs.npy")
+    assert predictions.shape == (599, 10)
+
+
+def assert_nothing_left(marker="bdl-marker"):
+    assert marker_processes(marker) == []
+
+
+def test_normal_run_writes_validated_predictions_and_the_record(prepared, tmp_path):
+    run, result, record = ingest(prepared, tmp_path, submission("return uniform(task)"))
+    assert record.tasks["iris"].status == "ok" and record.tasks["iris"].prediction == "final"
+    assert np.load(run / "run" / "output" / "iris_probs.npy").shape == (50, 3)
+    assert_digits_fine(run, record)
+    assert record.hardware["cores"] >= 1 and record.hardware["cpu"]
+    assert "[iris] ok in" in result.stdout and "protection:" in result.stdout
+
+
+def test_task_object_carries_metadata_and_budget(prepared, tmp_path):
+    code = submission("""
+assert task.kind == "classification" and task.num_classes == 3 and task.n_test == 50
+assert task.model["layer_sizes"] == [4, 16, 3] and task.prior["variance"] == 0.2
+assert 0 < task.time_left() <= task.seconds
+assert x_train.shape == (100, 4) and y_train.shape == (100,) and x_test.shape == (50, 4)
+return uniform(task)""")
+    run, result, record = ingest(prepared, tmp_path, code)
+    assert record.tasks["iris"].status == "ok", record.tasks["iris"].message
+
+
+def test_exception_in_participant_code(prepared, tmp_path):
+    run, result, record = ingest(prepared, tmp_path, submission("raise ValueError('bad hyperparameter')"))
+    iris = record.tasks["iris"]
+    assert iris.status == "failed" and iris.prediction is None
+    assert "predict() raised ValueError: bad hyperparameter" in iris.message
+    assert "Traceback" in iris.stderr_tail
+    assert_digits_fine(run, record)
+
+
+def test_infinite_loop_is_timed_out(prepared, tmp_path):
+    run, result, record = ingest(prepared, tmp_path, submission("while True:\n    pass"))
+    iris = record.tasks["iris"]
+    assert iris.status == "timed_out" and iris.signal == "SIGTERM"
+    assert BUDGET_SECONDS <= iris.wall_seconds < BUDGET_SECONDS + 1.0
+    assert not (run / "run" / "output" / "iris_probs.npy").exists()
+    assert_digits_fine(run, record)
+
+
+def test_checkpoint_is_used_after_a_timeout(prepared, tmp_path):
+    code = submission("checkpoint(uniform(task))\nwhile True:\n    pass")
+    run, result, record = ingest(prepared, tmp_path, code)
+    iris = record.tasks["iris"]
+    assert iris.status == "timed_out" and iris.prediction == "anytime"
+    assert "scored its last checkpoint" in iris.message
+    assert np.load(run / "run" / "output" / "iris_probs.npy").shape == (50, 3)
+
+
+def test_child_ignoring_sigterm_is_killed_after_the_grace_period(prepared, tmp_path):
+    code = submission("signal.signal(signal.SIGTERM, signal.SIG_IGN)\nwhile True:\n    pass",
+                      prelude="import signal")
+    run, result, record = ingest(prepared, tmp_path, code)
+    iris = record.tasks["iris"]
+    grace = TEST_LIMITS["grace_seconds"]
+    assert iris.status == "timed_out" and iris.signal == "SIGKILL"
+    assert "ignored SIGTERM and was killed after the 1 s grace period" in iris.message
+    assert BUDGET_SECONDS + grace <= iris.wall_seconds < BUDGET_SECONDS + grace + 1.0
+    assert_digits_fine(run, record)
+
+
+def test_grandchild_that_calls_setsid_is_swept(prepared, tmp_path):
+    code = submission("""
+subprocess.Popen([sys.executable, "-c",
+                  "import os, time; os.setsid(); time.sleep(600)", "bdl-marker"],
+                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+time.sleep(0.3)
+return uniform(task)""", prelude="import subprocess, sys, time")
+    run, result, record = ingest(prepared, tmp_path, code)
+    assert record.tasks["iris"].status == "ok"
+    assert "killed 1 leftover process(es)" in result.stdout
+    assert_nothing_left()
+    assert_digits_fine(run, record)
+
+
+def test_forked_sleepers_holding_the_pipes_do_not_hang_the_run(prepared, tmp_path):
+    code = submission("""
+for _ in range(5):
+    if os.fork() == 0:
+        os.setsid()
+        os.execv(sys.executable, [sys.executable, "-c", "import time; time.sleep(600)", "bdl-marker"])
+return uniform(task)""", prelude="import os, sys")
+    run, result, record = ingest(prepared, tmp_path, code)
+    assert record.tasks["iris"].status == "ok"
+    assert_nothing_left()
+
+
+def test_memory_hog_fails_with_the_limit_named(prepared, tmp_path):
+    code = submission("hog = np.ones((2**31 // 8 + 10,))\nreturn uniform(task)")
+    run, result, record = ingest(prepared, tmp_path, code)
+    iris = record.tasks["iris"]
+    assert iris.status == "failed"
+    assert "MemoryError" in iris.message and "memory limit is 2.0 GiB" in iris.message
+    assert_digits_fine(run, record)
+
+
+def test_disk_filler_is_stopped(prepared, tmp_path):
+    code = submission("""
+block = b"x" * 2**20
+for index in range(1000):
+    with open(f"fill{index}", "wb") as stream:
+        for _ in range(8):
+            stream.write(block)
+return uniform(task)""")
+    run, result, record = ingest(prepared, tmp_path, code)
+    iris = record.tasks["iris"]
+    assert iris.status == "failed"
+    assert "disk limit" in iris.message
+    assert_digits_fine(run, record)
+
+
+def test_single_huge_file_hits_the_file_size_limit(prepared, tmp_path):
+    code = submission("""
+with open("big", "wb") as stream:
+    stream.write(b"x" * (64 * 2**20))
+return uniform(task)""")
+    run, result, record = ingest(prepared, tmp_path, code)
+    iris = record.tasks["iris"]
+    assert iris.status == "failed" and "File too large" in iris.message
+    assert "files are limited to 16 MiB" in iris.message
+
+
+def test_hundred_megabytes_of_stdout_are_capped_and_do_not_block(prepared, tmp_path):
+    code = submission("""
+line = "y" * 1023 + "\\n"
+for _ in range(100 * 1024):
+    sys.stdout.write(line)
+sys.stdout.flush()
+return uniform(task)""", prelude="import sys")
+    run, result, record = ingest(prepared, tmp_path, code)
+    assert record.tasks["iris"].status == "ok"
+    assert len(result.stdout) < 1_000_000
+    assert_digits_fine(run, record)
+
+
+@pytest.mark.parametrize("body, message", [
+    ("return np.ones((50, 4)) / 4", "expected shape (50, 3) = (test points, classes), found (50, 4)"),
+    ("p = uniform(task); p[3, 1] = float('nan'); return p", "row 3, column 1 (0-based) is nan"),
+    ("p = uniform(task); p[7] = [2.0, -1.0, 0.0]; return p", "probabilities must be >= 0"),
+    ("return 'not an array'", "not a numeric array"),
+    ("return None", "predict() returned None"),
+])
+def test_invalid_predictions_are_refused_before_writing(prepared, tmp_path, body, message):
+    run, result, record = ingest(prepared, tmp_path, submission(body))
+    iris = record.tasks["iris"]
+    assert iris.status in ("invalid", "failed") and message in iris.message, iris.message
+    assert not (run / "run" / "output" / "iris_probs.npy").exists()
+    assert_digits_fine(run, record)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="file permissions protect only when run as root")
+def test_child_can_reach_neither_hidden_references_nor_output_nor_network(prepared, tmp_path):
+    code = submission("""
+results = {}
+for name, action in (
+        ("hidden", lambda: open(os.path.join(HIDDEN, "iris_probs.npy"), "rb").read()),
+        ("hidden_list", lambda: os.listdir(HIDDEN)),
+        ("output", lambda: open(os.path.join(OUTPUT, "iris_probs.npy"), "wb").write(b"x")),
+        ("program", lambda: os.listdir(PROGRAM)),
+        ("network", lambda: socket.create_connection(("127.0.0.1", 22), timeout=1))):
+    try:
+        action()
+        results[name] = "allowed"
+    except OSError as error:
+        results[name] = type(error).__name__
+print("PROBE", json.dumps(results), file=sys.stderr)
+raise SystemExit("probe done")""", prelude="import json, os, socket, sys\nHIDDEN = '@hidden'\n"
+                                           "OUTPUT = '@output'\nPROGRAM = '@program'")
+    for placeholder, path in (("@hidden", tmp_path / "hidden_ref"),
+                              ("@output", tmp_path / "run" / "output"),
+                              ("@program", tmp_path / "run" / "ingestion_program")):
+        code = code.replace(placeholder, str(path))
+    run, result, record = ingest(prepared, tmp_path, code)
+    probe_line = next(line for line in record.tasks["iris"].stderr_tail.splitlines()
+                      if line.startswith("PROBE"))
+    outcome = json.loads(probe_line[len("PROBE "):])
+    assert outcome == {"hidden": "PermissionError", "hidden_list": "PermissionError",
+                       "output": "PermissionError", "program": "PermissionError",
+                       "network": "OSError"}, outcome
+    assert "unprivileged user: active" in result.stdout
+    assert "network namespace (no network): active" in result.stdout
+
+
+def test_import_error_in_the_submission(prepared, tmp_path):
+    run, result, record = ingest(prepared, tmp_path, "import package_that_does_not_exist\n")
+    for name in ("iris", "digits"):
+        run_record = record.tasks[name]
+        assert run_record.status == "failed"
+        assert ("importing submission.py failed: ModuleNotFoundError: No module named "
+                "'package_that_does_not_exist'") in run_record.message
+
+
+def test_empty_submission(prepared, tmp_path):
+    run, result, record = ingest(prepared, tmp_path, None)
+    assert "the submission has no submission.py at its root" in result.stdout
+    assert {name: r.status for name, r in record.tasks.items()} == {"iris": "failed",
+                                                                   "digits": "failed"}
+    assert "No module named 'submission'" in record.tasks["iris"].message
+
+
+def test_missing_function_is_named(prepared, tmp_path):
+    run, result, record = ingest(prepared, tmp_path, "def fit(task):\n    pass\n")
+    assert "submission.py defines no function predict(task, x_train, y_train, x_test, " \
+           "checkpoint)" in record.tasks["iris"].message
+
+
+def test_symbolic_links_in_the_submission_are_not_followed(prepared, tmp_path):
+    run = new_run(prepared, tmp_path, submission("return uniform(task)"))
+    os.symlink(tmp_path / "hidden_ref" / "iris_probs.npy", run / "run" / "program" / "leak.npy")
+    result = run_ingestion(run)
+    assert "symbolic links in the submission are not copied: leak.npy" in result.stdout
+
+
+def test_broken_config_is_reported_for_the_organizer(prepared, tmp_path):
+    run = new_run(prepared, tmp_path, submission("return uniform(task)"))
+    config = run / "run" / "ingestion_program" / "ingestion_config.json"
+    raw = json.loads(config.read_text())
+    raw["tasks"][0]["budget_seconds"] = -1
+    config.write_text(json.dumps(raw))
+    result = run_ingestion(run)
+    assert result.returncode == 1
+    assert "ingestion stopped, the organizer must fix" in result.stderr
+    assert "budget_seconds: must be positive" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_scorer_reads_what_ingestion_wrote(prepared, tmp_path):
+    """The hand-over: ingestion output becomes the scorer's res/ and its record is honoured."""
+    from bundle.phase_plan import embedded_phase
+    from bundle.programs import assemble_scoring_program
+    from scoring_harness import new_run as new_scoring_run, read_scores, run_scoring
+    import shutil
+    run, result, record = ingest(prepared, tmp_path / "ingest",
+                                 submission("raise RuntimeError('diverged')"))
+    plan = embedded_phase("development", code_submission=True, budget_seconds=BUDGET_SECONDS)
+    scoring_root = tmp_path / "scoring"
+    assemble_scoring_program(plan, scoring_root / "program")
+    shutil.copytree(prepared / "hidden_ref", scoring_root / "ref")
+    scoring = new_scoring_run(scoring_root, tmp_path / "score")
+    shutil.rmtree(scoring / "input" / "res")
+    shutil.copytree(run / "run" / "output", scoring / "input" / "res")
+    outcome = run_scoring(scoring)
+    assert outcome.returncode == 0, outcome.stderr
+    assert "task iris penalised: training run failed: predict() raised RuntimeError: diverged" \
+        in outcome.stderr
+    scores = read_scores(scoring)
+    assert scores["iris_agreement"] == 0.0 and scores["digits_total_variation"] > 0.5
+    assert 0 < scores["digits_train_seconds"] < BUDGET_SECONDS
