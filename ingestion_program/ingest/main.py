@@ -103,6 +103,9 @@ def _report(task: TaskSpec, outcome: TaskOutcome) -> None:
          + (f"; prediction: {outcome.prediction}" if outcome.prediction else "; no prediction"))
     for line in filter(None, [outcome.message, *outcome.notes]):
         _say(f"[{task.name}]   {line}")
+    if outcome.deadline_to_gone_seconds is not None:
+        _say(f"[{task.name}]   all its processes were gone {outcome.deadline_to_gone_seconds:.2f} s "
+             "after the budget ended")
     if outcome.killed_descendants:
         _say(f"[{task.name}]   killed {outcome.killed_descendants} leftover process(es)")
     if outcome.status != "ok" and outcome.stderr_tail:
