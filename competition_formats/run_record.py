@@ -10,6 +10,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from .json_files import read_json_object
 from .matrix_files import FormatError, PathLike
 
 RECORD_NAME = "ingestion_record.json"
@@ -71,13 +72,8 @@ def _task_run(path: Path, name: str, raw) -> TaskRun:
 
 def read_run_record(path: PathLike) -> RunRecord:
     path = Path(path)
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise FormatError(f"{path}: file does not exist") from None
-    except (OSError, ValueError) as error:
-        raise FormatError(f"{path}: not valid JSON ({error})") from None
-    if not isinstance(raw, dict) or raw.get("format") != RECORD_FORMAT:
+    raw = read_json_object(path)
+    if raw.get("format") != RECORD_FORMAT:
         raise FormatError(f"{path}: expected an object with format {RECORD_FORMAT!r}")
     tasks = raw.get("tasks")
     if not isinstance(tasks, dict):

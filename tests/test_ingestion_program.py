@@ -214,6 +214,8 @@ return uniform(task)""", prelude="import sys")
     run, result, record = ingest(prepared, tmp_path, code)
     assert record.tasks["iris"].status == "ok"
     assert len(result.stdout) < 1_000_000
+    kept = (run / "run" / "output" / "iris_stdout.txt").read_text()
+    assert kept.startswith("yyy") and "bytes omitted" in kept and len(kept) < 20_000
     assert_digits_fine(run, record)
 
 

@@ -6,9 +6,11 @@ what the phase's execution_time_limit must cover; the builder checks it.
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
+
+from competition_formats import FormatError
+from competition_formats.json_files import read_json_object
 
 CONFIG_NAME = "ingestion_config.json"
 CONFIG_FORMAT = "ingestion-config/1"
@@ -99,11 +101,9 @@ def parse_config(raw: dict, source: str = CONFIG_NAME) -> IngestionConfig:
                            raw.get("entry_module", "submission"), raw.get("entry_function", "predict"))
 
 
-def load_config(path: Path) -> IngestionConfig:
+def load_config(path: Path):
     try:
-        raw = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: missing; the builder writes it into the ingestion program") from None
-    except (OSError, ValueError) as error:
-        raise ConfigError(f"{path}: not readable JSON ({error})") from None
+        raw = read_json_object(path, "the builder writes it into the ingestion program")
+    except FormatError as error:
+        raise ConfigError(str(error)) from None
     return parse_config(raw, str(path))

@@ -83,9 +83,13 @@ def _stage_task(base: Path, task: TaskSpec, input_dir: Path, runtime: Path, subm
     return Staging(runtime, submission, data, workdir)
 
 
-def _write_prediction(output_dir: Path, task: TaskSpec, outcome: TaskOutcome) -> None:
+def _write_outputs(output_dir: Path, task: TaskSpec, outcome: TaskOutcome) -> None:
+    """The validated prediction, and the kept head and tail of the task's stdout and stderr."""
     if outcome.predictions is not None:
         np.save(output_dir / f"{task.prediction_stem}.npy", outcome.predictions)
+    for stream, text in (("stdout", outcome.stdout), ("stderr", outcome.stderr)):
+        if text:
+            (output_dir / f"{task.name}_{stream}.txt").write_text(text, encoding="utf-8")
 
 
 def _task_run(outcome: TaskOutcome) -> TaskRun:
@@ -140,7 +144,7 @@ def ingest(input_dir: Path, output_dir: Path, program_dir: Path, submission_dir:
             outcome = run_task(task, staging, protections, config.limits,
                                (config.entry_module, config.entry_function))
             clean_workdir(staging.workdir)
-            _write_prediction(output_dir, task, outcome)
+            _write_outputs(output_dir, task, outcome)
             runs[task.name] = _task_run(outcome)
             _report(task, outcome)
             overhead = time.monotonic() - started - outcome.wall_seconds

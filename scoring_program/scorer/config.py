@@ -7,9 +7,11 @@ must say so plainly rather than surface as a KeyError mid-scoring.
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
+
+from competition_formats import FormatError
+from competition_formats.json_files import read_json_object
 
 from .score_types import CLASSIFICATION, REGRESSION, SCORE_TYPES, score_type
 
@@ -138,11 +140,9 @@ def parse_config(raw: dict, source: str = CONFIG_NAME) -> ScoringConfig:
     return ScoringConfig(_require(raw, "phase", str, source), tasks, columns)
 
 
-def load_config(path: Path) -> ScoringConfig:
+def load_config(path: Path):
     try:
-        raw = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: missing; the builder writes it into the scoring program") from None
-    except (OSError, ValueError) as error:
-        raise ConfigError(f"{path}: not readable JSON ({error})") from None
+        raw = read_json_object(path, "the builder writes it into the scoring program")
+    except FormatError as error:
+        raise ConfigError(str(error)) from None
     return parse_config(raw, str(path))
