@@ -331,3 +331,11 @@ def test_scorer_reads_what_ingestion_wrote(prepared, tmp_path):
     scores = read_scores(scoring)
     assert scores["iris_agreement"] == 0.0 and scores["digits_total_variation"] > 0.5
     assert 0 < scores["digits_train_seconds"] < BUDGET_SECONDS
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to switch users")
+def test_probe_reports_a_sandbox_user_that_cannot_start_python(monkeypatch):
+    from ingestion_program.ingest import sandbox
+    monkeypatch.setattr(sandbox.sys, "executable", "/nonexistent/python3")
+    problem = sandbox._probe_sandbox_user(65534, 65534)
+    assert problem and "cannot start /nonexistent/python3" in problem and "runs as root" in problem

@@ -44,6 +44,21 @@ def _probe_network_namespace() -> str | None:
     return None
 
 
+def _probe_sandbox_user(uid: int, gid: int) -> str | None:
+    """The sandbox user must be able to start this interpreter with numpy."""
+    def become():
+        os.setgroups([])
+        os.setgid(gid)
+        os.setuid(uid)
+    try:
+        subprocess.run([sys.executable, "-c", "import numpy"], preexec_fn=become, check=True,
+                       capture_output=True, timeout=60, cwd="/")
+    except (subprocess.SubprocessError, OSError) as error:
+        return (f"user {SANDBOX_USER!r} cannot start {sys.executable} with numpy ({error}); "
+                "the child runs as root")
+    return None
+
+
 def probe() -> Protections:
     inactive = []
     subreaper_problem = become_subreaper()
@@ -57,7 +72,11 @@ def probe() -> Protections:
     else:
         try:
             entry = pwd.getpwnam(SANDBOX_USER)
-            uid, gid = entry.pw_uid, entry.pw_gid
+            problem = _probe_sandbox_user(entry.pw_uid, entry.pw_gid)
+            if problem:
+                inactive.append(problem)
+            else:
+                uid, gid = entry.pw_uid, entry.pw_gid
         except KeyError:
             inactive.append(f"no user {SANDBOX_USER!r}: the child runs as root")
     network = None
