@@ -9,10 +9,9 @@ import subprocess
 import textwrap
 from pathlib import Path
 
-import yaml
-
 from bundle.phase_plan import embedded_phase
 from bundle.programs import assemble_ingestion_program, stage_input_data, stage_reference_data
+from bundle.worker import program_command
 from scoring_harness import image_python
 
 BUDGET_SECONDS = 3.0
@@ -43,17 +42,11 @@ def new_run(prepared: Path, run: Path, submission_code: str | None) -> Path:
 
 
 def worker_command(run: Path) -> list[str]:
-    metadata = yaml.safe_load((run / "run" / "ingestion_program" / "metadata").read_text())
-    assert set(metadata) <= {"command", "description"}
-    line = metadata["command"]
-    for variable, value in (("$ingestion_program", run / "run" / "ingestion_program"),
-                            ("$submission_program", run / "run" / "program"),
-                            ("$hidden", run / "hidden_ref"), ("$input", run / "run" / "input"),
-                            ("$output", run / "run" / "output")):
-        line = line.replace(variable, str(value))
-    argv = line.split(" ")
-    assert argv[0] == "python3"
-    return [image_python(), *argv[1:]]
+    folder = run / "run"
+    return program_command(folder / "ingestion_program", {
+        "$ingestion_program": folder / "ingestion_program", "$submission_program": folder / "program",
+        "$hidden": run / "hidden_ref", "$input": folder / "input", "$output": folder / "output",
+        "$tmp": folder / "temp"}, image_python())
 
 
 def run_ingestion(run: Path, timeout: float = 300) -> subprocess.CompletedProcess:

@@ -8,10 +8,9 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import yaml
-
 from bundle.phase_plan import embedded_phase
 from bundle.programs import assemble_scoring_program, stage_reference_data
+from bundle.worker import program_command
 
 REPO = Path(__file__).resolve().parents[1]
 IMAGE_PYTHON = REPO / ".venv-image" / "bin" / "python"
@@ -47,15 +46,9 @@ def new_run(prepared: Path, run: Path) -> Path:
 
 
 def worker_command(run: Path) -> list[str]:
-    metadata = yaml.safe_load((run / "program" / "metadata").read_text())
-    assert set(metadata) <= {"command", "description"}
-    line = metadata["command"]
-    for variable, value in (("$program", run / "program"), ("$input", run / "input"),
-                            ("$output", run / "output"), ("$tmp", run / "temp")):
-        line = line.replace(variable, str(value))
-    argv = line.split(" ")
-    assert argv[0] == "python3"
-    return [image_python(), *argv[1:]]
+    return program_command(run / "program", {"$program": run / "program", "$input": run / "input",
+                                              "$output": run / "output", "$tmp": run / "temp"},
+                           image_python())
 
 
 def run_scoring(run: Path) -> subprocess.CompletedProcess:

@@ -8,6 +8,7 @@ or an internal error. Every failure is explained on stderr in one line first.
 """
 from __future__ import annotations
 
+import json
 import sys
 import traceback
 from pathlib import Path
@@ -18,10 +19,12 @@ from .config import CONFIG_NAME, ConfigError, load_config
 from .parallel_scoring import score_all
 from .references import ReferenceDataError
 from .report import render_report
+from .results import result_summary
 from .scores_file import column_values, weighted_loss, write_scores
 
 USAGE = "usage: score.py INPUT_DIR OUTPUT_DIR   (INPUT_DIR holds ref/ and res/)"
 REPORT_NAME = "detailed_results.html"
+DETAILS_NAME = "detailed_results.json"     # the report's numbers, for scripts
 
 
 def _say(message: str) -> None:
@@ -59,6 +62,10 @@ def score(input_dir: Path, output_dir: Path, program_dir: Path) -> int:
         problems.append("no task could be scored; reasons above")
     (output_dir / REPORT_NAME).write_text(
         render_report(results, phase=config.phase, weighted_loss=loss, problems=problems),
+        encoding="utf-8")
+    (output_dir / DETAILS_NAME).write_text(json.dumps(
+        {"phase": config.phase, "weighted_loss": loss, "problems": problems,
+         "tasks": {r.task.name: result_summary(r) for r in results}}, indent=1) + "\n",
         encoding="utf-8")
     for problem in problems:
         _say(problem)

@@ -55,3 +55,17 @@ class TaskResult:
     @property
     def penalised(self) -> bool:
         return self.penalty is not None
+
+
+def result_summary(result: TaskResult) -> dict:
+    """The numbers of a task's result as plain JSON data (curves left out)."""
+    return {
+        "penalty": result.penalty, "notes": list(result.notes),
+        "train_seconds": result.train_seconds, "extras": result.extras,
+        "metrics": {name: {"value": m.value, "chain_std": m.chain_std,
+                           "chain_values": list(m.chain_values),
+                           "noise_ceiling_mean": m.ceiling_mean, "noise_ceiling_std": m.ceiling_std,
+                           "capped": m.capped}
+                    for name, m in result.metrics.items()},
+        "blocks": {block.name: {"size": block.size, **block.metrics} for block in result.blocks},
+    }

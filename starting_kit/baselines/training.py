@@ -1,0 +1,68 @@
+"""What the baselines share: the declared model's potential on a (mini)batch, an
+initialisation, and the predictive of a set of parameter samples.
+
+Numpy only, so it runs in the competition's image. ``declared_model`` is the task model
+(tanh MLP, softmax or Gaussian likelihood, Gaussian prior) exactly as the HMC reference
+used it; it is copied next to this file when a submission is packaged.
+"""
+import math
+
+import numpy as np
+
+from declared_model import MLP, log_likelihood_and_output_grad, predictive_mean_and_scale, \
+    predictive_probabilities
+
+# softplus(r) = 1 at r = log(e - 1): regression outputs start with unit noise scale.
+UNIT_SCALE_RAW = math.log(math.e - 1)
+
+
+def task_model(task):
+    return MLP(tuple(task.model["layer_sizes"]))
+
+
+def potential_and_grad(model, likelihood, prior_variance, theta, x, y, scale=1.0):
+    """U = -scale * log p(y | x, theta) - log p(theta); scale = N / batch size for minibatches."""
+    with np.errstate(all="ignore"):
+        output, activations, layers = model.forward_with_activations(theta, x)
+        log_lik, output_grad = log_likelihood_and_output_grad(likelihood, output, y)
+        grad = -scale * model.backward(output_grad, activations, layers) + theta / prior_variance
+    return -scale * log_lik + 0.5 * float(theta @ theta) / prior_variance, grad
+
+
+def initial_parameters(model, likelihood, rng):
+    """Weights N(0, 1/fan_in), zero biases (a unit noise scale for regression)."""
+    theta = np.zeros(model.num_parameters)
+    for weight, bias in model.unpack(theta):
+        weight[...] = rng.normal(0.0, 1.0 / math.sqrt(weight.shape[0]), weight.shape)
+    if likelihood == "gaussian":
+        model.unpack(theta)[-1][1][1] = UNIT_SCALE_RAW
+    return theta
+
+
+def predictive(task, model, samples, x_test, rng):
+    """Model average of the parameter samples: mean probabilities, or draws of y.
+
+    Regression draws use the samples round-robin: draw j comes from sample j mod S.
+    """
+    if task.kind == "classification":
+        return np.mean([predictive_probabilities(model, theta, x_test) for theta in samples], axis=0)
+    means, scales = zip(*(predictive_mean_and_scale(model, theta, x_test) for theta in samples))
+    which = np.arange(task.num_samples) % len(samples)
+    noise = rng.standard_normal((task.num_samples, task.n_test))
+    return (np.array(means)[which] + np.array(scales)[which] * noise).T
+
+
+def adam(potential_grad, theta, steps, learning_rate, deadline, clock):
+    """Full-batch Adam on the potential, stopping early at the deadline."""
+    first, second = np.zeros_like(theta), np.zeros_like(theta)
+    for step in range(1, steps + 1):
+        _, grad = potential_grad(theta)
+        if not np.all(np.isfinite(grad)):
+            break
+        first = 0.9 * first + 0.1 * grad
+        second = 0.999 * second + 0.001 * grad * grad
+        theta = theta - learning_rate * (first / (1 - 0.9 ** step)) / (
+            np.sqrt(second / (1 - 0.999 ** step)) + 1e-8)
+        if clock() > deadline:
+            break
+    return theta

@@ -1,0 +1,99 @@
+"""The starting kit as a participant uses it: run_local on the baselines, zips, the results table."""
+import json
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+KIT = REPO / "starting_kit"
+sys.path.insert(0, str(KIT))
+
+from baseline_results import METHODS, RESULTS_FILE  # noqa: E402
+from submission_zip import SubmissionLayoutError, check_zip, make_zip  # noqa: E402
+
+
+def run_local(*args, timeout=600):
+    return subprocess.run([sys.executable, str(KIT / "run_local.py"), *args], cwd=REPO,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def scores_of(stdout: str) -> dict:
+    block = stdout.split("scores (")[1].split("\n\n")[0].splitlines()[1:]
+    return {key: float(value) for key, value in (line.split(":") for line in block)}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("baseline", ["deep_ensemble", "sgld"])
+@pytest.mark.parametrize("phase, tasks", [
+    ("development", ["digits", "iris"]),
+    ("evaluation", ["breast_cancer", "diabetes_gap", "digits_shift", "wine"])])
+def test_baselines_run_end_to_end_with_finite_scores(baseline, phase, tasks, tmp_path):
+    """The README's command, with a short budget to keep CI fast."""
+    result = run_local("--code", f"starting_kit/baselines/{baseline}.py", "--phase", phase,
+                       "--budget", "4", "--out", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    scores = scores_of(result.stdout)
+    for task in tasks:
+        primary = f"{task}_w2" if task == "diabetes_gap" else f"{task}_agreement"
+        assert np.isfinite(scores[primary]) and f"task {task} penalised" not in result.stderr
+        assert 0 < scores[f"{task}_train_seconds"] < 4
+    assert "detailed results: " in result.stdout
+    assert (tmp_path / "scoring" / "run" / "output" / "detailed_results.html").is_file()
+
+
+def test_results_phase_files_are_scored_against_public_references(tmp_path):
+    predictions = tmp_path / "predictions"
+    predictions.mkdir()
+    for task, classes in (("iris", 3), ("digits", 10)):
+        chains = np.load(REPO / "reference_data" / "embedded" / task / f"{task}_chain_probs.npy")
+        np.savetxt(predictions / f"{task}_probs.csv", chains[2])
+    result = run_local("--results", str(predictions), "--out", str(tmp_path / "run"))
+    assert result.returncode == 0, result.stderr
+    scores = scores_of(result.stdout)
+    assert scores["iris_agreement"] > 0.9 and scores["digits_total_variation"] < 0.05
+
+
+def test_zipping_the_folder_instead_of_its_contents_is_caught(tmp_path):
+    folder = tmp_path / "my_submission"
+    folder.mkdir()
+    (folder / "submission.py").write_text("def predict(*args):\n    pass\n")
+    wrong = tmp_path / "wrong.zip"
+    with zipfile.ZipFile(wrong, "w") as archive:
+        archive.write(folder / "submission.py", "my_submission/submission.py")
+    with pytest.raises(SubmissionLayoutError, match="every file is inside my_submission/"):
+        check_zip(wrong)
+    right = tmp_path / "right.zip"
+    assert make_zip(folder, right) == ["submission.py"]
+    assert check_zip(right, required=("submission.py",)) == ["submission.py"]
+
+
+def test_run_local_explains_a_nested_submission(tmp_path):
+    nested = tmp_path / "outer" / "inner"
+    nested.mkdir(parents=True)
+    (nested / "submission.py").write_text("def predict(*args):\n    pass\n")
+    result = run_local("--code", str(tmp_path / "outer"), "--out", str(tmp_path / "run"))
+    assert result.returncode == 2
+    assert "submission.py is at inner/submission.py, not at the root" in result.stderr
+
+
+def test_committed_results_table_shows_baselines_beating_the_trivial_submission():
+    table = json.loads(RESULTS_FILE.read_text())
+    assert set(table["methods"]) == set(METHODS)
+    assert len(table["tasks"]) == 6
+    for task, entry in table["tasks"].items():
+        trivial = entry["methods"]["trivial"]["metrics"]
+        for method in ("deep_ensemble", "sgld"):
+            metrics = entry["methods"][method]["metrics"]
+            assert entry["methods"][method]["penalty"] is None
+            if "agreement" in metrics:
+                assert metrics["agreement"]["value"] > trivial["agreement"]["value"], (task, method)
+                assert metrics["total_variation"]["value"] < trivial["total_variation"]["value"]
+            else:
+                assert metrics["w2"]["value"] < trivial["w2"]["value"], (task, method)
+                assert metrics["w1"]["value"] < trivial["w1"]["value"]
+        for metric, ceiling in entry["noise_ceiling"].items():
+            assert np.isfinite(ceiling["mean"])
