@@ -33,7 +33,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bundle.phase_plan import PhasePlan, load_planned_task  # noqa: E402
-from bundle.programs import assemble_scoring_program, stage_reference_data  # noqa: E402
+from bundle.phase_data import stage_reference_data
+from bundle.programs import assemble_scoring_program  # noqa: E402
 from competition_formats import write_chain_probs, write_chain_samples, write_matrix  # noqa: E402
 
 CHAINS = 4

@@ -1,4 +1,4 @@
-"""Assemble the scoring program folder and the phase's reference data folder.
+"""Assemble the scoring and ingestion program folders, each with its generated config.
 
 A program folder is its source folder plus a copy of ``competition_formats`` (one source
 shared by the scoring and ingestion programs) plus a config generated from the phase plan.
@@ -10,13 +10,7 @@ import json
 import shutil
 from pathlib import Path
 
-import numpy as np
-
-from competition_formats import (read_chain_probs, read_chain_samples, read_classification_probs,
-                                 read_matrix, read_regression_samples)
-from competition_formats.loader import SAMPLES_BY_POINTS
 from scoring_program.scorer.config import CONFIG_FORMAT, CONFIG_NAME, parse_config
-from scoring_program.scorer.evaluate import noise_ceiling
 from scoring_program.scorer.score_types import SCORE_TYPES
 
 from ingestion_program.ingest.config import CONFIG_FORMAT as INGESTION_CONFIG_FORMAT
@@ -35,7 +29,7 @@ def submission_stem(task) -> str:
     return f"{task.name}_{'probs' if task.kind == 'classification' else 'samples'}"
 
 
-def _reference_names(task) -> dict:
+def reference_names(task) -> dict:
     """Names inside ref/: text files become .npy (parsed once here, not at every scoring)."""
     files = task.files
     return {"reference": files.reference.with_suffix(".npy").name,
@@ -55,7 +49,7 @@ def scoring_config(plan: PhasePlan) -> dict:
             "num_classes": declaration.get("num_classes"),
             "num_samples": declaration.get("num_samples"),
             "blocks": declaration["test_blocks"], "submission_stem": submission_stem(task),
-            **_reference_names(task),
+            **reference_names(task),
             "weights": {metric.name: plan.weights.get(metric.name, 0.0)
                         for metric in SCORE_TYPES[task.kind]},
             "budget_seconds": task.budget_seconds})
@@ -102,38 +96,6 @@ def assemble_ingestion_program(plan: PhasePlan, destination: Path,
                             ingestion_config(plan, limits))
 
 
-def stage_input_data(plan: PhasePlan, destination: Path) -> Path:
-    """The public input folder: each task's npz, whose y_test is all zeros."""
-    destination = Path(destination)
-    destination.mkdir(parents=True, exist_ok=True)
-    for task in plan.tasks:
-        shutil.copyfile(task.files.inputs, destination / task.files.inputs.name)
-    return destination
-
-
 def assemble_scoring_program(plan: PhasePlan, destination: Path) -> Path:
     return assemble_program(REPO / "scoring_program", Path(destination), CONFIG_NAME,
                             scoring_config(plan))
-
-
-def stage_reference_data(plan: PhasePlan, destination: Path) -> Path:
-    """The hidden ref/ folder: model average and labels (.npy), per-chain references, and
-    the noise ceiling (a property of the references, computed once here)."""
-    destination = Path(destination)
-    destination.mkdir(parents=True, exist_ok=True)
-    for task in plan.tasks:
-        names, files = _reference_names(task), task.files
-        if task.kind == "classification":
-            average = read_classification_probs(files.reference)
-        else:    # kept S x N on disk, like the csv it comes from
-            average = read_regression_samples(files.reference, layout=SAMPLES_BY_POINTS).T
-        np.save(destination / names["reference"], np.ascontiguousarray(average))
-        if names["chain_reference"]:
-            shutil.copyfile(files.chain_reference, destination / names["chain_reference"])
-            chains = (read_chain_probs(files.chain_reference) if task.kind == "classification"
-                      else read_chain_samples(files.chain_reference))
-            ceiling = noise_ceiling(task.kind, chains)
-            (destination / names["noise_ceiling"]).write_text(json.dumps(ceiling, indent=1) + "\n")
-        if names["test_labels"]:
-            np.save(destination / names["test_labels"], read_matrix(files.test_labels))
-    return destination

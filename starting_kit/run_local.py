@@ -31,26 +31,20 @@ REPO = KIT.parent
 sys.path.insert(0, str(REPO))
 
 from bundle.phase_plan import embedded_phase  # noqa: E402
-from bundle.programs import (assemble_ingestion_program, assemble_scoring_program,  # noqa: E402
-                             stage_input_data, stage_reference_data)
+from bundle.phase_data import stage_input_data, stage_reference_data  # noqa: E402
+from bundle.programs import assemble_ingestion_program, assemble_scoring_program  # noqa: E402
+from bundle.starting_kit import DECLARED_MODEL, package_baseline  # noqa: E402
 from bundle.worker import run_program  # noqa: E402
 sys.path.insert(0, str(KIT))
 from submission_zip import SubmissionLayoutError, check_submission_folder  # noqa: E402
 
 DEFAULT_BUDGET_SECONDS = 30.0
-BASELINE_SUPPORT = ("training.py",)      # next to every baseline
-DECLARED_MODEL = REPO / "reference_data" / "mlp.py"
 
 
 def package_code(source: Path, destination: Path) -> Path:
     """A submission folder: a baseline file (with its support modules), or your folder."""
     if source.is_file():
-        destination.mkdir(parents=True)
-        shutil.copyfile(source, destination / "submission.py")
-        for name in BASELINE_SUPPORT:
-            shutil.copyfile(source.parent / name, destination / name)
-        shutil.copyfile(DECLARED_MODEL, destination / "declared_model.py")
-        return destination
+        return package_baseline(source, destination)
     if source.suffix == ".zip":
         with zipfile.ZipFile(source) as archive:
             archive.extractall(destination)

@@ -10,7 +10,8 @@ import textwrap
 from pathlib import Path
 
 from bundle.phase_plan import embedded_phase
-from bundle.programs import assemble_ingestion_program, stage_input_data, stage_reference_data
+from bundle.phase_data import stage_input_data, stage_reference_data
+from bundle.programs import assemble_ingestion_program
 from bundle.worker import program_command
 from scoring_harness import image_python
 

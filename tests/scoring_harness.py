@@ -9,7 +9,8 @@ import subprocess
 from pathlib import Path
 
 from bundle.phase_plan import embedded_phase
-from bundle.programs import assemble_scoring_program, stage_reference_data
+from bundle.phase_data import stage_reference_data
+from bundle.programs import assemble_scoring_program
 from bundle.worker import program_command
 
 REPO = Path(__file__).resolve().parents[1]

@@ -1,0 +1,241 @@
+"""Render competition.yaml and the HTML pages from Jinja2 templates (StrictUndefined).
+
+All decisions happen here, in code that builds the templates' context: which keys a phase
+gets, how a value is written as YAML, what a table row says. Templates only loop.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+
+import jinja2
+import yaml
+
+from scoring_program.scorer.score_types import AGGREGATE, AVERAGE_RANK, SCORE_TYPES
+
+from .leaderboard import LeaderboardColumn
+from .phase_plan import PhasePlan
+from .spec import CompetitionSpec, PhaseSpec
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+PAGES = ("overview", "evaluation", "data", "terms", "starting_kit")
+LEADERBOARD_LABEL = "Results"
+FORMULAS = {
+    "agreement": "(1/N) &Sigma;<sub>i</sub> 1[argmax<sub>c</sub> p(c|x<sub>i</sub>) = argmax<sub>c</sub> "
+                 "p<sub>HMC</sub>(c|x<sub>i</sub>)]; ties go to the lowest class index",
+    "total_variation": "(1/N) &Sigma;<sub>i</sub> &frac12; &Sigma;<sub>c</sub> |p(c|x<sub>i</sub>) - "
+                       "p<sub>HMC</sub>(c|x<sub>i</sub>)|",
+    "w2": "(1/N) &Sigma;<sub>i</sub> W<sub>2</sub>(your samples of y<sub>i</sub>, HMC samples of "
+          "y<sub>i</sub>), with W<sub>2</sub> the root mean squared gap between sorted samples "
+          "(quantile matching for unequal counts)",
+    "w1": "(1/N) &Sigma;<sub>i</sub> W<sub>1</sub>, the mean absolute gap between sorted samples: "
+          "what the 2021 competition's code computed under the name W2",
+}
+
+
+def environment() -> jinja2.Environment:
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES),
+                              undefined=jinja2.StrictUndefined, trim_blocks=True,
+                              lstrip_blocks=True, keep_trailing_newline=True,
+                              autoescape=jinja2.select_autoescape(["html.j2"]))
+
+
+def yaml_scalar(value) -> str:
+    """A value as the site's PyYAML must read it: dates unquoted (G8), strings quoted."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, dt.datetime):
+        return value.strftime("%Y-%m-%d %H:%M:%S")
+    return json.dumps(str(value), ensure_ascii=False)     # a valid YAML double-quoted string
+
+
+def _phase_fields(phase: PhaseSpec, files: dict[str, str]) -> list[tuple[str, str]]:
+    fields = {"phasenumber": None, "label": phase.label, "description": phase.description,
+              "start_date": phase.start, "max_submissions": phase.max_submissions,
+              "max_submissions_per_day": phase.max_submissions_per_day,
+              "is_scoring_only": not phase.code_submission,
+              "execution_time_limit": phase.execution_time_limit,
+              "color": "blue" if phase.code_submission else "green", **files}
+    return [(key, yaml_scalar(value)) for key, value in fields.items() if key != "phasenumber"]
+
+
+def _column_fields(column: LeaderboardColumn, rank: int) -> list[tuple[str, str]]:
+    fields = [("label", yaml_scalar(column.label)), ("rank", yaml_scalar(rank)),
+              ("sort", yaml_scalar(column.sort)),
+              ("numeric_format", yaml_scalar(column.numeric_format))]
+    if column.selection_default:
+        fields.append(("selection_default", yaml_scalar(column.selection_default)))
+    if column.computed:     # fields must be one comma-separated string (a list crashes the site)
+        fields.append(("computed", "{operation: Avg, fields: "
+                       + json.dumps(",".join(column.computed_fields)) + "}"))
+    return fields
+
+
+def competition_yaml(spec: CompetitionSpec, phase: PhaseSpec, files: dict[str, str],
+                     columns: list[LeaderboardColumn], title: str) -> str:
+    top_level = [("title", title), ("description", spec.description),
+                 ("competition_docker_image", spec.docker_image), ("has_registration", True),
+                 ("force_submission_to_leaderboard", True), ("enable_detailed_results", True)]
+    if spec.end_date:
+        top_level.append(("end_date", spec.end_date))
+    context = {
+        "spec_name": spec.path.name,
+        "top_level": [(key, yaml_scalar(value)) for key, value in top_level],
+        "html": [(page, yaml_scalar(f"{page}.html")) for page in PAGES],
+        "phases": [{"number": 1, "fields": [("phasenumber", "1")] + _phase_fields(phase, files)}],
+        "leaderboard_label": yaml_scalar(LEADERBOARD_LABEL),
+        "columns": [{"key": c.key, "fields": _column_fields(c, rank)}
+                    for rank, c in enumerate(columns, start=1)],
+    }
+    text = environment().get_template("competition.yaml.j2").render(context)
+    _verify_yaml(text, title, phase, columns)
+    return text
+
+
+def _verify_yaml(text: str, title: str, phase: PhaseSpec, columns) -> None:
+    """Read back what we wrote the way the site will, and compare with what we meant."""
+    parsed = yaml.safe_load(text)
+    assert parsed["title"] == title, "title did not survive YAML"
+    assert parsed["phases"][1]["start_date"] == phase.start, "start date not read as a datetime"
+    assert list(parsed["leaderboard"]["columns"]) == [c.key for c in columns]
+
+
+def _task_rows(plan: PhasePlan, phase: PhaseSpec) -> list[dict]:
+    rows = []
+    for task in plan.tasks:
+        d = task.declaration
+        rows.append({
+            "name": task.name, "phase": phase.label, "kind": d["kind"],
+            "sizes": f"{d['n_train']} / {d['n_test']}",
+            "predict": (f"{d['num_classes']} class probabilities" if d["kind"] == "classification"
+                        else f"{d['num_samples']} samples of y"),
+            "model": f"{'-'.join(map(str, d['model']['layer_sizes']))} tanh MLP "
+                     f"({d['model']['num_parameters']})",
+            "prior_variance": f"{d['prior']['variance']:g}",
+            "budget": f"{task.budget_seconds:g} s" if phase.code_submission else "-",
+            "summary": d.get("summary", "")})
+    return rows
+
+
+def _baseline_table(plan: PhasePlan, results: dict | None):
+    if not results:
+        return "Baseline results are not available for these tasks.", [], []
+    methods = results["methods"]
+    header = ["task", "metric", *methods.values(), "HMC noise ceiling"]
+    rows = []
+    for task in plan.tasks:
+        entry = results["tasks"].get(task.name)
+        if not entry:
+            continue
+        for metric, ceiling in entry["noise_ceiling"].items():
+            cells = []
+            for method in methods:
+                value = entry["methods"][method]["metrics"][metric]
+                cells.append(f"{value['value']:.3f}" + (f" ± {value['chain_std']:.3f}"
+                                                        if value["chain_std"] else ""))
+            rows.append([task.name, metric, *cells, f"{ceiling['mean']:.3f}"])
+    note = (f"Baselines of the starting kit with a {results['budget_seconds']:g} s budget per task; "
+            "± is the standard deviation over HMC chains; the noise ceiling is one HMC chain "
+            "against the others.")
+    return note, header, rows
+
+
+def page_contexts(spec: CompetitionSpec, phase: PhaseSpec, plan: PhasePlan,
+                  columns: list[LeaderboardColumn], title: str,
+                  baseline_results: dict | None) -> dict[str, dict]:
+    note, header, rows = _baseline_table(plan, baseline_results)
+    kinds = {task.kind for task in plan.tasks}
+    metrics = [{"name": t.label, "formula": FORMULAS[t.name],
+                "better": "higher" if t.higher_is_better else "lower"}
+               for kind in sorted(kinds) for t in SCORE_TYPES[kind]]
+    sandbox = spec.sandbox
+    budget_lines = ([f"{task.name}: {task.budget_seconds:g} s of wall-clock time" for task in plan.tasks]
+                    + [f"after the budget: SIGTERM to all your processes, SIGKILL "
+                       f"{sandbox['grace_seconds']:g} s later; your last checkpoint is scored",
+                       f"memory {sandbox['memory_gib']:g} GiB, files up to {sandbox['max_file_mib']:g} "
+                       f"MiB, {sandbox['disk_mib']:g} MiB of disk, no network, an unprivileged user",
+                       "the machine (CPU model, cores, memory, GPU) is printed at the top of the "
+                       "ingestion log of every submission"]
+                    if phase.code_submission else
+                    ["this phase scores uploaded prediction files: no training runs on the platform"])
+    common = {"title": title}
+    data_rows = []
+    for task in plan.tasks:
+        d = task.declaration
+        width = d.get("num_classes") or d.get("num_samples")
+        data_rows.append({"task": task.name, "file": f"{task.name}.npz",
+                          "content": "x_train, y_train, x_test, y_test (y_test all zeros)",
+                          "shape": f"x: {d['n_train']}+{d['n_test']} x {'x'.join(map(str, d['input_shape']))}",
+                          "where": "public data" + (", input data" if phase.code_submission else "")})
+        reference = task.files.reference.name
+        data_rows.append({"task": task.name, "file": reference,
+                          "content": "HMC predictive (model average of all chains)",
+                          "shape": (f"{d['n_test']} x {width}" if d["kind"] == "classification"
+                                    else f"{width} x {d['n_test']} (samples x points)"),
+                          "where": "hidden" if phase.code_submission else "public data"})
+    submission_text = (
+        "A zip with submission.py at its root defining predict(task, x_train, y_train, x_test, "
+        "checkpoint); the platform runs it once per task under the task's budget."
+        if phase.code_submission else
+        "A zip with one prediction file per task at its root: <task>_probs.csv (N rows of class "
+        "probabilities) or <task>_samples.csv (N rows of samples of y).")
+    example = (
+        "def predict(task, x_train, y_train, x_test, checkpoint):\n"
+        "    ...  # task.time_left() seconds; checkpoint(predictions) any time\n"
+        "    return predictions  # (task.n_test, task.num_classes) or (task.n_test, task.num_samples)"
+        if phase.code_submission else
+        "import numpy as np\nnp.savetxt('iris_probs.csv', probabilities)  # N x C, rows sum to 1")
+    return {
+        "overview": {**common, "heading": spec.title, "intro": spec.pages["overview"],
+                     "tasks": _task_rows(plan, phase),
+                     "phases": [{"label": p.label, "start": p.start.strftime("%Y-%m-%d %H:%M"),
+                                 "description": p.description} for p in spec.phases],
+                     "baseline_note": note, "baseline_header": header, "baseline_rows": rows,
+                     "organizers": [o["name"] + (f" ({o['contact']})" if o.get("contact") else "")
+                                    for o in spec.organizers]},
+        "evaluation": {**common, "heading": "Evaluation", "metrics": metrics,
+                       "error_bars": "Each score is also computed with each HMC chain alone as the "
+                                     "target; the standard deviation over chains is its error bar "
+                                     "(the *_std columns). The noise ceiling, in the detailed results, "
+                                     "is one HMC chain scored against the average of the others: how "
+                                     "close another HMC run gets.",
+                       "penalties": "A task whose predictions are missing, malformed or invalid, or "
+                                    "whose training run failed or timed out without a checkpoint, gets "
+                                    "the worst value of every metric (agreement 0, total variation 1, "
+                                    "Wasserstein distances 10 reference standard deviations); the "
+                                    "reason is in the detailed results. Other tasks are scored normally.",
+                       "budget_lines": budget_lines,
+                       "columns": [{"label": c.label, "key": c.key, "sort": c.sort,
+                                    "description": c.description} for c in columns],
+                       "ranking": f"Ranking: {AVERAGE_RANK.description.lower()} when the phase has "
+                                  "several tasks, otherwise that task's primary metric. "
+                                  f"{AGGREGATE.label.capitalize()}: {AGGREGATE.description}."},
+        "data": {**common, "heading": "Data",
+                 "intro": "Inputs are standardised with training statistics only; test labels are "
+                          "never given (y_test is all zeros). Each task's declaration "
+                          "(<task>_task.json in the public data) states the model, likelihood, "
+                          "prior, split and test blocks.",
+                 "files": data_rows,
+                 "formats": ["class probabilities: N rows of C numbers, space or comma separated "
+                             "(np.savetxt writes the canonical form), a header row allowed, or .npy",
+                             "regression samples: N rows of S samples of y (submissions); references "
+                             "are stored transposed, S x N, as in the 2021 competition",
+                             "per-chain references (.npy): (chains, N, C) or (chains, S, N)"]},
+        "terms": {**common, "heading": "Terms and conditions", "terms": spec.pages["terms"]},
+        "starting_kit": {**common, "heading": "Starting kit", "submission_text": submission_text,
+                         "example": example,
+                         "steps": ["python starting_kit/run_local.py --code my_submission/ runs "
+                                   "your code as this site does and prints your scores",
+                                   "python starting_kit/submission_zip.py my_submission/ "
+                                   "submission.zip makes the zip (files at its root)",
+                                   "upload submission.zip on the Participate tab"]},
+    }
+
+
+def render_pages(contexts: dict[str, dict]) -> dict[str, str]:
+    env = environment()
+    return {f"{page}.html": env.get_template(f"{page}.html.j2").render(context)
+            for page, context in contexts.items()}

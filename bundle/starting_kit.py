@@ -1,0 +1,62 @@
+"""What participants download: the starting kit folder, packaged submissions, samples.
+
+``package_code`` is how a baseline becomes a submission folder (used by run_local and by
+the bundle's sample submission): the baseline file as submission.py, its support module,
+and the declared model (one source: reference_data/mlp.py) as declared_model.py.
+"""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+
+from .phase_plan import PhasePlan
+
+REPO = Path(__file__).resolve().parents[1]
+KIT = REPO / "starting_kit"
+DECLARED_MODEL = REPO / "reference_data" / "mlp.py"
+BASELINE_SUPPORT = ("training.py",)
+SAMPLE_BASELINE = "sgld"
+KIT_FILES = ("README.md", "run_local.py", "submission_zip.py", "baseline_results.py",
+             "baseline_results.json")
+
+
+def package_baseline(baseline: Path, destination: Path) -> Path:
+    destination.mkdir(parents=True)
+    shutil.copyfile(baseline, destination / "submission.py")
+    for name in BASELINE_SUPPORT:
+        shutil.copyfile(baseline.parent / name, destination / name)
+    shutil.copyfile(DECLARED_MODEL, destination / "declared_model.py")
+    return destination
+
+
+def sample_results(plan: PhasePlan, destination: Path) -> Path:
+    """Valid prediction files for a results phase: uniform probabilities, N(0,1) samples."""
+    destination.mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    for task in plan.tasks:
+        n = task.declaration["n_test"]
+        if task.kind == "classification":
+            classes = task.declaration["num_classes"]
+            np.savetxt(destination / f"{task.name}_probs.csv", np.full((n, classes), 1 / classes))
+        else:
+            np.savetxt(destination / f"{task.name}_samples.csv",
+                       rng.standard_normal((n, task.declaration["num_samples"])))
+    return destination
+
+
+def stage_starting_kit(plan: PhasePlan, destination: Path) -> Path:
+    destination.mkdir(parents=True)
+    for name in KIT_FILES:
+        if (KIT / name).is_file():
+            shutil.copyfile(KIT / name, destination / name)
+    shutil.copytree(KIT / "baselines", destination / "baselines",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copyfile(DECLARED_MODEL, destination / "baselines" / "declared_model.py")
+    if plan.code_submission:
+        package_baseline(KIT / "baselines" / f"{SAMPLE_BASELINE}.py",
+                         destination / "sample_code_submission")
+    else:
+        sample_results(plan, destination / "sample_result_submission")
+    return destination

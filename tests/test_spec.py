@@ -1,0 +1,92 @@
+"""Organizer spec validation: every bad spec is refused with the key path and what was expected."""
+import pytest
+import yaml
+
+from bundle.spec import DEFAULT_SPEC, SpecError, load_spec
+
+
+def default_spec() -> dict:
+    return yaml.safe_load(DEFAULT_SPEC.read_text())
+
+
+def write(tmp_path, spec: dict | str):
+    path = tmp_path / "spec.yaml"
+    path.write_text(spec if isinstance(spec, str) else yaml.safe_dump(spec, sort_keys=False))
+    return path
+
+
+def test_default_spec_is_valid():
+    spec = load_spec()
+    assert [p.key for p in spec.phases] == ["development", "evaluation"]
+    assert spec.phase("evaluation").code_submission and spec.budgets["wine"] == 30
+    assert [t.key for t in spec.tracks] == ["light", "extended"]
+
+
+def set_path(spec: dict, path: str, value):
+    keys = path.split(".")
+    target = spec
+    for key in keys[:-1]:
+        target = target[key]
+    if value is DELETE:
+        del target[keys[-1]]
+    else:
+        target[keys[-1]] = value
+    return spec
+
+
+DELETE = object()
+BAD_SPECS = [
+    ("titel", "Typo", "(top level): unknown key 'titel' (did you mean 'title'?)"),
+    ("title", DELETE, "'title' is a required property"),
+    ("title", "x" * 101, "title: found \"xxxx"),
+    ("slug", "My Competition", "slug: found \"My Competition\", expected text matching"),
+    ("docker_image", "codalab/codalab_legacy:py312", "docker_image: found \"codalab/codalab_legacy:py312\""),
+    ("tasks.wine.budget_seconds", -5, "tasks.wine.budget_seconds: found -5, expected a number > 0"),
+    ("tasks.wine.budget", 5, "tasks.wine: unknown key 'budget' (did you mean 'budget_seconds'?)"),
+    ("phases.evaluation.submission", "upload", "phases.evaluation.submission: found \"upload\", expected one of ['results', 'code']"),
+    ("phases.evaluation.start", "next spring", "phases.evaluation.start: found \"next spring\", expected a date, YYYY-MM-DD HH:MM:SS (UTC)"),
+    ("phases.evaluation.start", "2027-02-30 00:00:00", "phases.evaluation.start: found '2027-02-30 00:00:00', which is not a real date"),
+    ("phases.evaluation.start", "2027-01-01 00:00:00", "phases.evaluation.start: found 2027-01-01 00:00:00, expected a start after phases.development.start"),
+    ("phases.evaluation.tasks", ["wine", "mnist"], "phases.evaluation.tasks: 'mnist' is not in tasks"),
+    ("phases.evaluation.tasks", [], "phases.evaluation.tasks: found [], expected at least 1 item(s)"),
+    ("phases.evaluation.execution_time_limit", 100, "phases.evaluation.execution_time_limit: found 100, expected at least 268 s"),
+    ("phases.evaluation.max_submissions_per_day", 0, "phases.evaluation.max_submissions_per_day: found 0, expected a number >= 1"),
+    ("phases.evaluation.label", "E" * 51, "phases.evaluation.label: found \"EEEE"),
+    ("phases.evaluation.colour", "blue", "phases.evaluation: unknown key 'colour'"),
+    ("tracks.light.tasks", ["iris"], "tracks.light.tasks: 'iris' is not a task of a code phase"),
+    ("end_date", "2027-03-01 00:00:00", "end_date: found 2027-03-01 00:00:00, expected a date after the last phase's start"),
+    ("metric_weights.accuracy", 1.0, "metric_weights: unknown key 'accuracy'"),
+    ("sandbox.grace_seconds", 600, "sandbox.grace_seconds: found 600, expected a number <= 60"),
+    ("pages.terms", DELETE, "pages: 'terms' is a required property"),
+    ("tasks.mystery", {"budget_seconds": 5}, "tasks.mystery: no task declaration at"),
+]
+
+
+@pytest.mark.parametrize("path, value, message", BAD_SPECS, ids=[b[0] + ":" + str(i) for i, b in enumerate(BAD_SPECS)])
+def test_bad_spec_is_refused_with_path_and_expectation(tmp_path, path, value, message):
+    spec_file = write(tmp_path, set_path(default_spec(), path, value))
+    with pytest.raises(SpecError) as caught:
+        load_spec(spec_file)
+    assert message in str(caught.value), str(caught.value)
+    assert str(spec_file) in str(caught.value)
+
+
+def test_yaml_syntax_error_names_line_and_column(tmp_path):
+    with pytest.raises(SpecError, match=r"line 2, column 9: not valid YAML: mapping values"):
+        load_spec(write(tmp_path, "slug: a\ntitle: b: c\ntasks: {}\n"))
+
+
+def test_non_mapping_spec_and_missing_file(tmp_path):
+    with pytest.raises(SpecError, match="expected a mapping of keys at the top, found list"):
+        load_spec(write(tmp_path, "- a\n- b\n"))
+    with pytest.raises(SpecError, match="file not found"):
+        load_spec(tmp_path / "nothing.yaml")
+
+
+def test_all_problems_are_reported_together(tmp_path):
+    spec = default_spec()
+    spec["slug"] = "Bad Slug"
+    spec["phases"]["development"]["submission"] = "upload"
+    with pytest.raises(SpecError) as caught:
+        load_spec(write(tmp_path, spec))
+    assert len(caught.value.problems) == 2
