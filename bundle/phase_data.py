@@ -14,7 +14,8 @@ from pathlib import Path
 import numpy as np
 
 from competition_formats import (read_chain_probs, read_chain_samples, read_classification_probs,
-                                 read_matrix, read_regression_samples)
+                                 read_matrix, read_regression_samples, read_task_inputs,
+                                 write_task_inputs)
 from competition_formats.loader import SAMPLES_BY_POINTS
 from scoring_program.scorer.evaluate import noise_ceiling
 
@@ -27,8 +28,17 @@ def stage_input_data(plan: PhasePlan, destination: Path) -> Path:
     destination = Path(destination)
     destination.mkdir(parents=True, exist_ok=True)
     for task in plan.tasks:
-        shutil.copyfile(task.files.inputs, destination / task.files.inputs.name)
+        copy_public_inputs(task.files.inputs, destination / task.files.inputs.name)
     return destination
+
+
+def copy_public_inputs(source: Path, destination: Path) -> None:
+    """The task's npz as participants get it: y_test all zeros, whatever the source holds."""
+    inputs = read_task_inputs(source)
+    if np.any(inputs.y_test != 0):
+        write_task_inputs(destination, inputs._replace(y_test=np.zeros_like(inputs.y_test)))
+    else:
+        shutil.copyfile(source, destination)
 
 
 def stage_reference_data(plan: PhasePlan, destination: Path) -> Path:
@@ -61,7 +71,7 @@ def stage_public_data(plan: PhasePlan, destination: Path) -> Path:
     destination.mkdir(parents=True, exist_ok=True)
     for task in plan.tasks:
         files = task.files
-        shutil.copyfile(files.inputs, destination / files.inputs.name)
+        copy_public_inputs(files.inputs, destination / files.inputs.name)
         declaration = {k: v for k, v in task.declaration.items() if k != "files"}
         (destination / files.declaration.name).write_text(json.dumps(declaration, indent=1) + "\n")
         if not plan.code_submission:
@@ -72,16 +82,25 @@ def stage_public_data(plan: PhasePlan, destination: Path) -> Path:
 
 
 def _arrays(name: str, data: bytes) -> dict[str, np.ndarray]:
-    """The arrays inside an .npy or .npz member (nothing for other files)."""
+    """The numeric arrays inside an .npy, .npz, .csv or .txt member (nothing otherwise)."""
     try:
         if name.endswith(".npy"):
             return {name: np.load(io.BytesIO(data), allow_pickle=False)}
         if name.endswith(".npz"):
             with np.load(io.BytesIO(data), allow_pickle=False) as archive:
                 return {f"{name}:{key}": archive[key] for key in archive.files}
+        if name.endswith((".csv", ".txt")):
+            delimiter = "," if b"," in data[:4096] else None
+            return {name: np.loadtxt(io.BytesIO(data), delimiter=delimiter, ndmin=2)}
     except (ValueError, OSError, zipfile.BadZipFile):
         return {}
     return {}
+
+
+def _same_values(a: np.ndarray, b: np.ndarray) -> bool:
+    """Equal as flat sequences: a leak may change the shape (N x 1 vs N) but not the values."""
+    return a.size == b.size and a.dtype.kind in "iuf" and b.dtype.kind in "iuf" \
+        and np.array_equal(a.ravel(), b.ravel())
 
 
 def leakage_problems(hidden: dict[str, bytes], public: dict[str, dict[str, bytes]]) -> list[str]:
@@ -106,7 +125,7 @@ def leakage_problems(hidden: dict[str, bytes], public: dict[str, dict[str, bytes
                 if label.endswith(":y_test") and np.any(array != 0):
                     problems.append(f"{where}: y_test is not all zeros (test labels would leak)")
                 for hidden_label, hidden_array in hidden_arrays.items():
-                    if array.shape == hidden_array.shape and np.array_equal(array, hidden_array):
+                    if _same_values(array, hidden_array):
                         problems.append(f"{where}: array {label} equals hidden {hidden_label}")
             for hidden_label, hidden_array in hidden_arrays.items():
                 raw = np.ascontiguousarray(hidden_array).tobytes()

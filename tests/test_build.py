@@ -1,0 +1,166 @@
+"""The builder end to end: build, rebuild identically, dry-run, and refuse what is wrong."""
+import io
+import json
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from bundle import build as build_module
+from bundle.build import BuildError, build_bundle
+from bundle.phase_data import leakage_problems
+from bundle.spec import DEFAULT_SPEC, load_spec
+
+REPO = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.slow
+
+
+def cli(*args, timeout=900):
+    return subprocess.run([sys.executable, str(REPO / "build_bundle.py"), *args], cwd=REPO,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    out = tmp_path_factory.mktemp("dist")
+    result = cli("--phase", "all", "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    return out, result
+
+
+def test_all_phases_and_tracks_are_built_with_a_summary(built):
+    out, result = built
+    names = sorted(p.name for p in out.glob("*.zip"))
+    assert names == ["bdl-approx-inference-development.zip",
+                     "bdl-approx-inference-evaluation-extended.zip",
+                     "bdl-approx-inference-evaluation-light.zip"]
+    assert "sha256" in result.stdout and "scoring_program.zip" in result.stdout
+    assert "breast_cancer (30 s)" in result.stdout
+
+
+def test_bundle_contents_and_yaml(built):
+    out, _ = built
+    with zipfile.ZipFile(out / "bdl-approx-inference-evaluation-extended.zip") as bundle:
+        names = bundle.namelist()
+        competition = yaml.safe_load(bundle.read("competition.yaml"))
+        overview = bundle.read("overview.html").decode()
+        evaluation = bundle.read("evaluation.html").decode()
+    assert {"competition.yaml", "overview.html", "evaluation.html", "data.html", "terms.html",
+            "starting_kit.html", "scoring_program.zip", "ingestion_program.zip", "input_data.zip",
+            "reference_data.zip", "public_data.zip", "starting_kit.zip"} == set(names)
+    phase = competition["phases"][1]
+    assert phase["is_scoring_only"] is False and phase["execution_time_limit"] == 900
+    assert competition["competition_docker_image"] == "codalab/codalab-legacy:py312"
+    columns = competition["leaderboard"]["columns"]
+    assert columns["average_rank"]["computed"] == {
+        "operation": "Avg", "fields": "breast_cancer_agreement,diabetes_gap_w2,"
+                                      "digits_shift_agreement,wine_agreement"}
+    assert "digits_shift" in overview and "Cyclical SGLD" in overview
+    assert "wine_total_variation_std" in evaluation and "<script" not in evaluation
+
+
+def test_rebuild_is_byte_identical(built, tmp_path):
+    out, _ = built
+    result = cli("--phase", "development", "--out", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    name = "bdl-approx-inference-development.zip"
+    assert (tmp_path / name).read_bytes() == (out / name).read_bytes()
+
+
+def test_check_passes_on_the_default_bundles(built):
+    out, _ = built
+    for name in ("bdl-approx-inference-development.zip", "bdl-approx-inference-evaluation-light.zip"):
+        result = cli("--check", str(out / name))
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert "dry run passed" in result.stdout and "scoring" in result.stdout
+
+
+def rewrite_member(bundle: Path, target: Path, member: str, change) -> Path:
+    """A copy of the bundle with one member (or one file inside a nested zip) changed."""
+    with zipfile.ZipFile(bundle) as source, zipfile.ZipFile(target, "w") as copy:
+        for name in source.namelist():
+            data = source.read(name)
+            if name == member.split("/")[0]:
+                data = change(data) if "/" not in member else _rewrite_nested(
+                    data, member.split("/", 1)[1], change)
+            copy.writestr(name, data)
+    return target
+
+
+def _rewrite_nested(data: bytes, inner: str, change) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(data)) as source, zipfile.ZipFile(buffer, "w") as copy:
+        for name in source.namelist():
+            content = source.read(name)
+            copy.writestr(name, change(content) if name == inner else content)
+    return buffer.getvalue()
+
+
+def test_check_catches_a_scorer_that_writes_a_wrong_key(built, tmp_path):
+    out, _ = built
+
+    def rename_key(data: bytes) -> bytes:
+        config = json.loads(data)
+        config["columns"][0]["key"] = "iris_agreemnt"
+        return json.dumps(config).encode()
+    broken = rewrite_member(out / "bdl-approx-inference-development.zip", tmp_path / "b.zip",
+                            "scoring_program.zip/scoring_config.json", rename_key)
+    result = cli("--check", str(broken))
+    assert result.returncode == 1
+    assert "iris_agreemnt" in result.stderr and "dry run FAILED" in result.stdout
+
+
+def test_check_catches_an_ingestion_that_exceeds_the_time_limit(built, tmp_path):
+    out, _ = built
+    broken = rewrite_member(out / "bdl-approx-inference-evaluation-light.zip", tmp_path / "t.zip",
+                            "competition.yaml",
+                            lambda data: data.replace(b"execution_time_limit: 900",
+                                                      b"execution_time_limit: 1"))
+    result = cli("--check", str(broken))
+    assert result.returncode == 1
+    assert "exceeded the phase's execution_time_limit of 1 s" in result.stderr
+    assert "rule time-limit" in result.stderr
+
+
+def test_leakage_check_catches_planted_leaks(tmp_path):
+    labels = np.arange(200, dtype=float)
+    hidden = {"wine_test_labels.npy": _npy(labels), "wine_probs.npy": _npy(np.eye(50))}
+    clean = {"starting_kit.zip": {"README.md": b"hello"}}
+    assert leakage_problems(hidden, clean) == []
+    planted = {"starting_kit.zip": {"notes.bin": b"xx" + labels.tobytes() + b"yy",
+                                    "copy.npy": hidden["wine_probs.npy"]},
+               "public_data.zip": {"wine.npz": _npz(y_test=np.ones(5))}}
+    problems = " ".join(leakage_problems(hidden, planted))
+    assert "contains the bytes of hidden wine_test_labels.npy" in problems
+    assert "copy.npy is a copy of hidden wine_probs.npy" in problems
+    assert "y_test is not all zeros" in problems
+
+
+def test_build_stops_on_a_leak(monkeypatch, tmp_path):
+    original = build_module.stage_starting_kit
+
+    def leaky_kit(plan, destination):
+        folder = original(plan, destination)
+        task = plan.tasks[0].files
+        shutil.copyfile(task.test_labels, folder / "labels_for_testing.csv")
+        return folder
+    monkeypatch.setattr(build_module, "stage_starting_kit", leaky_kit)
+    with pytest.raises(BuildError, match="leakage check failed"):
+        build_bundle(load_spec(DEFAULT_SPEC), "evaluation", "light", tmp_path)
+
+
+def _npy(array) -> bytes:
+    buffer = io.BytesIO()
+    np.save(buffer, array)
+    return buffer.getvalue()
+
+
+def _npz(**arrays) -> bytes:
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    return buffer.getvalue()
