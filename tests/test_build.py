@@ -58,8 +58,8 @@ def test_bundle_contents_and_yaml(built):
     assert competition["competition_docker_image"] == "codalab/codalab-legacy:py312"
     columns = competition["leaderboard"]["columns"]
     assert columns["average_rank"]["computed"] == {
-        "operation": "Avg", "fields": "breast_cancer_agreement,diabetes_gap_w2,"
-                                      "digits_shift_agreement,wine_agreement"}
+        "operation": "Avg", "fields": "breast_cancer_agreement,digits_shift_agreement,"
+                                      "wine_agreement,diabetes_gap_w2"}     # the spec's order
     assert "digits_shift" in overview and "Cyclical SGLD" in overview
     assert "wine_total_variation_std" in evaluation and "<script" not in evaluation
 

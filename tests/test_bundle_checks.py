@@ -187,6 +187,7 @@ MUTATIONS = [
     ("nested-pycache", put("__pycache__/x.pyc", b"", inside="scoring_program.zip"),
      "zip-structure", "scoring_program.zip::__pycache__/x.pyc", ()),
     ("dot-slash", put("./notes.txt", "x"), "zip-structure", "./notes.txt", ()),
+    ("backslash", put("assets\\fig2.png", b"png"), "zip-structure", "Windows", ()),
     ("dotdot", put("../evil.txt", "x"), "zip-structure", "../evil.txt", ()),
     ("ds-store-in-data", put(".DS_Store", b"", inside="reference_data_1.zip"), "zip-structure",
      "reference_data_1.zip::.DS_Store", ()),
@@ -225,13 +226,16 @@ MUTATIONS = [
     ("no-start-date", edit("    start_date: 2027-01-10 00:00:00\n", ""), "phases", "start_date",
      ()),
     ("color", edit("color: green", "color: red"), "phases", "red", ()),
+    ("management-mode", edit("color: blue", "color: blue\n    leaderboard_management_mode: hide"),
+     "phases", "leaderboard_management_mode", ()),
     ("zero-per-day", edit("max_submissions_per_day: 5", "max_submissions_per_day: 0"), "phases",
      "max_submissions_per_day", ()),
     ("long-label", edit("label: Development", "label: " + "D" * 51), "phases", "label", ()),
     ("bool-as-string", edit("is_scoring_only: true", "is_scoring_only: 'yes'"), "phases",
      "is_scoring_only", ()),
-    ("phases-list", edit("phases:\n  1:\n    phasenumber: 1", "phases:\n  - phasenumber: 1"),
-     "phases", "phases", ANY),
+    ("phases-list", chain(edit("  1:\n    phasenumber: 1", "  - phasenumber: 1"),
+                          edit("  2:\n    phasenumber: 2", "  - phasenumber: 2")),
+     "phases", "mapping", ANY),
     ("quoted-start", edit("start_date: 2027-03-01 00:00:00", 'start_date: "2027-03-01"'),
      "dates-unquoted-and-increasing", "start_date", ()),
     ("decreasing-dates", edit("start_date: 2027-03-01 00:00:00", "start_date: 2026-12-01"),
@@ -260,6 +264,10 @@ MUTATIONS = [
                        "ingestion_program.zip"), "program-metadata", "&", ()),
     ("hidden-in-scoring", edit("$input $output\n", "$input $output $hidden\n", "metadata",
                                "scoring_program.zip"), "program-metadata", "$hidden", ()),
+    ("braced-variable", edit("$input $output\n", "${input} $output\n", "metadata",
+                             "scoring_program.zip"), "program-metadata", "'$'", ()),
+    ("metadata-not-yaml", put("metadata", "command: [python3\n", inside="ingestion_program.zip"),
+     "program-metadata", "ingestion_program.zip::metadata", ()),
     ("block-command", edit("command: python3 $program/score.py $input $output\n",
                            "command: |\n  python3 $program/score.py $input $output\n",
                            "metadata", "scoring_program.zip"),
@@ -279,6 +287,17 @@ MUTATIONS = [
     ("two-top-selection", edit("label: wine agreement\n",
                                "label: wine agreement\n      selection_default: 1\n"),
      "leaderboard", "selection_default", ()),
+    ("no-selection-default", edit("      selection_default: 1\n", ""), "leaderboard",
+     "selection_default is 0", ()),
+    ("group-label-g17", chain(
+        edit("  columns:\n", "  column_groups:\n    agreement:\n      label: 'Agreement #1'\n"
+                             "  columns:\n"),
+        edit("label: wine agreement\n", "label: wine agreement\n"
+                                        "      column_group: {label: 'Agreement #1'}\n")),
+     "leaderboard", "Agreement #1", ()),
+    ("unknown-group", edit("label: wine agreement\n",
+                           "label: wine agreement\n      column_group: {label: Nope}\n"),
+     "leaderboard", "Nope", ()),
     ("sorting-typo", edit("rank: 2\n      sort: desc", "rank: 2\n      sorting: desc"),
      "leaderboard", "sorting", ()),
     ("numeric-format-zero", edit("rank: 3\n      sort: asc\n      numeric_format: 4",
@@ -311,6 +330,35 @@ MUTATIONS = [
 
 def test_valid_bundle_passes(tmp_path):
     assert check_bundle(build(tmp_path)) == []
+
+
+VALID_VARIANTS = [
+    ("date-only-and-utc-offset", chain(
+        edit("start_date: 2027-01-10 00:00:00", "start_date: 2027-01-10"),
+        edit("start_date: 2027-03-01 00:00:00", "start_date: 2027-03-01T00:00:00+02:00"))),
+    ("mrr-desc", chain(edit("operation: Avg", "operation: MRR"),
+                       edit("sort: asc\n      numeric_format: 2",
+                            "sort: desc\n      numeric_format: 2"))),
+    ("column-group", chain(
+        edit("  columns:\n", "  column_groups:\n    agreement:\n      label: Agreement\n"
+                             "  columns:\n"),
+        edit("label: wine agreement\n", "label: wine agreement\n"
+                                        "      column_group: {label: Agreement}\n"))),
+    ("merge-key-override", edit("leaderboard: *RESULTS\n      label: iris agreement\n",
+                                "<<: {leaderboard: *RESULTS, label: x}\n"
+                                "      label: iris agreement\n")),
+    ("page-in-subfolder", chain(edit("faq: faq.html", "faq: pages/faq.html"),
+                                rename("faq.html", "pages/faq.html"))),
+    ("tmp-and-shared", edit("$input $output\n", "$input $output $tmp $shared\n", "metadata",
+                            "scoring_program.zip")),
+    ("no-end-date", edit("end_date: 2027-06-30 23:59:59\n", "")),
+]
+
+
+@pytest.mark.parametrize("mutate", [v[1] for v in VALID_VARIANTS],
+                         ids=[v[0] for v in VALID_VARIANTS])
+def test_valid_variants_pass(tmp_path, mutate):
+    assert check_bundle(build(tmp_path, mutate)) == []
 
 
 @pytest.mark.parametrize("mutate, rule, needle, others",
@@ -356,6 +404,6 @@ def test_crashing_rule_does_not_hide_the_others(tmp_path, monkeypatch):
 
 def test_scoring_margin_is_part_of_the_time_limit(tmp_path):
     path = build(tmp_path)
-    assert check_bundle(path, scoring_margin_seconds=466) == []
-    failures = check_bundle(path, scoring_margin_seconds=467)
+    assert check_bundle(path, scoring_margin_seconds=526) == []
+    failures = check_bundle(path, scoring_margin_seconds=527)
     assert [f.rule for f in failures] == ["time-limit"] and "601 s" in failures[0].message

@@ -44,8 +44,11 @@ def predictive(task, model, samples, x_test, rng):
 
     Regression draws use the samples round-robin: draw j comes from sample j mod S.
     """
-    if task.kind == "classification":
-        return np.mean([predictive_probabilities(model, theta, x_test) for theta in samples], axis=0)
+    if task.kind == "classification":     # a running sum: no stack of S x N x C in memory
+        total = np.zeros((len(x_test), task.num_classes))
+        for theta in samples:
+            total += predictive_probabilities(model, theta, x_test)
+        return total / len(samples)
     means, scales = zip(*(predictive_mean_and_scale(model, theta, x_test) for theta in samples))
     which = np.arange(task.num_samples) % len(samples)
     noise = rng.standard_normal((task.num_samples, task.n_test))
