@@ -21,7 +21,7 @@ from .leaderboard import phase_columns
 from .phase_data import leakage_problems, stage_input_data, stage_public_data, stage_reference_data
 from .phase_plan import PhasePlan, load_planned_task
 from .programs import assemble_ingestion_program, assemble_scoring_program
-from .render import competition_yaml, page_contexts, render_pages
+from .render import competition_yaml, logo_member, page_contexts, render_pages
 from .spec import CompetitionSpec
 from .starting_kit import KIT, stage_starting_kit
 from .zips import folder_members, write_zip
@@ -59,6 +59,12 @@ def phase_plan(spec: CompetitionSpec, phase_key: str, track_key: str | None) -> 
         for name in tasks), phase.code_submission, dict(spec.weights))
 
 
+def code_variant(spec: CompetitionSpec, plan: PhasePlan) -> PhasePlan:
+    """The phase's tasks run as code with the spec's budgets (the starting kit's local runs)."""
+    return dataclasses.replace(plan, code_submission=True, tasks=tuple(
+        dataclasses.replace(task, budget_seconds=spec.budgets[task.name]) for task in plan.tasks))
+
+
 def ingestion_limits(spec: CompetitionSpec) -> dict:
     sandbox = spec.sandbox
     return {"memory_bytes": int(sandbox["memory_gib"] * 2**30),
@@ -73,7 +79,8 @@ def _zip_members(work: Path, plan: PhasePlan, spec: CompetitionSpec,
     steps = [("scoring_program", lambda d: assemble_scoring_program(plan, d)),
              ("reference_data", lambda d: stage_reference_data(plan, d)),
              ("public_data", lambda d: stage_public_data(plan, d)),
-             ("starting_kit", lambda d: stage_starting_kit(plan, d))]
+             ("starting_kit", lambda d: stage_starting_kit(plan, d, code_variant(spec, plan),
+                                                           ingestion_limits(spec)))]
     if plan.code_submission:
         steps += [("ingestion_program",
                    lambda d: assemble_ingestion_program(plan, d, ingestion_limits(spec))),
@@ -125,6 +132,8 @@ def build_bundle(spec: CompetitionSpec, phase_key: str, track_key: str | None, o
     pages = render_pages(page_contexts(spec, shown_phase, plan, columns, spec.title,
                                        baseline_results))
     members.update({name: html.encode("utf-8") for name, html in pages.items()})
+    if spec.logo:
+        members[logo_member(spec)] = spec.logo.read_bytes()
     if plan.code_submission:
         say("  leakage check ...")
         leaks = leakage_problems(_members_of(members["reference_data.zip"]),

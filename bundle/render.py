@@ -74,6 +74,10 @@ def _column_fields(column: LeaderboardColumn, rank: int) -> list[tuple[str, str]
     return fields
 
 
+def logo_member(spec: CompetitionSpec) -> str:
+    return "logo" + spec.logo.suffix.lower()
+
+
 def competition_yaml(spec: CompetitionSpec, phase: PhaseSpec, files: dict[str, str],
                      columns: list[LeaderboardColumn], title: str) -> str:
     top_level = [("title", title), ("description", spec.description),
@@ -81,6 +85,8 @@ def competition_yaml(spec: CompetitionSpec, phase: PhaseSpec, files: dict[str, s
                  ("force_submission_to_leaderboard", True), ("enable_detailed_results", True)]
     if spec.end_date:
         top_level.append(("end_date", spec.end_date))
+    if spec.logo:
+        top_level.append(("image", logo_member(spec)))
     context = {
         "spec_name": spec.path.name,
         "top_level": [(key, yaml_scalar(value)) for key, value in top_level],

@@ -54,6 +54,7 @@ SCHEMA = _object({
     "description": {"type": "string", "maxLength": 1000},
     "organizers": {"type": "array", "minItems": 1,
                    "items": _object({"name": TEXT, "contact": TEXT}, ["name"])},
+    "logo": {"type": "string", "pattern": r"^[^/].*\.(png|jpg|jpeg)$"},
     "docker_image": {"type": "string", "pattern": "^[0-9A-Za-z/.:-]+$"},
     "end_date": {"oneOf": [DATE, {"type": "null"}]},
     "data_root": {"type": ["string", "null"]},
@@ -113,6 +114,7 @@ class CompetitionSpec:
     title: str
     description: str
     organizers: tuple[dict, ...]
+    logo: Path | None
     docker_image: str
     end_date: dt.datetime | None
     data_root: Path
@@ -216,7 +218,7 @@ def _invalid_dates(raw: dict) -> list[str]:
     return problems
 
 
-def _meaning_problems(raw: dict, data_root: Path) -> list[str]:
+def _meaning_problems(raw: dict, data_root: Path, spec_folder: Path) -> list[str]:
     """What the schema cannot express: references between keys, order of dates, budgets."""
     problems = _invalid_dates(raw)
     if problems:
@@ -251,6 +253,8 @@ def _meaning_problems(raw: dict, data_root: Path) -> list[str]:
         for task in track["tasks"]:
             if task not in code_tasks:
                 problems.append(f"tracks.{key}.tasks: {task!r} is not a task of a code phase")
+    if raw.get("logo") and not (spec_folder / raw["logo"]).is_file():
+        problems.append(f"logo: found {raw['logo']!r}, expected an image file next to the spec")
     for task in tasks:
         declaration = data_root / task / f"{task}_task.json"
         if not declaration.is_file():
@@ -270,7 +274,7 @@ def load_spec(path: Path = DEFAULT_SPEC, data_root: Path | None = None) -> Compe
     if data_root is None:
         data_root = (path.parent / plain["data_root"]).resolve() if plain.get("data_root") \
             else DEFAULT_ROOT
-    problems = _meaning_problems(plain, Path(data_root))
+    problems = _meaning_problems(plain, Path(data_root), path.parent)
     if problems:
         raise SpecError(path, problems)
     sandbox = {"memory_gib": 4, "max_file_mib": 256, "disk_mib": 1024, "grace_seconds": 2,
@@ -278,6 +282,7 @@ def load_spec(path: Path = DEFAULT_SPEC, data_root: Path | None = None) -> Compe
     return CompetitionSpec(
         path=path, slug=plain["slug"], title=plain["title"],
         description=plain.get("description", ""), organizers=tuple(plain.get("organizers", ())),
+        logo=(path.parent / plain["logo"]) if plain.get("logo") else None,
         docker_image=plain["docker_image"],
         end_date=_date(plain["end_date"]) if plain.get("end_date") else None,
         data_root=Path(data_root),

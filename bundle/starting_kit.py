@@ -11,15 +11,17 @@ from pathlib import Path
 
 import numpy as np
 
+from .phase_data import stage_input_data, stage_reference_data
 from .phase_plan import PhasePlan
+from .programs import assemble_ingestion_program, assemble_scoring_program
 
 REPO = Path(__file__).resolve().parents[1]
 KIT = REPO / "starting_kit"
 DECLARED_MODEL = REPO / "reference_data" / "mlp.py"
 BASELINE_SUPPORT = ("training.py",)
 SAMPLE_BASELINE = "sgld"
-KIT_FILES = ("README.md", "run_local.py", "submission_zip.py", "baseline_results.py",
-             "baseline_results.json")
+# baseline_results.py stays behind: it remakes the table from the organizers' repository.
+KIT_FILES = ("README.md", "run_local.py", "submission_zip.py", "baseline_results.json")
 
 
 def package_baseline(baseline: Path, destination: Path) -> Path:
@@ -46,17 +48,26 @@ def sample_results(plan: PhasePlan, destination: Path) -> Path:
     return destination
 
 
-def stage_starting_kit(plan: PhasePlan, destination: Path) -> Path:
+def stage_starting_kit(plan: PhasePlan, destination: Path, code_plan: PhasePlan,
+                       limits: dict) -> Path:
+    """The kit of one bundle: guide, baselines, samples, and what run_local needs offline:
+    the phase's programs (ingestion set up for code runs of the same tasks), the public
+    input data, the references where they are public, and the worker's command logic."""
     destination.mkdir(parents=True)
     for name in KIT_FILES:
         if (KIT / name).is_file():
             shutil.copyfile(KIT / name, destination / name)
+    shutil.copyfile(REPO / "bundle" / "worker.py", destination / "worker.py")
     shutil.copytree(KIT / "baselines", destination / "baselines",
                     ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copyfile(DECLARED_MODEL, destination / "baselines" / "declared_model.py")
+    assemble_ingestion_program(code_plan, destination / "programs" / "ingestion_program", limits)
+    assemble_scoring_program(code_plan, destination / "programs" / "scoring_program")
+    stage_input_data(plan, destination / "data" / "input")
     if plan.code_submission:
         package_baseline(KIT / "baselines" / f"{SAMPLE_BASELINE}.py",
                          destination / "sample_code_submission")
-    else:
+    else:      # the development references are public: run_local scores against them
+        stage_reference_data(plan, destination / "data" / "reference")
         sample_results(plan, destination / "sample_result_submission")
     return destination

@@ -144,8 +144,8 @@ def test_leakage_check_catches_planted_leaks(tmp_path):
 def test_build_stops_on_a_leak(monkeypatch, tmp_path):
     original = build_module.stage_starting_kit
 
-    def leaky_kit(plan, destination):
-        folder = original(plan, destination)
+    def leaky_kit(plan, destination, *args):
+        folder = original(plan, destination, *args)
         task = plan.tasks[0].files
         shutil.copyfile(task.test_labels, folder / "labels_for_testing.csv")
         return folder
@@ -164,3 +164,36 @@ def _npz(**arrays) -> bytes:
     buffer = io.BytesIO()
     np.savez(buffer, **arrays)
     return buffer.getvalue()
+
+
+def test_logo_is_shipped_and_referenced(tmp_path):
+    import base64
+    spec = yaml.safe_load(DEFAULT_SPEC.read_text())
+    spec["logo"] = "logo.png"
+    (tmp_path / "logo.png").write_bytes(base64.b64decode(
+        "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="))
+    spec_file = tmp_path / "spec.yaml"
+    spec_file.write_text(yaml.safe_dump(spec))
+    built_bundle = build_bundle(load_spec(spec_file), "development", None, tmp_path / "dist")
+    with zipfile.ZipFile(built_bundle.path) as bundle:
+        assert yaml.safe_load(bundle.read("competition.yaml"))["image"] == "logo.png"
+        assert bundle.read("logo.png").startswith(b"\x89PNG")
+    spec["logo"] = "missing.png"
+    spec_file.write_text(yaml.safe_dump(spec))
+    with pytest.raises(Exception, match="logo: found 'missing.png', expected an image file"):
+        load_spec(spec_file)
+
+
+def test_downloaded_starting_kit_runs_alone(built, tmp_path):
+    """Unzipped from the bundle, with only the docker image's packages and no repository."""
+    from scoring_harness import image_python
+    out, _ = built
+    with zipfile.ZipFile(out / "bdl-approx-inference-development.zip") as bundle:
+        kit_zip = bundle.read("starting_kit.zip")
+    kit = tmp_path / "kit"
+    zipfile.ZipFile(io.BytesIO(kit_zip)).extractall(kit)
+    for args in (["--code", "baselines/deep_ensemble.py"], ["--results", "sample_result_submission"]):
+        result = subprocess.run([image_python(), "run_local.py", *args, "--out", str(tmp_path / args[0][2:])],
+                                cwd=kit, capture_output=True, text=True, timeout=600)
+        assert result.returncode == 0, result.stderr
+        assert "iris_agreement:" in result.stdout and "detailed results:" in result.stdout

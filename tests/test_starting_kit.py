@@ -22,7 +22,7 @@ def run_local(*args, timeout=600):
 
 
 def scores_of(stdout: str) -> dict:
-    block = stdout.split("scores (")[1].split("\n\n")[0].splitlines()[1:]
+    block = stdout.split("\nscores:\n")[1].split("\n\n")[0].splitlines()
     return {key: float(value) for key, value in (line.split(":") for line in block)}
 
 
