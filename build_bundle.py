@@ -6,6 +6,7 @@ examples:
   python build_bundle.py --phase evaluation --check        build it, then run it as the worker would
   python build_bundle.py --check dist/x.zip                dry-run an existing bundle
   python build_bundle.py --config my_spec.yaml --data-root /data/bdl --phase all
+  python build_bundle.py --platform codabench --phase all --check   Codabench (version 2) bundles
 """
 from __future__ import annotations
 
@@ -13,11 +14,15 @@ import argparse
 import hashlib
 import os
 import sys
+import zipfile
 from pathlib import Path
+
+import yaml
 
 from bundle.build import BuildError, build_bundle
 from bundle.checks import check_bundle
-from bundle.dry_run import dry_run, table
+from bundle.checks_v2 import check_bundle_v2
+from bundle.dry_run import dry_run, dry_run_codabench, table
 from bundle.spec import DEFAULT_SPEC, SpecError, load_spec
 
 REPO = Path(__file__).resolve().parent
@@ -39,6 +44,8 @@ def _parser() -> argparse.ArgumentParser:
                         help="folder of the organizer's task files in the 2021 formats, one "
                              "folder per task (docs/organizer_data.md); default: the spec's")
     parser.add_argument("--out", type=Path, default=REPO / "dist", help="output folder (dist/)")
+    parser.add_argument("--platform", choices=("codalab", "codabench"), default="codalab",
+                        help="CodaLab Competitions v1.5 (default) or Codabench (version: 2)")
     parser.add_argument("--check", nargs="?", const=True, default=None, metavar="ZIP",
                         help="dry-run the bundles just built, or the given bundle zip")
     return parser
@@ -58,13 +65,24 @@ def _targets(spec, phase: str, track: str | None) -> list[tuple[str, str | None]
     return targets
 
 
+def _is_codabench(zip_path: Path) -> bool:
+    with zipfile.ZipFile(zip_path) as bundle:
+        try:
+            return yaml.safe_load(bundle.read("competition.yaml")).get("version") == 2
+        except (KeyError, yaml.YAMLError, AttributeError):
+            return False
+
+
 def _check(zip_path: Path, margin: float) -> bool:
     python = str(IMAGE_PYTHON if IMAGE_PYTHON.exists() else sys.executable)
-    print(f"\ndry run of {zip_path} (programs run with {python}):")
-    failures = check_bundle(zip_path, scoring_margin_seconds=margin)
+    codabench = _is_codabench(zip_path)
+    print(f"\ndry run of {zip_path} as {'Codabench' if codabench else 'CodaLab v1.5'} would "
+          f"run it (programs run with {python}):")
+    failures = (check_bundle_v2 if codabench else check_bundle)(zip_path,
+                                                               scoring_margin_seconds=margin)
     for failure in failures:
         print(f"  rule {failure.rule}: {failure.message} (fix: {failure.fix})", file=sys.stderr)
-    results = dry_run(zip_path, python)
+    results = (dry_run_codabench if codabench else dry_run)(zip_path, python)
     print(table(results))
     bad = [r for r in results if r.status != "ok"]
     for result in bad:
@@ -91,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     built = []
     for phase, track in _targets(spec, args.phase or "all", args.track):
         try:
-            bundle = build_bundle(spec, phase, track, args.out, say=print)
+            bundle = build_bundle(spec, phase, track, args.out, say=print, platform=args.platform)
         except BuildError as error:
             print(f"build failed: {error}", file=sys.stderr)
             return 1

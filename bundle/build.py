@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Callable
 
 from .checks import check_bundle
+from .checks_v2 import check_bundle_v2
+from .codabench import DEFAULT_QUEUE_LIMIT_SECONDS, PAGE_FILES, TERMS_FILE, competition_yaml_v2
 from .leaderboard import phase_columns
 from .phase_data import leakage_problems, stage_input_data, stage_public_data, stage_reference_data
 from .phase_plan import PhasePlan, load_planned_task
@@ -24,6 +26,7 @@ from .programs import assemble_ingestion_program, assemble_scoring_program
 from .render import competition_yaml, logo_member, page_contexts, render_pages
 from .spec import CompetitionSpec
 from .starting_kit import KIT, stage_starting_kit
+from .worker import CODABENCH, CODALAB
 from .zips import folder_members, write_zip
 
 LARGE_MEMBER_BYTES = 100 * 2**20       # G24: bundles are unpacked in memory by the site
@@ -46,8 +49,10 @@ class BuiltBundle:
     warnings: tuple[str, ...]
 
 
-def bundle_name(spec: CompetitionSpec, phase: str, track: str | None) -> str:
-    return f"{spec.slug}-{phase}" + (f"-{track}" if track else "") + ".zip"
+def bundle_name(spec: CompetitionSpec, phase: str, track: str | None,
+                platform: str = CODALAB) -> str:
+    return (f"{spec.slug}-{phase}" + (f"-{track}" if track else "")
+            + ("-codabench" if platform == CODABENCH else "") + ".zip")
 
 
 def phase_plan(spec: CompetitionSpec, phase_key: str, track_key: str | None) -> PhasePlan:
@@ -108,9 +113,31 @@ def _size_warnings(members: dict[str, bytes]) -> list[str]:
     return warnings
 
 
+def _codalab_documents(spec, phase, plan, columns, files, pages) -> dict[str, bytes]:
+    members = {"competition.yaml": competition_yaml(spec, phase, files, columns,
+                                                    spec.title).encode("utf-8")}
+    members.update({name: html.encode("utf-8") for name, html in pages.items()})
+    if spec.logo:
+        members[logo_member(spec)] = spec.logo.read_bytes()
+    return members
+
+
+def _codabench_documents(spec, phase, plan, columns, files, pages) -> dict[str, bytes]:
+    if not spec.logo:
+        raise BuildError("Codabench requires a logo (image): set logo: in the spec")
+    members = {"competition.yaml": competition_yaml_v2(spec, phase, files, columns,
+                                                       logo_member(spec)).encode("utf-8"),
+               logo_member(spec): spec.logo.read_bytes(),
+               TERMS_FILE: pages["terms.html"].encode("utf-8")}
+    for path in PAGE_FILES.values():
+        members[path] = pages[path.split("/")[-1]].encode("utf-8")
+    return members
+
+
 def build_bundle(spec: CompetitionSpec, phase_key: str, track_key: str | None, out_dir: Path,
                  baseline_results: dict | None = None,
-                 say: Callable[[str], None] = lambda message: None) -> BuiltBundle:
+                 say: Callable[[str], None] = lambda message: None,
+                 platform: str = CODALAB) -> BuiltBundle:
     phase = spec.phase(phase_key)
     if track_key and not phase.code_submission:
         raise BuildError(f"--track applies to code phases; {phase_key} takes results")
@@ -120,20 +147,17 @@ def build_bundle(spec: CompetitionSpec, phase_key: str, track_key: str | None, o
     columns = phase_columns(plan)
     if baseline_results is None and (KIT / "baseline_results.json").is_file():
         baseline_results = json.loads((KIT / "baseline_results.json").read_text())
-    say(f"building {bundle_name(spec, phase_key, track_key)}: {len(plan.tasks)} task(s)")
+    say(f"building {bundle_name(spec, phase_key, track_key, platform)}: {len(plan.tasks)} task(s)")
     with tempfile.TemporaryDirectory(prefix="bundle-") as work:
         members = _zip_members(Path(work), plan, spec, say)
     files = {"scoring_program": "scoring_program.zip", "reference_data": "reference_data.zip",
              "public_data": "public_data.zip", "starting_kit": "starting_kit.zip"}
     if plan.code_submission:
         files.update(ingestion_program="ingestion_program.zip", input_data="input_data.zip")
-    members["competition.yaml"] = competition_yaml(spec, shown_phase, files, columns,
-                                                   spec.title).encode("utf-8")
     pages = render_pages(page_contexts(spec, shown_phase, plan, columns, spec.title,
                                        baseline_results))
-    members.update({name: html.encode("utf-8") for name, html in pages.items()})
-    if spec.logo:
-        members[logo_member(spec)] = spec.logo.read_bytes()
+    documents = _codabench_documents if platform == CODABENCH else _codalab_documents
+    members.update(documents(spec, shown_phase, plan, columns, files, pages))
     if plan.code_submission:
         say("  leakage check ...")
         leaks = leakage_problems(_members_of(members["reference_data.zip"]),
@@ -141,9 +165,10 @@ def build_bundle(spec: CompetitionSpec, phase_key: str, track_key: str | None, o
         if leaks:
             raise BuildError("leakage check failed (hidden data in a public zip):\n  "
                              + "\n  ".join(leaks))
-    path = write_zip(Path(out_dir) / bundle_name(spec, phase_key, track_key), members)
+    path = write_zip(Path(out_dir) / bundle_name(spec, phase_key, track_key, platform), members)
     say("  checking the emitted bundle ...")
-    failures = check_bundle(path, scoring_margin_seconds=spec.scoring_margin_seconds)
+    checker = check_bundle_v2 if platform == CODABENCH else check_bundle
+    failures = checker(path, scoring_margin_seconds=spec.scoring_margin_seconds)
     if failures:
         path.unlink()
         raise BuildError("the emitted bundle breaks platform rules:\n  " + "\n  ".join(
@@ -151,4 +176,11 @@ def build_bundle(spec: CompetitionSpec, phase_key: str, track_key: str | None, o
     return BuiltBundle(path, phase_key, track_key, tuple(t.name for t in plan.tasks),
                        {t.name: t.budget_seconds for t in plan.tasks if t.budget_seconds},
                        tuple((name, len(data), hashlib.sha256(data).hexdigest()) for name, data in sorted(members.items())),
-                       tuple(_size_warnings(members)))
+                       tuple(_size_warnings(members) + _platform_warnings(phase, platform)))
+
+
+def _platform_warnings(phase, platform: str) -> list[str]:
+    if platform == CODABENCH and phase.execution_time_limit > DEFAULT_QUEUE_LIMIT_SECONDS:
+        return [f"execution_time_limit {phase.execution_time_limit} s: Codabench's default queue "
+                f"caps it at {DEFAULT_QUEUE_LIMIT_SECONDS} s (a custom queue does not)"]
+    return []

@@ -9,6 +9,7 @@ leaderboard's non-computed columns.
 """
 from __future__ import annotations
 
+import json
 import math
 import shutil
 import subprocess
@@ -153,3 +154,105 @@ def table(results: list[StepResult]) -> str:
             shown = ", ".join(f"{k}={v:.4g}" for k, v in list(r.scores.items())[:6])
             lines.append(f"{'':<32} scores: {shown}" + (" ..." if len(r.scores) > 6 else ""))
     return "\n".join(lines)
+
+
+# ---- Codabench (version 2): codabench_v2.md §3 --------------------------------------------
+
+CODABENCH_DEFAULT_QUEUE_LIMIT = 600
+
+
+def _codabench_variables(app: Path, ingestion: bool) -> dict[str, Path]:
+    """The legacy variables as the Codabench worker replaces them in one container (§3.4)."""
+    return {"$input": app / ("input_data" if ingestion else "input"), "$output": app / "output",
+            "$program": app / "program", "$ingestion_program": app / "program",
+            "$hidden": app / "input" / "ref", "$shared": app / "shared",
+            "$submission_program": app / "ingested_program", "$tmp": app / "output",
+            "$predictions": app / "output" if ingestion else app / "input" / "res"}
+
+
+def _codabench_timed(phase: str, step: str, app: Path, ingestion: bool, python: str,
+                     limit: float) -> StepResult:
+    started = time.monotonic()
+    try:
+        result = run_program(app / "program", _codabench_variables(app, ingestion), python,
+                             cwd=app / "program", timeout=limit, platform="codabench")
+    except subprocess.TimeoutExpired:
+        return StepResult(phase, step, time.monotonic() - started, "timeout",
+                          f"Execution Time Limit exceeded. Limit was {limit:g} seconds")
+    except WorkerCommandError as error:
+        return StepResult(phase, step, time.monotonic() - started, "failed", str(error))
+    seconds = time.monotonic() - started
+    if result.returncode != 0:
+        tail = "\n".join((result.stderr or result.stdout).strip().splitlines()[-15:])
+        return StepResult(phase, step, seconds, "failed", f"exit {result.returncode}:\n{tail}")
+    return StepResult(phase, step, seconds, "ok")
+
+
+def _read_scores_codabench(output: Path, keys: list[str]) -> tuple[dict[str, float], list[str]]:
+    """scores.json first, else scores.txt read as YAML; flat finite numbers (§3.8)."""
+    if (output / "metadata").exists():
+        return {}, ["the scorer wrote output/metadata: Codabench fails the step"]
+    if (output / "scores.json").is_file():
+        raw = json.loads((output / "scores.json").read_text())
+    elif (output / "scores.txt").is_file():
+        raw = yaml.safe_load((output / "scores.txt").read_text())
+    else:
+        return {}, ["Could not find scores file, did the scoring program output it?"]
+    if not isinstance(raw, dict):
+        return {}, [f"scores must be a flat mapping, found {type(raw).__name__}"]
+    problems = [f"{key}: {value!r} is not a finite number below 1e10" for key, value in raw.items()
+                if not isinstance(value, (int, float)) or not math.isfinite(value) or abs(value) >= 1e10]
+    written, expected = set(raw), set(keys)
+    if written != expected:
+        problems.append(f"scores.json keys differ from the leaderboard's: extra "
+                        f"{sorted(written - expected)}, missing {sorted(expected - written)}")
+    return raw, problems
+
+
+def _run_phase_codabench(bundle: Path, phase: dict, task: dict, keys: list[str], python: str,
+                         work: Path) -> list[StepResult]:
+    name = phase.get("name", "phase")
+    limit = float(min(phase.get("execution_time_limit", 600), CODABENCH_DEFAULT_QUEUE_LIMIT))
+    kit = _unzip(bundle / phase["starting_kit"], work / "starting_kit")
+    predict = work / "predict" / "app"
+    submission = kit / ("sample_code_submission" if task.get("ingestion_program")
+                        else "sample_result_submission")
+    # A submission without metadata.yaml is copied into /app/output by the worker.
+    shutil.copytree(submission, predict / "output")
+    results = []
+    if task.get("ingestion_program"):
+        _unzip(bundle / task["ingestion_program"], predict / "program")
+        _unzip(bundle / task["input_data"], predict / "input_data")
+        shutil.copytree(submission, predict / "ingested_program")
+        step = _codabench_timed(name, "ingestion", predict, True, python, limit)
+        results.append(step)
+        if step.status != "ok":
+            return results
+    (predict / "output" / "metadata").write_text("exitCode: 0\n")     # as push_output does
+    score = work / "score" / "app"
+    _unzip(bundle / task["scoring_program"], score / "program")
+    _unzip(bundle / task["reference_data"], score / "input" / "ref")
+    shutil.copytree(predict / "output", score / "input" / "res")
+    (score / "output").mkdir(parents=True)
+    step = _codabench_timed(name, "scoring", score, False, python, limit)
+    results.append(step)
+    if step.status == "ok":
+        step.scores, problems = _read_scores_codabench(score / "output", keys)
+        if problems:
+            step.status, step.detail = "failed", "\n".join(problems)
+    return results
+
+
+def dry_run_codabench(bundle_zip: Path, python: str) -> list[StepResult]:
+    with tempfile.TemporaryDirectory(prefix="dry-run-v2-") as work:
+        bundle = _unzip(bundle_zip, Path(work) / "bundle")
+        competition = yaml.safe_load((bundle / "competition.yaml").read_text(encoding="utf-8"))
+        columns = competition["leaderboards"][0]["columns"]
+        keys = [c["key"] for c in columns if c.get("computation") is None]
+        tasks = {str(t["index"]): t for t in competition["tasks"]}
+        results = []
+        for number, phase in enumerate(competition["phases"]):
+            for index in phase["tasks"]:
+                results += _run_phase_codabench(bundle, phase, tasks[str(index)], keys, python,
+                                                Path(work) / f"phase{number}-task{index}")
+        return results

@@ -61,7 +61,10 @@ def scoring_config(plan: PhasePlan) -> dict:
 
 
 def assemble_program(source: Path, destination: Path, config_name: str, config: dict) -> Path:
+    """Program folder + shared packages + config; ``metadata`` is also written as
+    ``metadata.yaml``, the name Codabench looks for first, so one zip serves both platforms."""
     shutil.copytree(source, destination, ignore=IGNORED)
+    shutil.copyfile(destination / "metadata", destination / "metadata.yaml")
     for package in SHARED_PACKAGES:
         shutil.copytree(REPO / package, destination / package, ignore=IGNORED)
     (destination / config_name).write_text(json.dumps(config, indent=1, sort_keys=True) + "\n")

@@ -7,6 +7,7 @@ programs exactly as the platform does.
 """
 from __future__ import annotations
 
+import shlex
 import subprocess
 from pathlib import Path
 
@@ -19,9 +20,25 @@ class WorkerCommandError(ValueError):
     pass
 
 
-def program_command(program_dir: Path, variables: dict[str, Path | str], python: str) -> list[str]:
-    """argv for the program, with ``python3`` replaced by the given interpreter."""
-    metadata_path = Path(program_dir) / "metadata"
+CODALAB, CODABENCH = "codalab", "codabench"
+
+
+def _metadata_path(program_dir: Path, platform: str) -> Path:
+    """CodaLab reads ``metadata``; Codabench prefers ``metadata.yaml`` (codabench_v2.md §3.4)."""
+    preferred = Path(program_dir) / "metadata.yaml"
+    if platform == CODABENCH and preferred.is_file():
+        return preferred
+    return Path(program_dir) / "metadata"
+
+
+def program_command(program_dir: Path, variables: dict[str, Path | str], python: str,
+                    platform: str = CODALAB) -> list[str]:
+    """argv for the program, with ``python3`` replaced by the given interpreter.
+
+    CodaLab splits the substituted line on single spaces; Codabench hands it to docker-py,
+    which uses shlex.split. Neither runs a shell.
+    """
+    metadata_path = _metadata_path(program_dir, platform)
     try:
         metadata = yaml.safe_load(metadata_path.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as error:
@@ -36,13 +53,13 @@ def program_command(program_dir: Path, variables: dict[str, Path | str], python:
     # Longest names first: "$program" is inside "$ingestion_program" and "$submission_program".
     for name in sorted(variables, key=len, reverse=True):
         line = line.replace(name, str(variables[name]))
-    argv = line.split(" ")
+    argv = shlex.split(line) if platform == CODABENCH else line.split(" ")
     if argv[0] in PYTHON_COMMANDS:
         argv[0] = python
     return argv
 
 
 def run_program(program_dir: Path, variables: dict[str, Path | str], python: str, cwd: Path,
-                timeout: float | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(program_command(program_dir, variables, python), cwd=cwd,
+                timeout: float | None = None, platform: str = CODALAB) -> subprocess.CompletedProcess:
+    return subprocess.run(program_command(program_dir, variables, python, platform), cwd=cwd,
                           capture_output=True, text=True, timeout=timeout)

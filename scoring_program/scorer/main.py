@@ -71,7 +71,7 @@ def score(input_dir: Path, output_dir: Path, program_dir: Path) -> int:
         _say(problem)
     if not usable:
         return 1
-    text = write_scores(output_dir / "scores.txt", column_values(config, results))
+    text = write_scores(output_dir, column_values(config, results))
     print(f"scored {len(usable)} of {len(results)} task(s) of phase {config.phase}:\n{text}", end="")
     return 0
 

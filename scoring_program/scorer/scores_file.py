@@ -7,6 +7,7 @@ duplicates, nothing else. A line the site cannot parse leaves the submission stu
 """
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
@@ -67,10 +68,17 @@ def format_scores(values: dict[str, float]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_scores(path: Path, values: dict[str, float]) -> str:
-    """Validate, then write atomically (a half-written file must never be picked up)."""
+def write_scores(output_dir: Path, values: dict[str, float]) -> str:
+    """Validate, then write atomically (a half-written file must never be picked up).
+
+    scores.txt for CodaLab v1.5, and the same values as a flat scores.json, which Codabench
+    reads first; each platform ignores the other's file, so one program serves both.
+    """
     text = format_scores(values)
-    temporary = Path(path).with_suffix(".tmp")
-    temporary.write_text(text, encoding="ascii")
-    os.replace(temporary, path)
+    as_json = json.dumps({line.split(": ")[0]: float(line.split(": ")[1])
+                          for line in text.splitlines()}, indent=1) + "\n"
+    for name, content in (("scores.txt", text), ("scores.json", as_json)):
+        temporary = Path(output_dir) / f".{name}.tmp"
+        temporary.write_text(content, encoding="ascii")
+        os.replace(temporary, Path(output_dir) / name)
     return text
