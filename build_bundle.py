@@ -22,7 +22,7 @@ import yaml
 from bundle.build import BuildError, build_bundle
 from bundle.checks import check_bundle
 from bundle.checks_v2 import check_bundle_v2
-from bundle.dry_run import dry_run, dry_run_codabench, table
+from bundle.dry_run import StepResult, dry_run, dry_run_codabench, table
 from bundle.spec import DEFAULT_SPEC, SpecError, load_spec
 
 REPO = Path(__file__).resolve().parent
@@ -67,9 +67,9 @@ def _targets(spec, phase: str, track: str | None) -> list[tuple[str, str | None]
 
 def _is_codabench(zip_path: Path) -> bool:
     with zipfile.ZipFile(zip_path) as bundle:
-        try:
-            return yaml.safe_load(bundle.read("competition.yaml")).get("version") == 2
-        except (KeyError, yaml.YAMLError, AttributeError):
+        try:      # any "version" key means a v2 bundle, even a mistyped "2" (which its checks report)
+            return "version" in yaml.safe_load(bundle.read("competition.yaml"))
+        except (KeyError, yaml.YAMLError, TypeError):
             return False
 
 
@@ -82,7 +82,11 @@ def _check(zip_path: Path, margin: float) -> bool:
                                                                scoring_margin_seconds=margin)
     for failure in failures:
         print(f"  rule {failure.rule}: {failure.message} (fix: {failure.fix})", file=sys.stderr)
-    results = (dry_run_codabench if codabench else dry_run)(zip_path, python)
+    try:
+        results = (dry_run_codabench if codabench else dry_run)(zip_path, python)
+    except Exception as error:      # noqa: BLE001 - a bundle too broken to run is a finding
+        results = [StepResult("(bundle)", "dry run", 0.0, "failed",
+                              f"could not run the bundle: {type(error).__name__}: {error}")]
     print(table(results))
     bad = [r for r in results if r.status != "ok"]
     for result in bad:

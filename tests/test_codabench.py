@@ -1,0 +1,124 @@
+"""Codabench (version: 2) bundles from the same spec: built, checked, dry-run, and refused."""
+import io
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+import yaml
+
+from bundle.checks_v2 import check_bundle_v2
+
+REPO = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.slow
+
+
+def cli(*args):
+    return subprocess.run([sys.executable, str(REPO / "build_bundle.py"), *args], cwd=REPO,
+                          capture_output=True, text=True, timeout=900)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    out = tmp_path_factory.mktemp("dist")
+    result = cli("--platform", "codabench", "--phase", "all", "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    return out
+
+
+def competition(bundle: Path) -> dict:
+    with zipfile.ZipFile(bundle) as archive:
+        return yaml.safe_load(archive.read("competition.yaml"))
+
+
+def test_version_2_yaml_follows_codabench_rules(built):
+    comp = competition(built / "bdl-approx-inference-evaluation-extended-codabench.zip")
+    assert comp["version"] == 2 and comp["image"] == "logo.png" and comp["terms"]
+    assert isinstance(comp["pages"], list) and isinstance(comp["phases"], list)
+    phase = comp["phases"][0]
+    assert isinstance(phase["start"], str) and phase["start"] == "2027-04-01 00:00:00"
+    assert phase["tasks"] == [0] and comp["tasks"][0]["ingestion_program"] == "ingestion_program.zip"
+    board = comp["leaderboards"][0]
+    assert board["submission_rule"] == "Force_Last"
+    columns = board["columns"]
+    assert columns[0]["index"] == 0 and columns[0]["key"] == "weighted_loss"
+    assert all(len(c["key"]) <= 36 and len(c["title"]) <= 36 for c in columns)
+    assert "average_rank" not in [c["key"] for c in columns]    # ranks have no Codabench form
+
+
+@pytest.mark.parametrize("name", ["development", "evaluation-light"])
+def test_check_passes_in_the_codabench_layout(built, name):
+    result = cli("--check", str(built / f"bdl-approx-inference-{name}-codabench.zip"))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "as Codabench would run it" in result.stdout and "dry run passed" in result.stdout
+
+
+def rewrite_yaml(bundle: Path, target: Path, change) -> Path:
+    with zipfile.ZipFile(bundle) as source, zipfile.ZipFile(target, "w") as copy:
+        for name in source.namelist():
+            data = source.read(name)
+            if name == "competition.yaml":
+                comp = yaml.safe_load(data)
+                change(comp)
+                data = yaml.safe_dump(comp, sort_keys=False).encode()
+            copy.writestr(name, data)
+    return target
+
+
+def two_phases(comp):
+    second = dict(comp["phases"][0], index=1, name="Final", start="2027-07-01 00:00:00")
+    comp["phases"][0].pop("end")
+    comp["phases"].append(second)
+
+
+def long_key(comp):
+    comp["leaderboards"][0]["columns"][1]["key"] = "k" * 37
+
+
+def unknown_key(comp):
+    comp["phases"][0]["max_submissions_per_person"] = 5
+
+
+@pytest.mark.parametrize("change, rule, message", [
+    (long_key, "v2-leaderboards", "'kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk' (37 characters), expected 1 to 36 characters"),
+    (two_phases, "v2-phases", "phases[0]: no end, but a phase follows"),
+    (unknown_key, "v2-phases", "phases[0]: unknown key 'max_submissions_per_person'; Codabench silently drops it"),
+    (lambda c: c.update(version="2"), "v2-structure", "version: found '2', expected the integer 2"),
+    (lambda c: c["phases"][0].update(start=__import__("datetime").datetime(2027, 4, 1, 13)),
+     "v2-phases", "an unquoted date loses its time of day"),
+    (lambda c: c["leaderboards"][0].pop("submission_rule"), "v2-leaderboards", "set it explicitly"),
+    (lambda c: c["leaderboards"][0]["columns"].pop(0), "v2-leaderboards", "no column has index 0"),
+    (lambda c: c.pop("pages"), "v2-structure", "pages: missing or not a list"),
+])
+def test_v2_bundle_problems_are_refused_with_a_clear_message(built, tmp_path, change, rule, message):
+    broken = rewrite_yaml(built / "bdl-approx-inference-evaluation-light-codabench.zip",
+                          tmp_path / "broken.zip", change)
+    failures = check_bundle_v2(broken)
+    assert any(f.rule == rule and message in f.message for f in failures), failures
+    result = cli("--check", str(broken))
+    assert result.returncode == 1 and message.split("(")[0][:20] in result.stderr
+
+
+def test_valid_v2_bundle_has_no_rule_failures(built):
+    for bundle in built.glob("*.zip"):
+        assert check_bundle_v2(bundle) == [], bundle.name
+
+
+def test_scorer_output_is_a_flat_scores_json_without_metadata(built, tmp_path):
+    from bundle.dry_run import _read_scores_codabench
+    from scoring_harness import new_run, prepare_phase, run_scoring
+    import json
+    prepared = tmp_path / "prepared"
+    plan = prepare_phase(prepared, "development")
+    run = new_run(prepared, tmp_path / "run")
+    import numpy as np
+    for task in plan.tasks:
+        np.savetxt(run / "input" / "res" / f"{task.name}_probs.csv",
+                   np.load(task.files.chain_reference)[0])
+    assert run_scoring(run).returncode == 0
+    scores = json.loads((run / "output" / "scores.json").read_text())
+    assert all(isinstance(v, float) for v in scores.values())
+    assert not (run / "output" / "metadata").exists()
+    keys = [line.split(":")[0] for line in (run / "output" / "scores.txt").read_text().splitlines()]
+    assert _read_scores_codabench(run / "output", keys) == (scores, [])
