@@ -52,7 +52,8 @@ def test_bundle_contents_and_yaml(built):
         evaluation = bundle.read("evaluation.html").decode()
     assert {"competition.yaml", "overview.html", "evaluation.html", "data.html", "terms.html",
             "starting_kit.html", "scoring_program.zip", "ingestion_program.zip", "input_data.zip",
-            "reference_data.zip", "public_data.zip", "starting_kit.zip"} == set(names)
+            "reference_data.zip", "public_data.zip", "starting_kit.zip", "logo.png"} == set(names)
+    assert competition["image"] == "logo.png"
     phase = competition["phases"][1]
     assert phase["is_scoring_only"] is False and phase["execution_time_limit"] == 900
     assert competition["competition_docker_image"] == "codalab/codalab-legacy:py312"
