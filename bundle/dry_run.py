@@ -71,15 +71,22 @@ def parse_scores_like_site(text: str, keys: list[str]) -> tuple[dict[str, float]
     return scores, problems
 
 
+TIMEOUT_MESSAGES = {
+    "codalab": "exceeded the phase's execution_time_limit of {limit:g} s (the worker kills it: "
+               "'Execution time limit exceeded!')",
+    "codabench": "Execution Time Limit exceeded. Limit was {limit:g} seconds",
+}
+
+
 def _timed(phase: str, step: str, program: Path, variables: dict, python: str, cwd: Path,
-           limit: float) -> StepResult:
+           limit: float, platform: str = "codalab") -> StepResult:
+    """Run one step as the platform's worker would, under the time limit."""
     started = time.monotonic()
     try:
-        result = run_program(program, variables, python, cwd, timeout=limit)
+        result = run_program(program, variables, python, cwd, timeout=limit, platform=platform)
     except subprocess.TimeoutExpired:
         return StepResult(phase, step, time.monotonic() - started, "timeout",
-                          f"exceeded the phase's execution_time_limit of {limit:g} s "
-                          "(the worker kills it: 'Execution time limit exceeded!')")
+                          TIMEOUT_MESSAGES[platform].format(limit=limit))
     except WorkerCommandError as error:
         return StepResult(phase, step, time.monotonic() - started, "failed", str(error))
     seconds = time.monotonic() - started
@@ -172,20 +179,9 @@ def _codabench_variables(app: Path, ingestion: bool) -> dict[str, Path]:
 
 def _codabench_timed(phase: str, step: str, app: Path, ingestion: bool, python: str,
                      limit: float) -> StepResult:
-    started = time.monotonic()
-    try:
-        result = run_program(app / "program", _codabench_variables(app, ingestion), python,
-                             cwd=app / "program", timeout=limit, platform="codabench")
-    except subprocess.TimeoutExpired:
-        return StepResult(phase, step, time.monotonic() - started, "timeout",
-                          f"Execution Time Limit exceeded. Limit was {limit:g} seconds")
-    except WorkerCommandError as error:
-        return StepResult(phase, step, time.monotonic() - started, "failed", str(error))
-    seconds = time.monotonic() - started
-    if result.returncode != 0:
-        tail = "\n".join((result.stderr or result.stdout).strip().splitlines()[-15:])
-        return StepResult(phase, step, seconds, "failed", f"exit {result.returncode}:\n{tail}")
-    return StepResult(phase, step, seconds, "ok")
+    """Codabench runs every container from its own /app/program."""
+    return _timed(phase, step, app / "program", _codabench_variables(app, ingestion), python,
+                  app / "program", limit, platform="codabench")
 
 
 def _read_scores_codabench(output: Path, keys: list[str]) -> tuple[dict[str, float], list[str]]:
