@@ -120,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
         built.append(bundle)
         digest = hashlib.sha256(bundle.path.read_bytes()).hexdigest()
         print(f"wrote {os.path.relpath(bundle.path)}  sha256 {digest}")
-        print(f"  phase {phase}" + (f", track {track}" if track else "") + f": tasks "
+        print(f"  phase {phase}" + (f", track {track}" if track else "") + ": tasks "
               + ", ".join(f"{t} ({bundle.budgets[t]:g} s)" if t in bundle.budgets else t
                           for t in bundle.tasks))
         for name, size, digest in bundle.members:

@@ -1,5 +1,4 @@
 """Codabench (version: 2) bundles from the same spec: built, checked, dry-run, and refused."""
-import io
 import subprocess
 import sys
 import zipfile

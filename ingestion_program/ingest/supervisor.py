@@ -25,7 +25,7 @@ from competition_formats import FormatError
 from competition_formats.prediction_arrays import check_predictions
 
 from .config import Limits, TaskSpec
-from .frames import CHECKPOINT, ERROR, FINAL, HEADER, KINDS, MAGIC
+from .frames import CHECKPOINT, FINAL, HEADER, KINDS, MAGIC
 from .processes import signal_group, sweep, wait_exit
 from .sandbox import Protections, preexec
 

@@ -51,7 +51,7 @@ def predict(task, x_train, y_train, x_test, checkpoint):
                  300, 3e-3, deadline, time.monotonic)        # a sensible place to start
     peak_step = STEP_FRACTION / largest_curvature(full_gradient, theta, rng)
     samples = []
-    for cycle in range(CYCLES):
+    for _ in range(CYCLES):
         for step in range(STEPS_PER_CYCLE):
             phase = step / STEPS_PER_CYCLE
             step_size = 0.5 * peak_step * (math.cos(math.pi * phase) + 1)

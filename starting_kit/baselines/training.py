@@ -32,7 +32,7 @@ def potential_and_grad(model, likelihood, prior_variance, theta, x, y, scale=1.0
 def initial_parameters(model, likelihood, rng):
     """Weights N(0, 1/fan_in), zero biases (a unit noise scale for regression)."""
     theta = np.zeros(model.num_parameters)
-    for weight, bias in model.unpack(theta):
+    for weight, _ in model.unpack(theta):
         weight[...] = rng.normal(0.0, 1.0 / math.sqrt(weight.shape[0]), weight.shape)
     if likelihood == "gaussian":
         model.unpack(theta)[-1][1][1] = UNIT_SCALE_RAW
