@@ -4,6 +4,8 @@ Layout (codalab_v1.md §4.4): run/program = the participant's unzipped submissio
 run/ingestion_program, run/input = the phase's input data, run/output (becomes res/),
 and the hidden reference data in a folder beside the run, passed as $hidden.
 """
+import hashlib
+import os
 import shutil
 import subprocess
 import textwrap
@@ -50,6 +52,39 @@ def worker_command(run: Path) -> list[str]:
         "$tmp": folder / "temp"}, image_python())
 
 
-def run_ingestion(run: Path, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run(worker_command(run), cwd=run / "run", capture_output=True, text=True,
-                          timeout=timeout)
+# As Codabench runs us: root, every capability dropped, no-new-privileges (util-linux setpriv).
+SETPRIV = ["setpriv", "--no-new-privs", "--inh-caps=-all", "--ambient-caps=-all",
+           "--bounding-set=-all", "--"]
+
+
+def run_ingestion(run: Path, timeout: float = 300, unprivileged: bool = False,
+                  env: dict | None = None) -> subprocess.CompletedProcess:
+    """The staging folder goes under a TMPDIR named after ``run``, so every process of this run
+    has it in its command line or working folder and can be told from anyone else's."""
+    staging = staging_root(run)
+    staging.mkdir(mode=0o755, exist_ok=True)
+    os.chmod(staging, 0o755)       # the sandbox user must pass through (pytest's folders: 700)
+    command = (SETPRIV if unprivileged else []) + worker_command(run)
+    return subprocess.run(command, cwd=run / "run", capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, "TMPDIR": str(staging), **(env or {})})
+
+
+def staging_root(run: Path) -> Path:
+    return Path("/tmp") / f"bdl-ingestion-test-{hashlib.sha1(str(run).encode()).hexdigest()[:16]}"
+
+
+def processes_of(run: Path) -> list[str]:
+    """Command lines of live processes started for ``run`` (by command line or working folder)."""
+    marks, found = (str(run), str(staging_root(run))), []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as stream:
+                cmdline = stream.read().replace(b"\0", b" ").decode(errors="replace")
+            with open(f"/proc/{pid}/stat", "rb") as stream:
+                state = stream.read().rsplit(b")", 1)[1].split()[0]
+            cwd = os.readlink(f"/proc/{pid}/cwd")
+        except OSError:
+            continue
+        if state != b"Z" and any(m in cmdline or cwd.startswith(m) for m in marks):
+            found.append(cmdline)
+    return found

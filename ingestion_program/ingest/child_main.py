@@ -1,5 +1,6 @@
-"""Runs inside the sandboxed child: load the task's arrays, call the participant's function,
-send its predictions to the parent as frames. Standard library and numpy only.
+"""Runs inside the sandboxed child: confine itself, load the task's arrays, call the
+participant's function, send its predictions to the parent as frames. Standard library and
+numpy only.
 
 The participant's module (``submission.py``) defines::
 
@@ -11,11 +12,15 @@ The participant's module (``submission.py``) defines::
 import importlib
 import io
 import json
+import os
 import sys
 import time
 import traceback
 
-from .frames import CHECKPOINT, ERROR, FINAL, write_frame
+from .confine import install
+from .frames import CHECKPOINT, ERROR, FINAL, PROTECTIONS, write_frame
+
+RUNTIME = os.path.dirname(os.path.abspath(__file__))
 
 
 class Task:
@@ -49,16 +54,42 @@ def _send_array(fd, kind, predictions, numpy):
     write_frame(fd, kind, buffer.getvalue())
 
 
-def _fail(fd, message, code):
-    traceback.print_exc()
+def _theirs(frame):
+    """Frames of the participant's code or its libraries, not of this runtime or importlib."""
+    return not (frame.filename.startswith(RUNTIME) or frame.filename.startswith("<frozen "))
+
+
+def _trim(exception, seen):
+    if exception is None or id(exception) in seen:
+        return
+    seen.add(id(exception))
+    exception.stack = traceback.StackSummary.from_list(
+        [frame for frame in exception.stack if _theirs(frame)])
+    _trim(exception.__cause__, seen)
+    _trim(exception.__context__, seen)
+
+
+def _fail(fd, message, code, error=None):
+    """Reports a failure; the traceback, if any, shows the participant's frames only."""
+    if error is not None:
+        summary = traceback.TracebackException.from_exception(error)
+        _trim(summary, set())
+        sys.stderr.write("".join(summary.format()))
     write_frame(fd, ERROR, message.encode("utf-8", "replace")[:4000])
     return code
 
 
-def main(argv=None):
-    spec = json.loads((argv or sys.argv)[1])
-    started = time.monotonic()
-    fd = spec["result_fd"]
+def _finish(code):
+    """Leaves at once: a thread the participant left running must not keep the task alive."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
+
+
+def _call(spec, fd, started):
     import numpy
     with numpy.load(spec["data"], allow_pickle=False) as data:
         x_train, y_train, x_test = data["x_train"], data["y_train"], data["x_test"]
@@ -66,21 +97,19 @@ def main(argv=None):
     try:
         module = importlib.import_module(module_name)
     except BaseException as error:      # noqa: BLE001 - anything the import raises is theirs
-        return _fail(fd, f"importing {module_name}.py failed: {type(error).__name__}: {error}", 3)
+        return _fail(fd, f"importing {module_name}.py failed: {type(error).__name__}: {error}", 3,
+                     error)
     function = getattr(module, function_name, None)
     if not callable(function):
-        write_frame(fd, ERROR, f"{module_name}.py defines no function {function_name}(task, "
-                               "x_train, y_train, x_test, checkpoint)".encode())
-        return 3
+        return _fail(fd, f"{module_name}.py defines no function {function_name}(task, x_train, "
+                         "y_train, x_test, checkpoint)", 3)
     checkpoint = lambda predictions: _send_array(fd, CHECKPOINT, predictions, numpy)  # noqa: E731
     try:
         result = function(Task(spec, started), x_train, y_train, x_test, checkpoint)
     except BaseException as error:      # noqa: BLE001 - SystemExit too: it returned nothing
-        return _fail(fd, f"{function_name}() raised {type(error).__name__}: {error}", 1)
+        return _fail(fd, f"{function_name}() raised {type(error).__name__}: {error}", 1, error)
     if result is None:
-        write_frame(fd, ERROR, f"{function_name}() returned None; expected the predictions "
-                               "array".encode())
-        return 1
+        return _fail(fd, f"{function_name}() returned None; expected the predictions array", 1)
     try:
         _send_array(fd, FINAL, result, numpy)
     except (TypeError, ValueError) as error:
@@ -89,5 +118,13 @@ def main(argv=None):
     return 0
 
 
+def main(argv=None):
+    spec = json.loads((argv or sys.argv)[1])
+    started = time.monotonic()
+    fd = spec["result_fd"]
+    write_frame(fd, PROTECTIONS, json.dumps(install(spec["confine"])).encode())
+    _finish(_call(spec, fd, started))
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -11,7 +11,8 @@ import struct
 MAGIC = b"BDL1"
 HEADER = struct.Struct("<4scQ")          # magic, kind, payload length
 CHECKPOINT, FINAL, ERROR = b"C", b"F", b"E"
-KINDS = (CHECKPOINT, FINAL, ERROR)
+PROTECTIONS = b"P"       # JSON: what the child installed on itself; only as the first frame
+KINDS = (CHECKPOINT, FINAL, ERROR, PROTECTIONS)
 
 
 def write_frame(fd, kind, payload):

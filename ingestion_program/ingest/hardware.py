@@ -6,8 +6,6 @@ import platform
 import shutil
 import subprocess
 
-import psutil
-
 
 def _cpu_model() -> str:
     try:
@@ -32,6 +30,7 @@ def _gpus() -> list[str]:
 
 def describe_hardware() -> dict:
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return {"cpu": _cpu_model(), "cores": cores, "memory_gib": round(
-        psutil.virtual_memory().total / 2 ** 30, 1), "gpus": _gpus(),
+    memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")   # no psutil needed
+    return {"cpu": _cpu_model(), "cores": cores, "memory_gib": round(memory / 2 ** 30, 1),
+            "gpus": _gpus(),
         "python": platform.python_version(), "platform": platform.platform()}

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import sys
-import tempfile
 import time
 import traceback
 from pathlib import Path
@@ -26,13 +26,20 @@ from competition_formats import (RECORD_NAME, FormatError, RunRecord, TaskRun, r
 
 from .config import CONFIG_NAME, ConfigError, IngestionConfig, TaskSpec, load_config
 from .hardware import describe_hardware
-from .sandbox import describe, lock_down, probe
+from .confine import LANDLOCK_FILES
+from .sandbox import Protections, describe, lock_down, probe
+from .scratch import force_remove, new_staging_folder, remove_abandoned_staging
 from .supervisor import Staging, TaskOutcome, clean_workdir, run_task
 
 USAGE = ("usage: ingestion.py INPUT_DIR OUTPUT_DIR INGESTION_PROGRAM_DIR SUBMISSION_DIR "
          "[HIDDEN_DIR]")
 RUNTIME_PACKAGE = "ingest_runtime"
-RUNTIME_FILES = ("frames.py", "child_main.py")
+RUNTIME_FILES = ("frames.py", "child_main.py", "confine.py")
+STOPPING_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
+class Interrupted(Exception):
+    """This program was asked to stop; the staging folder is removed on the way out."""
 
 
 def _say(message: str = "") -> None:
@@ -67,7 +74,7 @@ def _not_copied(folder: str, names: list[str], skipped: list[str]) -> set[str]:
 
 
 def _stage_task(base: Path, task: TaskSpec, input_dir: Path, runtime: Path, submission: Path,
-                sandbox_uid: int | None) -> Staging:
+                sandbox_uid: int | None, forbidden: tuple[Path, ...]) -> Staging:
     """This task's arrays without y_test, and an empty working folder the child owns."""
     folder = base / "tasks" / task.name
     workdir = folder / "work"
@@ -80,7 +87,7 @@ def _stage_task(base: Path, task: TaskSpec, input_dir: Path, runtime: Path, subm
     if sandbox_uid is not None:
         os.chown(workdir, sandbox_uid, -1)
     os.chmod(workdir, 0o700)
-    return Staging(runtime, submission, data, workdir)
+    return Staging(runtime, submission, data, workdir, forbidden, base)
 
 
 def _write_outputs(output_dir: Path, task: TaskSpec, outcome: TaskOutcome) -> None:
@@ -100,11 +107,30 @@ def _task_run(outcome: TaskOutcome) -> TaskRun:
                    peak_memory_mb=outcome.peak_memory_mb, stderr_tail=outcome.stderr_tail[-4000:])
 
 
-def _report(task: TaskSpec, outcome: TaskOutcome) -> None:
+def _confinement_lines(outcome: TaskOutcome, protections: Protections) -> list[str]:
+    """What the child itself said it installed before the participant's code ran."""
+    if outcome.protections is None:
+        return ["child confinement: NOT ACTIVE: the child sent no report (it died before "
+                "its set-up finished)"]
+    parts = [f"{name.split(' (')[0]} {'active' if on else 'NOT ACTIVE (' + detail + ')'}"
+             for name, on, detail in outcome.protections]
+    lines = ["child confinement: " + "; ".join(parts)]
+    files = any(name == LANDLOCK_FILES and on for name, on, _ in outcome.protections)
+    if not files and not protections.separate_user:
+        lines.append("output, program and data folders were NOT protected from this child's "
+                     "writes (same user, no Landlock)")
+    return lines
+
+
+def _report(task: TaskSpec, outcome: TaskOutcome, protections: Protections) -> None:
     used = f"{outcome.wall_seconds:.1f} of {task.budget_seconds:g} s"
     memory = f", peak memory {outcome.peak_memory_mb:.0f} MiB" if outcome.peak_memory_mb else ""
     _say(f"[{task.name}] {outcome.status} in {used}{memory}"
          + (f"; prediction: {outcome.prediction}" if outcome.prediction else "; no prediction"))
+    for line in _confinement_lines(outcome, protections):
+        _say(f"[{task.name}]   {line}")
+    if outcome.scratch:
+        _say(f"[{task.name}]   {outcome.scratch}")
     for line in filter(None, [outcome.message, *outcome.notes]):
         _say(f"[{task.name}]   {line}")
     if outcome.deadline_to_gone_seconds is not None:
@@ -133,28 +159,42 @@ def ingest(input_dir: Path, output_dir: Path, program_dir: Path, submission_dir:
         _say(f"protection: {line}")
     if not (submission_dir / f"{config.entry_module}.py").is_file():
         _say(f"the submission has no {config.entry_module}.py at its root")
-    base = Path(tempfile.mkdtemp(prefix="ingestion-"))
+    abandoned = remove_abandoned_staging()
+    if abandoned:
+        _say(f"removed staging folders of earlier, killed runs: {', '.join(abandoned)}")
+    base = new_staging_folder()
     os.chmod(base, 0o711)      # the child may pass through to its own folders, not list them
+    forbidden = tuple(p for p in (hidden_dir, output_dir, program_dir, input_dir, submission_dir,
+                                  base) if p)
     runs: dict[str, TaskRun] = {}
     try:
         runtime, submission = _stage_common(base, submission_dir, program_dir)
         for task in config.tasks:
             started = time.monotonic()
-            staging = _stage_task(base, task, input_dir, runtime, submission, protections.uid)
+            staging = _stage_task(base, task, input_dir, runtime, submission, protections.uid,
+                                  forbidden)
             outcome = run_task(task, staging, protections, config.limits,
                                (config.entry_module, config.entry_function))
-            clean_workdir(staging.workdir)
+            if not clean_workdir(staging.workdir):
+                outcome.notes.append("its working folder could not be removed")
             _write_outputs(output_dir, task, outcome)
             runs[task.name] = _task_run(outcome)
-            _report(task, outcome)
+            _report(task, outcome, protections)
             overhead = time.monotonic() - started - outcome.wall_seconds
             _say(f"[{task.name}]   staging, validation and writing took {overhead:.2f} s")
     finally:
-        shutil.rmtree(base, ignore_errors=True)
+        if not force_remove(base):
+            _say(f"could not remove the staging folder {base}")
     write_run_record(output_dir / RECORD_NAME, RunRecord(runs, hardware))
     ok = sum(run.status == "ok" for run in runs.values())
     _say(f"done: {ok} of {len(runs)} task(s) ok; record written to {RECORD_NAME}")
     return 0
+
+
+def _interrupted(number, _frame) -> None:
+    for other in STOPPING_SIGNALS:
+        signal.signal(other, signal.SIG_IGN)     # one clean-up, however many signals follow
+    raise Interrupted(signal.Signals(number).name)
 
 
 def main(argv: list[str], program_dir: Path) -> int:
@@ -163,11 +203,17 @@ def main(argv: list[str], program_dir: Path) -> int:
         return 2
     input_dir, output_dir, _, submission_dir = (Path(a) for a in argv[:4])
     hidden_dir = Path(argv[4]) if len(argv) == 5 and not argv[4].startswith("$") else None
+    for number in STOPPING_SIGNALS:
+        signal.signal(number, _interrupted)
     try:
         return ingest(input_dir, output_dir, program_dir, submission_dir, hidden_dir)
     except (ConfigError, FormatError) as error:
         print(f"ingestion stopped, the organizer must fix: {error}", file=sys.stderr)
         return 1
+    except Interrupted as error:
+        print(f"ingestion stopped by {error}; its child processes and staging folder were "
+              "removed", file=sys.stderr)
+        return 2
     except Exception as error:      # noqa: BLE001 - last resort: explain before the traceback
         print(f"internal error in the ingestion program ({type(error).__name__}: {error}); "
               "please report it to the organizers with the traceback below", file=sys.stderr)

@@ -2,7 +2,8 @@
 
 With PR_SET_CHILD_SUBREAPER, a grandchild that escapes its process group (setsid, double
 fork) is re-parented to this process instead of init when its parent dies, so it stays
-findable as a descendant and is swept after each task.
+findable as a descendant and is swept after each task. The tree is read from /proc, so the
+program needs no psutil (the first py312 images had none).
 """
 from __future__ import annotations
 
@@ -12,9 +13,8 @@ import os
 import signal
 import time
 
-import psutil
-
 PR_SET_CHILD_SUBREAPER = 36
+GONE = ("Z", "X", "x")          # zombie or dead: nothing left to kill
 
 
 def become_subreaper() -> str | None:
@@ -22,17 +22,40 @@ def become_subreaper() -> str | None:
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
-            return os.strerror(ctypes.get_errno())
+            return f"prctl(PR_SET_CHILD_SUBREAPER): {errno.errorcode.get(ctypes.get_errno())}"
     except (OSError, AttributeError) as error:
         return str(error)
     return None
 
 
-def descendants() -> list[psutil.Process]:
-    try:
-        return psutil.Process().children(recursive=True)
-    except psutil.Error:
-        return []
+def _process_table() -> dict[int, tuple[int, str]]:
+    """pid -> (parent pid, state letter) for every process visible in /proc."""
+    table = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as stat:
+                fields = stat.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue                                  # exited while we looked
+        table[int(name)] = (int(fields[1]), fields[0].decode())
+    return table
+
+
+def descendants(root: int | None = None) -> dict[int, str]:
+    """pid -> state of every process below ``root`` (this process by default)."""
+    table = _process_table()
+    children: dict[int, list[int]] = {}
+    for pid, (parent, _) in table.items():
+        children.setdefault(parent, []).append(pid)
+    found, stack = {}, [root or os.getpid()]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            if child not in found:
+                found[child] = table[child][1]
+                stack.append(child)
+    return found
 
 
 def signal_group(pgid: int, sig: int) -> None:
@@ -49,45 +72,34 @@ def reap_zombies(spare: int | None = None) -> None:
 
     ``spare`` is the task's main child: its exit status is collected by wait4 elsewhere.
     """
-    try:
-        children = psutil.Process().children()
-    except psutil.Error:
-        return
-    for child in children:
-        if child.pid == spare:
-            continue
-        try:
-            os.waitpid(child.pid, os.WNOHANG)
-        except ChildProcessError:
-            pass
+    me = os.getpid()
+    for pid, (parent, state) in _process_table().items():
+        if parent == me and state in GONE and pid != spare:
+            try:
+                os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                pass
 
 
-def sweep(spare: int | None = None, timeout: float = 2.0) -> int:
-    """SIGKILL every descendant until none is left alive; returns how many were signalled."""
-    killed = 0
+def sweep(spare: int | None = None, timeout: float = 2.0) -> set[int]:
+    """SIGKILL every descendant until none is left alive; returns the pids signalled."""
+    killed: set[int] = set()
     deadline = time.monotonic() + timeout
     while True:
-        alive = [p for p in descendants() if _is_alive(p)]
+        alive = [pid for pid, state in descendants().items() if state not in GONE]
         if not alive:
             reap_zombies(spare)
             return killed
-        for process in alive:
+        for pid in alive:
             try:
-                process.send_signal(signal.SIGKILL)
-                killed += 1
-            except psutil.Error:
+                os.kill(pid, signal.SIGKILL)
+                killed.add(pid)
+            except (ProcessLookupError, PermissionError):
                 pass
         reap_zombies(spare)
         if time.monotonic() > deadline:
             return killed
         time.sleep(0.01)
-
-
-def _is_alive(process: psutil.Process) -> bool:
-    try:
-        return process.status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
 
 
 def wait_exit(pid: int) -> tuple[int | None, object | None]:

@@ -11,7 +11,6 @@ import io
 import json
 import os
 import selectors
-import shutil
 import signal
 import subprocess
 import sys
@@ -25,9 +24,11 @@ from competition_formats import FormatError
 from competition_formats.prediction_arrays import check_predictions
 
 from .config import Limits, TaskSpec
-from .frames import CHECKPOINT, FINAL, HEADER, KINDS, MAGIC
+from .confine import LANDLOCK_FILES
+from .frames import CHECKPOINT, FINAL, HEADER, KINDS, MAGIC, PROTECTIONS
 from .processes import signal_group, sweep, wait_exit
 from .sandbox import Protections, preexec
+from .scratch import ScratchWatch, force_remove, tree_bytes
 
 POLL_SECONDS = 0.05
 DISK_CHECK_SECONDS = 0.25
@@ -77,6 +78,9 @@ class FrameReader:
         self.error: str | None = None
         self.violation: str | None = None
         self.checkpoints = 0
+        self.frames = 0
+        self.final_at: float | None = None
+        self.protections: list | None = None     # what the child installed, from its first frame
 
     def feed(self, chunk: bytes) -> None:
         if self.violation:
@@ -93,12 +97,29 @@ class FrameReader:
                 return
             payload = bytes(self.buffer[HEADER.size:HEADER.size + length])
             del self.buffer[:HEADER.size + length]
-            if kind == CHECKPOINT:
+            self.frames += 1
+            if kind == PROTECTIONS:
+                self._protections(payload)
+            elif kind == CHECKPOINT:
                 self.checkpoint, self.checkpoints = payload, self.checkpoints + 1
             elif kind == FINAL:
+                if self.final is None:
+                    self.final_at = time.monotonic()
                 self.final = payload
             else:
                 self.error = payload.decode("utf-8", "replace")
+
+
+    def _protections(self, payload: bytes) -> None:
+        """Only our bootstrap writes a first frame; a later one is forged."""
+        if self.frames != 1:
+            self.violation = "a protection report after participant code started"
+            return
+        try:
+            report = json.loads(payload)
+            self.protections = [(str(name), bool(on), str(detail)) for name, on, detail in report]
+        except (ValueError, TypeError):
+            self.violation = "an unreadable protection report"
 
 
 @dataclass
@@ -117,6 +138,8 @@ class TaskOutcome:
     stderr_tail: str = ""
     killed_descendants: int = 0
     deadline_to_gone_seconds: float | None = None   # kill latency, when the budget ran out
+    protections: list | None = None      # (name, installed, detail) as the child reported them
+    scratch: str | None = None           # what it left in /tmp, /var/tmp, /dev/shm, removed
 
 
 @dataclass(frozen=True)
@@ -125,6 +148,8 @@ class Staging:
     submission: Path       # read-only copy of the participant's files
     data: Path             # this task's x_train, y_train, x_test (no y_test)
     workdir: Path          # the child's own writable folder
+    forbidden: tuple[Path, ...] = ()   # never readable: hidden data, output, input, programs
+    base: Path | None = None           # the staging folder (not the child's scratch)
 
 
 def _child_environment(workdir: Path, cores: int | None) -> dict[str, str]:
@@ -135,17 +160,11 @@ def _child_environment(workdir: Path, cores: int | None) -> dict[str, str]:
                                           "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS")}}
 
 
-def _disk_usage(folder: Path, limit: int) -> int:
-    total = 0
-    for root, _, files in os.walk(folder):
-        for name in files:
-            try:
-                total += os.lstat(os.path.join(root, name)).st_blocks * 512
-            except OSError:
-                pass
-            if total > limit:
-                return total
-    return total
+def _confinement_plan(staging: Staging, disabled: tuple[str, ...]) -> dict:
+    return {"read": [str(staging.runtime), str(staging.submission), str(staging.data),
+                     str(staging.workdir)],
+            "write": [str(staging.workdir)], "forbidden": [str(p) for p in staging.forbidden],
+            "disable": list(disabled)}
 
 
 def _decode(payload: bytes, task: TaskSpec, what: str):
@@ -169,7 +188,9 @@ class _Run:
         spec = {"name": task.name, "kind": task.kind, "n_test": task.n_test, "width": task.width,
                 "budget_seconds": task.budget_seconds, "declaration": task.declaration,
                 "data": str(staging.data), "result_fd": write_fd,
-                "entry_module": entry[0], "entry_function": entry[1]}
+                "entry_module": entry[0], "entry_function": entry[1],
+                "confine": _confinement_plan(staging, protections.disabled)}
+        self.scratch = ScratchWatch(staging.base or staging.workdir, protections.uid)
         self.started = time.monotonic()
         self.deadline = self.started + task.budget_seconds
         self.process = subprocess.Popen(
@@ -191,8 +212,11 @@ class _Run:
         self.exit_status = self.usage = self.exited_at = None
         self.terminated_at = self.killed_at = None
         self.stop_reason: str | None = None      # why we stopped it, other than the budget
-        self.killed_descendants = 0
+        self.killed: set[int] = set()            # distinct leftover processes we killed
         self.next_disk_check = self.started + DISK_CHECK_SECONDS
+
+    def _sweep(self) -> None:
+        self.killed |= sweep(spare=self.process.pid) - {self.process.pid}
 
     def _stop(self, reason: str | None) -> None:
         if reason and not self.stop_reason and self.terminated_at is None:
@@ -200,7 +224,21 @@ class _Run:
         if self.killed_at is None:
             signal_group(self.process.pid, signal.SIGKILL)
             self.killed_at = time.monotonic()
-        self.killed_descendants += sweep(spare=self.process.pid)
+        self._sweep()
+
+    def confined(self) -> bool:
+        """Whether Landlock keeps the child out of the shared scratch folders."""
+        return any(name == LANDLOCK_FILES and on for name, on, _ in self.frames.protections or [])
+
+    def _disk_usage(self) -> int:
+        limit = self.limits.disk_bytes
+        used = tree_bytes(str(self.workdir), limit)
+        return used if self.confined() else used + self.scratch.usage(limit)
+
+    def abort(self) -> None:
+        """This program is being stopped: take the child and its descendants with it."""
+        signal_group(self.process.pid, signal.SIGKILL)
+        self._sweep()
 
     def _enforce(self, now: float) -> None:
         if self.exit_status is None and self.terminated_at is None and self.stop_reason is None:
@@ -209,16 +247,18 @@ class _Run:
                 signal_group(self.process.pid, signal.SIGTERM)
             elif self.frames.violation:
                 self._stop(f"sent malformed results: {self.frames.violation}")
+            elif self.frames.final_at is not None and now >= self.frames.final_at + LINGER_SECONDS:
+                self._stop(None)     # it returned; whatever it left running is not waited for
             elif now >= self.next_disk_check:
                 self.next_disk_check = now + DISK_CHECK_SECONDS
-                if _disk_usage(self.workdir, self.limits.disk_bytes) > self.limits.disk_bytes:
-                    self._stop(f"wrote more than {self.limits.disk_bytes / 2**20:.0f} MiB to its "
-                               "working directory (disk limit)")
+                if self._disk_usage() > self.limits.disk_bytes:
+                    self._stop(f"wrote more than {self.limits.disk_bytes / 2**20:.0f} MiB to disk "
+                               "(disk limit)")
         if self.terminated_at is not None and self.killed_at is None and \
                 now >= self.terminated_at + self.limits.grace_seconds:
             self._stop(None)
         if self.exit_status is not None and now >= self.exited_at + LINGER_SECONDS:
-            self.killed_descendants += sweep(spare=self.process.pid)   # they hold the pipes
+            self._sweep()   # they hold the pipes
 
     def loop(self) -> None:
         while True:
@@ -242,7 +282,7 @@ class _Run:
         self.process.stderr.close()
         self.selector.close()
         self.process.returncode = os.waitstatus_to_exitcode(self.exit_status)
-        self.killed_descendants += sweep()
+        self._sweep()
         self.ended = time.monotonic()
 
 
@@ -271,8 +311,8 @@ def _failure_message(run: _Run, limits: Limits) -> tuple[str, str]:
         return "failed", error
     code, signal_name = _exit_description(run.process.returncode)
     if signal_name:
-        return "failed", f"killed by {signal_name}" + (
-            " (out of memory?)" if signal_name == "SIGKILL" else "")
+        guess = signal_name == "SIGKILL" and run.killed_at is None   # not killed by us
+        return "failed", f"killed by {signal_name}" + (" (out of memory?)" if guess else "")
     last = run.stderr.last_lines(1)
     return "failed", (f"exited with code {code} before returning predictions"
                       + (f": {last}" if last else ""))
@@ -281,17 +321,23 @@ def _failure_message(run: _Run, limits: Limits) -> tuple[str, str]:
 def run_task(task: TaskSpec, staging: Staging, protections: Protections, limits: Limits,
              entry: tuple[str, str] = ("submission", "predict")) -> TaskOutcome:
     run = _Run(task, staging, protections, limits, entry)
-    run.loop()
+    try:
+        run.loop()
+    except BaseException:
+        run.abort()
+        raise
     code, signal_name = _exit_description(run.process.returncode)
     outcome = TaskOutcome(
         status="ok", message="", wall_seconds=round((run.exited_at or run.ended) - run.started, 3),
         exit_code=code, signal=signal_name,
         peak_memory_mb=round(run.usage.ru_maxrss / 1024, 1) if run.usage else None,
         stdout=run.stdout.text(), stderr=run.stderr.text(), stderr_tail=run.stderr.last_lines(),
-        killed_descendants=run.killed_descendants,
-        deadline_to_gone_seconds=(run.ended - run.deadline) if run.terminated_at else None)
+        killed_descendants=len(run.killed),
+        deadline_to_gone_seconds=(run.ended - run.deadline) if run.terminated_at else None,
+        protections=run.frames.protections, scratch=_clean_scratch(run))
     valid_final = None
-    if run.frames.final is not None and not run.stop_reason and run.terminated_at is None:
+    if run.frames.final_at is not None and run.frames.final_at < run.deadline \
+            and not run.stop_reason:
         try:
             valid_final = _decode(run.frames.final, task, "the returned predictions")
         except FormatError as error:
@@ -312,5 +358,15 @@ def run_task(task: TaskSpec, staging: Staging, protections: Protections, limits:
     return outcome
 
 
-def clean_workdir(workdir: Path) -> None:
-    shutil.rmtree(workdir, ignore_errors=True)
+def _clean_scratch(run: _Run) -> str | None:
+    if run.confined():
+        return None
+    removed, size, stuck = run.scratch.clean()
+    if not removed and not stuck:
+        return None
+    return (f"removed {removed} file(s) or folder(s), {size / 2**20:.1f} MiB, it left in "
+            "/tmp, /var/tmp or /dev/shm" + (f"; could not remove {', '.join(stuck)}" if stuck else ""))
+
+
+def clean_workdir(workdir: Path) -> bool:
+    return force_remove(workdir)
