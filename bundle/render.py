@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 from pathlib import Path
 
 import jinja2
 import yaml
+from markupsafe import Markup, escape
 
 from scoring_program.scorer.score_types import AGGREGATE, AVERAGE_RANK, SCORE_TYPES
 
@@ -21,17 +23,37 @@ from .spec import CompetitionSpec, PhaseSpec
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 PAGES = ("overview", "evaluation", "data", "terms", "starting_kit")
 LEADERBOARD_LABEL = "Results"
+# Metric definitions as participants read them. They are plain text (Unicode symbols, never HTML
+# entities) in which `_{...}` marks a subscript; formula_html turns them into markup. Writing them
+# as HTML source here and handing that to an autoescaping template is what once showed
+# participants "&Sigma;<sub>i</sub>" literally: the template escaped the markup a second time.
 FORMULAS = {
-    "agreement": "(1/N) &Sigma;<sub>i</sub> 1[argmax<sub>c</sub> p(c|x<sub>i</sub>) = argmax<sub>c</sub> "
-                 "p<sub>HMC</sub>(c|x<sub>i</sub>)]; ties go to the lowest class index",
-    "total_variation": "(1/N) &Sigma;<sub>i</sub> &frac12; &Sigma;<sub>c</sub> |p(c|x<sub>i</sub>) - "
-                       "p<sub>HMC</sub>(c|x<sub>i</sub>)|",
-    "w2": "(1/N) &Sigma;<sub>i</sub> W<sub>2</sub>(your samples of y<sub>i</sub>, HMC samples of "
-          "y<sub>i</sub>), with W<sub>2</sub> the root mean squared gap between sorted samples "
-          "(quantile matching for unequal counts)",
-    "w1": "(1/N) &Sigma;<sub>i</sub> W<sub>1</sub>, the mean absolute gap between sorted samples: "
-          "what the 2021 competition's code computed under the name W2",
+    "agreement": "(1/N) Σ_{i} 1[argmax_{c} p(c|x_{i}) = argmax_{c} p_{HMC}(c|x_{i})]; "
+                 "ties go to the lowest class index",
+    "total_variation": "(1/N) Σ_{i} ½ Σ_{c} |p(c|x_{i}) - p_{HMC}(c|x_{i})|",
+    "w2": "(1/N) Σ_{i} W_{2}(your samples of y_{i}, HMC samples of y_{i}), with W_{2} the root mean "
+          "squared gap between sorted samples (quantile matching for unequal counts)",
+    "w1": "(1/N) Σ_{i} W_{1}, the mean absolute gap between sorted samples: what the 2021 "
+          "competition's code computed under the name W2",
 }
+_SUBSCRIPT = re.compile(r"_\{([^{}]*)\}")
+
+
+def formula_html(text: str) -> Markup:
+    """A FORMULAS entry as HTML: every piece of text escaped exactly once, `_{x}` as <sub>x</sub>.
+
+    The result is Markup, so the autoescaping template inserts it as it is; any other string
+    in a page context stays plain text and is escaped by the template (once).
+    """
+    pieces = _SUBSCRIPT.split(text)          # text, subscript, text, subscript, ..., text
+    return Markup("").join(Markup("<sub>{}</sub>").format(piece) if odd else escape(piece)
+                           for odd, piece in ((i % 2 == 1, p) for i, p in enumerate(pieces)))
+
+
+def when(moment: dt.datetime) -> str:
+    """A date as pages show it. Both platforms take the yaml's naive dates as UTC; seconds are
+    shown when set, so that a page never rounds a deadline such as 23:59:59 away."""
+    return moment.strftime("%Y-%m-%d %H:%M:%S UTC" if moment.second else "%Y-%m-%d %H:%M UTC")
 
 
 def environment() -> jinja2.Environment:
@@ -126,6 +148,33 @@ def _task_rows(plan: PhasePlan, phase: PhaseSpec) -> list[dict]:
     return rows
 
 
+def _timeline(spec: CompetitionSpec, phase: PhaseSpec) -> list[dict]:
+    """Every phase of the spec with its opening date; the bundle's own phase is marked, since
+    each bundle is its own competition on the site and the others are separate uploads."""
+    return [{"label": p.label if p.key != phase.key else phase.label,
+             "kind": "code submissions" if p.code_submission else "prediction files",
+             "start": when(p.start), "marker": " (this competition)" if p.key == phase.key else "",
+             "description": p.description} for p in spec.phases]
+
+
+def _phase_facts(spec: CompetitionSpec, phase: PhaseSpec, plan: PhasePlan) -> list[tuple[str, str]]:
+    """Dates and limits of this bundle's phase, worded from the same values the competition.yaml
+    is written from, so that the pages cannot tell participants other numbers than the site uses."""
+    facts = [("Phase", phase.label), ("Opens", when(phase.start)),
+             ("Closes", when(spec.end_date) if spec.end_date else "no end date is set")]
+    facts.append(("Submissions", f"at most {phase.max_submissions} in total and "
+                                 f"{phase.max_submissions_per_day} per day"))
+    if phase.code_submission:
+        facts.append(("Execution time limit", f"{phase.execution_time_limit} s for each program "
+                      "run: the run of your code (all tasks) and its scoring are limited separately"))
+        facts.append(("Training time budget per task",
+                      ", ".join(f"{task.name} {task.budget_seconds:g} s" for task in plan.tasks)))
+    else:
+        facts.append(("Execution time limit", f"{phase.execution_time_limit} s for the scoring of "
+                      "each submission"))
+    return facts
+
+
 def _baseline_table(plan: PhasePlan, results: dict | None):
     if not results:
         return "Baseline results are not available for these tasks.", [], []
@@ -154,19 +203,20 @@ def page_contexts(spec: CompetitionSpec, phase: PhaseSpec, plan: PhasePlan,
                   baseline_results: dict | None) -> dict[str, dict]:
     note, header, rows = _baseline_table(plan, baseline_results)
     kinds = {task.kind for task in plan.tasks}
-    metrics = [{"name": t.label, "formula": FORMULAS[t.name],
+    metrics = [{"name": t.label, "formula": formula_html(FORMULAS[t.name]),
                 "better": "higher" if t.higher_is_better else "lower"}
                for kind in sorted(kinds) for t in SCORE_TYPES[kind]]
     sandbox = spec.sandbox
-    budget_lines = ([f"{task.name}: {task.budget_seconds:g} s of wall-clock time" for task in plan.tasks]
-                    + [f"after the budget: SIGTERM to all your processes, SIGKILL "
-                       f"{sandbox['grace_seconds']:g} s later; your last checkpoint is scored",
-                       f"memory {sandbox['memory_gib']:g} GiB, files up to {sandbox['max_file_mib']:g} "
-                       f"MiB, {sandbox['disk_mib']:g} MiB of disk, no network, an unprivileged user",
-                       "the machine (CPU model, cores, memory, GPU) is printed at the top of the "
-                       "ingestion log of every submission"]
+    budget_lines = ([f"each task's budget is wall-clock time; after it, SIGTERM goes to all your "
+                     f"processes and SIGKILL {sandbox['grace_seconds']:g} s later; your last "
+                     "checkpoint is scored",
+                     f"memory {sandbox['memory_gib']:g} GiB, files up to {sandbox['max_file_mib']:g} "
+                     f"MiB, {sandbox['disk_mib']:g} MiB of disk, no network, an unprivileged user",
+                     "the machine (CPU model, cores, memory, GPU) is printed at the top of the "
+                     "ingestion log of every submission"]
                     if phase.code_submission else
                     ["this phase scores uploaded prediction files: no training runs on the platform"])
+    facts = _phase_facts(spec, phase, plan)
     common = {"title": title}
     data_rows = []
     for task in plan.tasks:
@@ -197,8 +247,8 @@ def page_contexts(spec: CompetitionSpec, phase: PhaseSpec, plan: PhasePlan,
     return {
         "overview": {**common, "heading": spec.title, "intro": spec.pages["overview"],
                      "tasks": _task_rows(plan, phase),
-                     "phases": [{"label": p.label, "start": p.start.strftime("%Y-%m-%d %H:%M"),
-                                 "description": p.description} for p in spec.phases],
+                     "timeline": _timeline(spec, phase),
+                     "end": when(spec.end_date) if spec.end_date else None, "facts": facts,
                      "baseline_note": note, "baseline_header": header, "baseline_rows": rows,
                      "organizers": [o["name"] + (f" ({o['contact']})" if o.get("contact") else "")
                                     for o in spec.organizers]},
@@ -213,7 +263,7 @@ def page_contexts(spec: CompetitionSpec, phase: PhaseSpec, plan: PhasePlan,
                                     "the worst value of every metric (agreement 0, total variation 1, "
                                     "Wasserstein distances 10 reference standard deviations); the "
                                     "reason is in the detailed results. Other tasks are scored normally.",
-                       "budget_lines": budget_lines,
+                       "budget_lines": budget_lines, "facts": facts,
                        "columns": [{"label": c.label, "key": c.key, "sort": c.sort,
                                     "description": c.description} for c in columns],
                        "ranking": f"Ranking: {AVERAGE_RANK.description.lower()} when the phase has "

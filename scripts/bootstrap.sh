@@ -52,3 +52,18 @@ if [ "$(id -u)" = 0 ]; then
     dir=$(dirname "$dir")
   done
 fi
+
+# The browser tests (tests/test_pages_browser.py) render the pages in headless Chromium. Install
+# Debian's package when it is missing and this machine allows it (root with apt-get); the check is
+# one `command -v`, so reruns before every test run cost nothing. Without it those tests skip.
+if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "bootstrap: installing chromium for the browser tests ..." >&2
+    if ! { DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
+           DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium; } >/dev/null 2>&1; then
+      echo "warning: could not install chromium; the browser tests will be skipped" >&2
+    fi
+  else
+    echo "warning: chromium not found and not installable here (needs root and apt-get); the browser tests will be skipped" >&2
+  fi
+fi

@@ -1,0 +1,35 @@
+"""Shared by several test modules: the default spec's bundles, built once per session."""
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+ARTIFACTS = REPO / "test-artifacts"          # gitignored; CI may keep it as a build artefact
+_ARTIFACT_FOLDERS = pytest.StashKey[list]()
+
+
+@pytest.fixture(scope="session")
+def default_bundles(tmp_path_factory) -> dict[str, Path]:
+    """{platform: folder} with every phase and track of the default spec, built by the CLI."""
+    folders = {}
+    for platform in ("codalab", "codabench"):
+        out = tmp_path_factory.mktemp(f"dist-{platform}")
+        result = subprocess.run([sys.executable, str(REPO / "build_bundle.py"), "--platform",
+                                 platform, "--phase", "all", "--out", str(out)], cwd=REPO,
+                                capture_output=True, text=True, timeout=900)
+        assert result.returncode == 0, result.stdout + result.stderr
+        folders[platform] = out
+    return folders
+
+
+def report_artifacts(config: pytest.Config, folder: Path) -> None:
+    """Name `folder` in the summary at the end of the run, where it is seen without -s."""
+    config.stash.setdefault(_ARTIFACT_FOLDERS, []).append(folder)
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    for folder in config.stash.get(_ARTIFACT_FOLDERS, []):
+        count = sum(1 for _ in folder.rglob("*.png"))
+        terminalreporter.write_line(f"test artefacts: {count} screenshots in {folder}")

@@ -1,0 +1,313 @@
+"""What participants read: every page of every default bundle, rendered in headless Chromium.
+
+The text checked is document.body.innerText, taken from the browser after it has parsed the
+page, so it is what a reader sees: entities decoded, tags gone. An entity or a tag still visible
+there was escaped once too often. The dates and limits the pages state are compared with the
+bundle's own competition.yaml (and the task budgets with its ingestion config), which is what the
+site enforces. A full-page PNG of every page is kept under test-artifacts/screenshots/.
+"""
+from __future__ import annotations
+
+import io
+import json
+import re
+import shutil
+import zipfile
+import datetime as dt
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+import yaml
+
+from browser import Browser, BrowserError, find_chromium
+from competition_formats import read_chain_probs, read_chain_samples, write_matrix
+from conftest import ARTIFACTS, report_artifacts
+from scoring_harness import new_run, run_scoring
+
+pytestmark = pytest.mark.slow
+SCREENSHOTS = ARTIFACTS / "screenshots"
+PLATFORMS = ("codalab", "codabench")
+
+# Element names that would betray markup escaped as text. A closed list on purpose: pages
+# legitimately show placeholders such as "<task>_task.json".
+TAG_NAMES = ("a|abbr|b|big|blockquote|body|br|caption|code|col|colgroup|dd|del|details|div|dl|"
+             "dt|em|font|h[1-6]|head|hr|html|i|img|ins|kbd|li|link|meta|ol|p|pre|q|s|samp|script|"
+             "small|span|strong|style|sub|summary|sup|svg|table|tbody|td|tfoot|th|thead|title|tr|"
+             "tt|u|ul|var")
+LITERAL_TAG = re.compile(rf"</?(?:{TAG_NAMES})(?:\s[^<>]*)?/?>", re.IGNORECASE)
+LITERAL_ENTITY = re.compile(r"&(?:[A-Za-z][A-Za-z0-9]{1,31}|#[0-9]{1,7}|#[xX][0-9A-Fa-f]{1,6});")
+DATE = re.compile(r"\b(\d{4}-\d{2}-\d{2} \d{2}:\d{2}(?::\d{2})?) UTC\b")
+
+
+# -- the browser and how each platform shows an organizer page ----------------------------------
+
+@pytest.fixture(scope="session")
+def browser():
+    executable = find_chromium()
+    if executable is None:
+        pytest.skip("no Chromium found (looked for $CHROMIUM, chromium, chromium-browser, "
+                    "google-chrome): run scripts/bootstrap.sh as root, or apt-get install chromium")
+    try:
+        instance = Browser(executable)
+    except (OSError, BrowserError) as error:
+        pytest.skip(f"Chromium at {executable} could not be started: {error}")
+    yield instance
+    instance.close()
+
+
+@pytest.fixture(scope="session")
+def screenshots(request) -> Path:
+    shutil.rmtree(SCREENSHOTS, ignore_errors=True)      # no stale pictures of older runs
+    SCREENSHOTS.mkdir(parents=True)
+    report_artifacts(request.config, SCREENSHOTS)
+    return SCREENSHOTS
+
+
+def as_the_platform_shows_it(page_html: str, title: str) -> str:
+    """The page inside a site frame, inserted the way both sites do: as innerHTML of a tab.
+
+    CodaLab strips <script> blocks when it saves a page and renders it through DOMPurify with
+    <style> forbidden (codalab_v1.md §2.2); both are removed here the same way. Codabench runs the
+    page through Markdown first (codabench_v2.md §1.7); check_markdown_safe covers that.
+    """
+    cleaned = re.sub(r"<(script|style)\b.*?</\1\s*>", "", page_html, flags=re.S | re.I)
+    literal = json.dumps(cleaned).replace("</", "<\\/")    # cannot close the frame's <script>
+    return ("<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>"
+            f"{title}</title></head><body><div id=\"tab\"></div>"
+            f"<script>document.getElementById('tab').innerHTML = {literal};</script></body></html>")
+
+
+def check_markdown_safe(page_html: str) -> list[str]:
+    """Codabench renders pages with `marked` and KaTeX. A page that begins with a tag and has no
+    blank line is one raw HTML block, passed through unchanged; a `$` could start maths."""
+    problems = []
+    body = page_html.split("\n", 1)[1] if page_html.startswith("<!DOCTYPE") else page_html
+    if re.search(r"\n[ \t]*\n", body.strip()):
+        problems.append("a blank line ends the raw HTML block: Markdown would parse what follows")
+    if "$" in page_html:
+        problems.append("a '$' may be rendered as KaTeX maths on Codabench")
+    return problems
+
+
+# -- a bundle and the facts its yaml states ------------------------------------------------------
+
+@dataclass
+class Bundle:
+    platform: str
+    path: Path
+    pages: dict[str, str]                     # page name -> html
+    start: dt.datetime
+    end: dt.datetime | None
+    execution_time_limit: int
+    max_submissions: int
+    max_submissions_per_day: int
+    budgets: dict[str, float] = field(default_factory=dict)   # empty for results phases
+
+    @property
+    def name(self) -> str:
+        return self.path.stem
+
+
+def _utc(value) -> dt.datetime:
+    """A yaml date: a datetime (CodaLab) or a quoted "YYYY-MM-DD HH:MM:SS" (Codabench), UTC."""
+    return value if isinstance(value, dt.datetime) else dt.datetime.fromisoformat(str(value))
+
+
+def shown_date(text: str) -> dt.datetime | None:
+    """A date as a page shows it, "YYYY-MM-DD HH:MM[:SS] UTC", or None."""
+    match = DATE.fullmatch(text.strip()) or DATE.search(text)
+    return dt.datetime.fromisoformat(match.group(1)) if match else None
+
+
+def read_bundle(platform: str, path: Path) -> Bundle:
+    with zipfile.ZipFile(path) as archive:
+        comp = yaml.safe_load(archive.read("competition.yaml"))
+        if platform == "codabench":
+            assert comp["version"] == 2
+            phase = comp["phases"][0]
+            files = [page["file"] for page in comp["pages"]] + [comp["terms"]]
+            start, end = phase["start"], phase.get("end")
+        else:
+            (phase,) = comp["phases"].values()
+            files = list(comp["html"].values())
+            start, end = phase["start_date"], comp.get("end_date")
+        pages = {Path(member).stem: archive.read(member).decode("utf-8") for member in files}
+        budgets = {}
+        if "ingestion_program.zip" in archive.namelist():
+            with zipfile.ZipFile(io.BytesIO(archive.read("ingestion_program.zip"))) as program:
+                config = json.loads(program.read("ingestion_config.json"))
+            budgets = {task["name"]: task["budget_seconds"] for task in config["tasks"]}
+    return Bundle(platform, path, pages, _utc(start), _utc(end) if end else None,
+                  phase["execution_time_limit"], phase["max_submissions"],
+                  phase["max_submissions_per_day"], budgets)
+
+
+def all_bundles(default_bundles) -> list[Bundle]:
+    return [read_bundle(platform, path) for platform in PLATFORMS
+            for path in sorted(default_bundles[platform].glob("*.zip"))]
+
+
+# -- the detailed results, written by each bundle's own scoring program ------------------------
+
+def detailed_results(bundle: Path, work: Path) -> str:
+    """Score a submission with the bundle's scoring program and reference data, in the CodaLab
+    worker's layout (the scorer writes the same report on Codabench). The submission is each
+    task's first HMC chain; with several tasks the last one is left out, so that the report also
+    shows a penalty and its reason."""
+    prepared = work / "prepared"
+    with zipfile.ZipFile(bundle) as archive:
+        for member, folder in (("scoring_program.zip", "program"), ("reference_data.zip", "ref")):
+            zipfile.ZipFile(io.BytesIO(archive.read(member))).extractall(prepared / folder)
+    run = new_run(prepared, work / "run")
+    chains = sorted((prepared / "ref").glob("*_chain_*.npy"))
+    for chain in chains[:-1] if len(chains) > 1 else chains:
+        task, kind = chain.name.split("_chain_")
+        if kind == "probs.npy":
+            write_matrix(run / "input" / "res" / f"{task}_probs.csv", read_chain_probs(chain)[0])
+        else:
+            write_matrix(run / "input" / "res" / f"{task}_samples.csv", read_chain_samples(chain)[0])
+    result = run_scoring(run)
+    assert result.returncode == 0, result.stderr
+    return (run / "output" / "detailed_results.html").read_text(encoding="utf-8")
+
+
+# -- what is checked on the visible text -------------------------------------------------------
+
+def escaping_problems(text: str) -> list[str]:
+    found = LITERAL_ENTITY.findall(text) + LITERAL_TAG.findall(text)
+    return [f"visible markup {item!r}" for item in dict.fromkeys(found)]
+
+
+def table_value(text: str, label: str) -> str | None:
+    """The cell right of a row header in a two-column table: innerText joins cells with a tab."""
+    match = re.search(rf"^{re.escape(label)}\t(.*)$", text, re.M)
+    return match.group(1).strip() if match else None
+
+
+def fact_problems(text: str, bundle: Bundle, known_starts: set[dt.datetime]) -> list[str]:
+    problems = []
+
+    def expect(label, pattern, *wanted):
+        value = table_value(text, label)
+        match = re.fullmatch(pattern, value) if value is not None else None
+        if value is None:
+            problems.append(f"no '{label}' row")
+        elif not match or match.groups() != tuple(map(str, wanted)):
+            problems.append(f"'{label}' says {value!r}; competition.yaml says {wanted}")
+
+    for label, wanted in (("Opens", bundle.start), ("Closes", bundle.end)):
+        value = table_value(text, label)
+        if value is None:
+            problems.append(f"no '{label}' row")
+        elif shown_date(value) != wanted:
+            problems.append(f"'{label}' says {value!r}; competition.yaml says {wanted} (UTC)")
+    expect("Submissions", r"at most (\d+) in total and (\d+) per day",
+           bundle.max_submissions, bundle.max_submissions_per_day)
+    expect("Execution time limit", r"(\d+) s .*", bundle.execution_time_limit)
+    if bundle.budgets:
+        value = table_value(text, "Training time budget per task") or ""
+        shown = {name: float(seconds) for name, seconds in re.findall(r"(\w+) ([\d.]+) s", value)}
+        if shown != bundle.budgets:
+            problems.append(f"budgets shown {shown}; the ingestion config has {bundle.budgets}")
+    for date in DATE.findall(text):
+        if dt.datetime.fromisoformat(date) not in known_starts | {bundle.end}:
+            problems.append(f"date {date} UTC is no phase start or end in these bundles' yaml")
+    return problems
+
+
+def overview_problems(text: str, bundle: Bundle) -> list[str]:
+    problems = []
+    current = [line for line in text.splitlines() if "(this competition)" in line]
+    opens = re.search(r"opens (.+? UTC)", current[0]) if len(current) == 1 else None
+    if not opens or shown_date(opens.group(1)) != bundle.start:
+        problems.append(f"timeline line of this phase: {current}; it opens {bundle.start} UTC")
+    ends = re.search(r"competition ends (.+? UTC)", text)
+    if bundle.end and (not ends or shown_date(ends.group(1)) != bundle.end):
+        problems.append(f"the timeline does not give the end, {bundle.end} UTC")
+    lines = text.splitlines()
+    header = next((line.split("\t") for line in lines if line.startswith("task\t")), None)
+    if header is None or "budget" not in header:
+        return problems + ["no task table with a budget column"]
+    rows = [line.split("\t") for line in lines
+            if len(line.split("\t")) == len(header) and line.split("\t")[0] in bundle_tasks(bundle)]
+    for row in rows:
+        budget = bundle.budgets.get(row[0])
+        wanted = f"{budget:g} s" if budget is not None else "-"
+        if row[header.index("budget")] != wanted:
+            problems.append(f"task table: {row[0]} budget {row[header.index('budget')]!r}, "
+                            f"expected {wanted!r}")
+    if not rows:
+        problems.append("the task table lists no task")
+    return problems
+
+
+def bundle_tasks(bundle: Bundle) -> set[str]:
+    with zipfile.ZipFile(bundle.path) as archive:
+        with zipfile.ZipFile(io.BytesIO(archive.read("reference_data.zip"))) as ref:
+            return {name.split("_chain_")[0] for name in ref.namelist() if "_chain_" in name}
+
+
+# -- the tests ---------------------------------------------------------------------------------
+
+def render(browser: Browser, html: str, frame: Path, picture: Path) -> str:
+    frame.write_text(html, encoding="utf-8")
+    return browser.visit(frame.as_uri(), picture)
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_every_page_reads_right_in_a_browser(platform, default_bundles, browser, screenshots,
+                                             tmp_path):
+    bundles = all_bundles(default_bundles)
+    known_starts = {b.start for b in bundles if b.platform == platform}
+    problems, shown = [], 0
+    for bundle in (b for b in bundles if b.platform == platform):
+        assert {"overview", "evaluation", "data", "terms", "starting_kit"} <= set(bundle.pages)
+        for page, html in bundle.pages.items():
+            where = f"{bundle.name}/{page}"
+            text = render(browser, as_the_platform_shows_it(html, page), tmp_path / f"{page}.html",
+                          screenshots / platform / bundle.name / f"{page}.png")
+            shown += 1
+            assert len(text) > 100, f"{where} shows almost nothing: {text!r}"
+            found = escaping_problems(text)
+            if page in ("overview", "evaluation"):
+                found += fact_problems(text, bundle, known_starts)
+            if page == "overview":
+                found += overview_problems(text, bundle)
+            if page == "evaluation":
+                # the symbols of the formulas are there, rendered: no escaped or missing markup
+                found += [] if "Σ" in text else ["the metric formulas lost their Σ"]
+            if platform == "codabench":
+                found += check_markdown_safe(html)
+            problems += [f"{where}: {problem}" for problem in found]
+    print(f"{shown} {platform} pages rendered; screenshots in {screenshots / platform}")
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_detailed_results_read_right_in_a_browser(platform, default_bundles, browser, screenshots,
+                                                  tmp_path):
+    problems = []
+    for bundle in sorted(default_bundles[platform].glob("*.zip")):
+        work = tmp_path / bundle.stem
+        html = detailed_results(bundle, work)
+        # Shown as its own page (CodaLab's link, Codabench's frame): scripts, if any, would run.
+        page = work / "detailed_results.html"
+        page.write_text(html, encoding="utf-8")
+        text = browser.visit(page.as_uri(), screenshots / platform / bundle.stem
+                             / "detailed_results.png")
+        assert len(text) > 100, f"{bundle.stem}: the detailed results show almost nothing"
+        problems += [f"{bundle.stem}/detailed_results: {p}" for p in escaping_problems(text)]
+        if len(list((work / "prepared" / "ref").glob("*_chain_*.npy"))) > 1:
+            # the task left out must be explained to the participant
+            missing = sorted((work / "prepared" / "ref").glob("*_chain_*.npy"))[-1]
+            if missing.name.split("_chain_")[0] not in text:
+                problems.append(f"{bundle.stem}: the penalised task is not named")
+    assert not problems, "\n".join(problems)
+
+
+def test_escaping_check_catches_double_escaped_markup():
+    """The check itself: what the evaluation page once showed is caught, clean text is not."""
+    assert escaping_problems("(1/N) &Sigma;<sub>i</sub> 1[argmax]")
+    assert escaping_problems("a &amp; b") and escaping_problems("x</p>")
+    assert not escaping_problems("(1/N) Σi p(c|xi); <task>_probs.csv; a & b; x < y > z")
