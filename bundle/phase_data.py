@@ -17,7 +17,7 @@ from competition_formats import (read_chain_probs, read_chain_samples, read_clas
                                  read_matrix, read_regression_samples, read_task_inputs,
                                  write_task_inputs)
 from competition_formats.loader import SAMPLES_BY_POINTS
-from scoring_program.scorer.evaluate import noise_ceiling
+from scoring_program.scorer.exact_posterior import expectation_document
 
 from .phase_plan import PhasePlan
 from .programs import reference_names
@@ -43,7 +43,7 @@ def copy_public_inputs(source: Path, destination: Path) -> None:
 
 def stage_reference_data(plan: PhasePlan, destination: Path) -> Path:
     """The hidden ref/ folder: model average and labels (.npy), per-chain references, and
-    the noise ceiling (a property of the references, computed once here)."""
+    the exact-posterior expectation (a property of the references, computed once here)."""
     destination = Path(destination)
     destination.mkdir(parents=True, exist_ok=True)
     for task in plan.tasks:
@@ -57,8 +57,12 @@ def stage_reference_data(plan: PhasePlan, destination: Path) -> Path:
             shutil.copyfile(files.chain_reference, destination / names["chain_reference"])
             chains = (read_chain_probs(files.chain_reference) if task.kind == "classification"
                       else read_chain_samples(files.chain_reference))
-            ceiling = noise_ceiling(task.kind, chains)
-            (destination / names["noise_ceiling"]).write_text(json.dumps(ceiling, indent=1) + "\n")
+            # Regression: the reference's draws per point (S x N on disk) and the submission's.
+            draws = None if task.kind == "classification" else average.shape[0]
+            document = expectation_document(task.name, task.kind, chains, draws,
+                                            task.declaration.get("num_samples"))
+            (destination / names["exact_posterior_expectation"]).write_text(
+                json.dumps(document, indent=1) + "\n")
         if names["test_labels"]:
             np.save(destination / names["test_labels"], read_matrix(files.test_labels))
     return destination

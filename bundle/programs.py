@@ -36,8 +36,8 @@ def reference_names(task) -> dict:
             "chain_reference": files.chain_reference.name if files.chain_reference.is_file() else None,
             "test_labels": (files.test_labels.with_suffix(".npy").name
                             if files.test_labels.is_file() else None),
-            "noise_ceiling": (f"{task.name}_noise_ceiling.json"
-                              if files.chain_reference.is_file() else None)}
+            "exact_posterior_expectation": (f"{task.name}_exact_posterior_expectation.json"
+                                            if files.chain_reference.is_file() else None)}
 
 
 def scoring_config(plan: PhasePlan) -> dict:

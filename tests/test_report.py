@@ -21,7 +21,7 @@ def task_config(name, kind, n_test=200, blocks=None):
         num_samples=None if kind == "classification" else 100,
         blocks=blocks or (Block("clean", 0, n_test),), submission_stem=name,
         reference=f"{name}_probs.csv", chain_reference=None, test_labels=None,
-        noise_ceiling=None, weights={},
+        exact_posterior_expectation=None, weights={},
         budget_seconds=600.0)
 
 

@@ -43,7 +43,7 @@ class TaskConfig:
     reference: str                 # files in ref/
     chain_reference: str | None
     test_labels: str | None
-    noise_ceiling: str | None      # JSON of per-chain ceiling values, precomputed
+    exact_posterior_expectation: str | None   # JSON the builder precomputes (exact_posterior.py)
     weights: dict[str, float]      # metric name -> weight in the aggregate
     budget_seconds: float | None
 
@@ -82,6 +82,9 @@ def _require(mapping: dict, key: str, kind, where: str):
 
 def _task(raw: dict, where: str) -> TaskConfig:
     kind = _require(raw, "kind", str, where)
+    if "noise_ceiling" in raw:     # an old builder's config: its ceiling was not a ceiling
+        raise ConfigError(f"{where}.noise_ceiling: replaced by exact_posterior_expectation; "
+                          "rebuild the bundle with this builder")
     if kind not in (CLASSIFICATION, REGRESSION):
         raise ConfigError(f"{where}.kind: expected {CLASSIFICATION} or {REGRESSION}, found {kind!r}")
     blocks = tuple(Block(b["name"], int(b["start"]), int(b["stop"]))
@@ -100,7 +103,7 @@ def _task(raw: dict, where: str) -> TaskConfig:
         submission_stem=_require(raw, "submission_stem", str, where),
         reference=_require(raw, "reference", str, where),
         chain_reference=raw.get("chain_reference"), test_labels=raw.get("test_labels"),
-        noise_ceiling=raw.get("noise_ceiling"),
+        exact_posterior_expectation=raw.get("exact_posterior_expectation"),
         weights=weights, budget_seconds=raw.get("budget_seconds"))
     needed = "num_classes" if kind == CLASSIFICATION else "num_samples"
     if not isinstance(getattr(task, needed), int):

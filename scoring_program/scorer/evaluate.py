@@ -1,12 +1,15 @@
-"""Score one task: metrics against the model average, error bars, noise ceiling, blocks, curves.
+"""Score one task: metrics against the model average, error bars, exact-posterior
+expectation, blocks, curves.
 
 Error bars: the submission is also scored against each HMC chain's own predictive; the
 standard deviation (ddof=1) over chains says how much the score depends on which HMC
-run is the target. Noise ceiling: each chain scored against the average of the other
-chains, i.e. the score "another HMC run" would get.
+run is the target. Exact-posterior expectation: what an exact sampler's submission of
+the participant's size is expected to score against this finite reference
+(``exact_posterior.py``); the builder ships it, and it is computed here only if absent.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Callable
 
 import numpy as np
@@ -15,6 +18,7 @@ from competition_formats import TaskRun
 
 from . import metrics
 from .config import TaskConfig
+from .exact_posterior import exact_posterior_expectation
 from .predictions import Submission, SubmissionError
 from .references import References
 from .results import BlockResult, Curves, MetricResult, TaskResult
@@ -24,41 +28,13 @@ COVERAGE_LEVELS = np.round(np.linspace(0.1, 0.9, 9), 2)
 RELIABILITY_BINS = 10
 
 
-def _others_average(chains: np.ndarray, k: int, kind: str) -> np.ndarray:
-    """The reference made of every chain but k: mean probabilities, or pooled samples.
-
-    Pooled regression samples are re-sorted with timsort, which merges the already sorted
-    chains in linear time, so the metrics need not sort again.
-    """
-    others = np.delete(chains, k, axis=0)
-    if kind == CLASSIFICATION:
-        return others.mean(axis=0)
-    return np.sort(np.concatenate(others, axis=1), axis=1, kind="stable")
-
-
 def _std(values) -> float | None:
     return float(np.std(values, ddof=1)) if len(values) > 1 else None
 
 
-def noise_ceiling(kind: str, chains: np.ndarray) -> dict[str, list[float]]:
-    """Each metric of each chain against the average of the other chains.
-
-    Depends on the references only, so the builder computes it once and ships it.
-    """
-    types = SCORE_TYPES[kind]
-    values: dict[str, list[float]] = {t.name: [] for t in types}
-    if kind != CLASSIFICATION:
-        chains = np.sort(chains, axis=2)
-    for k, chain in enumerate(chains):
-        others = _others_average(chains, k, kind)   # one at a time: bounded memory
-        for t in types:
-            values[t.name].append(float(t.function(chain, others)))
-    return values
-
-
 def _metrics(task: TaskConfig, predictions: np.ndarray, references: References,
              cap: float | None) -> dict[str, MetricResult]:
-    """Every metric against the model average and against each chain, with the ceiling."""
+    """Every metric against the model average and against each chain, with the expectation."""
     types = SCORE_TYPES[task.kind]
     raw = {t.name: t.function(predictions, references.model_average) for t in types}
     values = {t.name: t.clip(raw[t.name], cap) for t in types}
@@ -68,9 +44,10 @@ def _metrics(task: TaskConfig, predictions: np.ndarray, references: References,
                 for name in values}
     per_chain = {t.name: tuple(t.clip(t.function(predictions, chain), cap) for chain in chains)
                  for t in types}
-    ceiling = references.noise_ceiling or noise_ceiling(task.kind, chains)
+    expectation = references.expectation or {}
     return {name: MetricResult(name, values[name], _std(per_chain[name]), per_chain[name],
-                               float(np.mean(ceiling[name])), _std(ceiling[name]),
+                               getattr(expectation.get(name), "value", None),
+                               getattr(expectation.get(name), "spread", None),
                                capped=values[name] != raw[name])
             for name in values}
 
@@ -139,8 +116,18 @@ def _run_notes(run: TaskRun | None) -> tuple[str, ...]:
 def _sorted_samples(references: References) -> References:
     """Regression metrics and curves ignore sample order: sort every row once, up front."""
     chains = None if references.chains is None else np.sort(references.chains, axis=2)
-    return References(np.sort(references.model_average, axis=1), chains, references.labels,
-                      references.noise_ceiling)
+    return replace(references, model_average=np.sort(references.model_average, axis=1),
+                   chains=chains)
+
+
+def _with_expectation(task: TaskConfig, references: References) -> References:
+    """The shipped expectation, or computed now from the unsorted chains (the regression
+    halves take each chain's first draws, as the reference did)."""
+    if references.chains is None or references.expectation is not None:
+        return references
+    draws = None if task.kind == CLASSIFICATION else references.model_average.shape[1]
+    return replace(references, expectation=exact_posterior_expectation(
+        task.kind, references.chains, draws, task.num_samples))
 
 
 def score_task(task: TaskConfig, load_submission: Callable[[], Submission],
@@ -155,6 +142,7 @@ def score_task(task: TaskConfig, load_submission: Callable[[], Submission],
     except SubmissionError as error:
         return penalised(task, str(error), cap, run)
     predictions = submission.predictions
+    references = _with_expectation(task, references)
     if task.kind != CLASSIFICATION:
         predictions, references = np.sort(predictions, axis=1), _sorted_samples(references)
     results = _metrics(task, predictions, references, cap)

@@ -16,6 +16,7 @@ from competition_formats import (FormatError, read_chain_probs, read_chain_sampl
 from competition_formats.loader import SAMPLES_BY_POINTS
 
 from .config import TaskConfig
+from .exact_posterior import Expectation, parse_expectation_document
 from .score_types import CLASSIFICATION
 
 
@@ -28,7 +29,7 @@ class References:
     model_average: np.ndarray        # (N, C) probabilities or (N, S) samples
     chains: np.ndarray | None        # (K, N, C) or (K, N, S)
     labels: np.ndarray | None        # (N,) true labels or targets
-    noise_ceiling: dict | None = None   # metric -> per-chain values, precomputed by the builder
+    expectation: dict[str, Expectation] | None = None   # exact-posterior expectation, by metric
 
 
 def load_references(task: TaskConfig, ref: Path) -> References:
@@ -48,21 +49,22 @@ def load_references(task: TaskConfig, ref: Path) -> References:
                   if task.test_labels else None)
     except FormatError as error:
         raise ReferenceDataError(f"reference data of task {task.name}: {error}") from None
-    ceiling = _noise_ceiling(task, ref) if chains is not None else None
     if chains is not None and len(chains) < 2:
         raise ReferenceDataError(f"reference data of task {task.name}: {task.chain_reference} holds "
                              f"{len(chains)} chain; error bars need at least 2")
-    return References(average, chains, labels, ceiling)
+    expectation = _expectation(task, ref) if chains is not None else None
+    return References(average, chains, labels, expectation)
 
 
-def _noise_ceiling(task: TaskConfig, ref: Path) -> dict | None:
-    if not task.noise_ceiling or not (ref / task.noise_ceiling).is_file():
-        return None          # the scorer computes it then
+def _expectation(task: TaskConfig, ref: Path) -> dict[str, Expectation] | None:
+    """The builder's exact-posterior expectation, validated; None if not shipped (the
+    scorer then computes it from the chains)."""
+    name = task.exact_posterior_expectation
+    if not name or not (ref / name).is_file():
+        return None
     try:
-        values = json.loads((ref / task.noise_ceiling).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
-        raise ReferenceDataError(f"{task.noise_ceiling}: not readable JSON ({error})") from None
-    if not isinstance(values, dict) or set(values) != set(task.metric_names):
-        raise ReferenceDataError(f"{task.noise_ceiling}: expected per-chain values of "
-                             f"{', '.join(task.metric_names)}")
-    return values
+        document = json.loads((ref / name).read_text(encoding="utf-8"))
+        return parse_expectation_document(document, task.name, task.kind, name)
+    except (OSError, ValueError) as error:     # JSONDecodeError is a ValueError
+        raise ReferenceDataError(f"reference data of task {task.name}: {name}: "
+                                 f"{str(error).removeprefix(name + ': ')}") from None

@@ -16,10 +16,15 @@ from .results import BlockResult, Curves, MetricResult, TaskResult
 from .score_types import AGGREGATE, TRAIN_SECONDS, ScoreType, score_type
 
 DASH = "–"
-CEILING_NOTE = ("± std over HMC chains: the spread of the metric when the submission is scored "
-                "against each HMC chain alone. Noise ceiling: each HMC chain scored against the "
-                "average of the other chains (mean ± std), i.e. how good “as good as another "
-                "HMC chain” is.")
+EXPECTATION_NOTE = (
+    "± std over HMC chains: the spread of the metric when the submission is scored against each "
+    "HMC chain alone. Exact-posterior expectation: the score an exact sampler's submission "
+    "(the exact model average; for regression as many exact draws as a submission holds) is "
+    "expected to get against this reference, which is itself a finite HMC run, so even the "
+    "exact posterior does not score perfectly. Estimated by scoring half of the HMC chains "
+    "against the other half and rescaling to the submission's and the reference's sizes "
+    "(± its spread over the ways to split the chains). A submission can land on either side of "
+    "it by chance; well beyond it on the good side is suspicious, not better.")
 
 STYLE = """
 body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, Helvetica, Arial, sans-serif;
@@ -101,23 +106,23 @@ def _metric_row(kind: ScoreType, metric: MetricResult) -> str:
         value += ('<span class="cap" title="the raw distance exceeded the cap and was clipped">'
                   "capped</span>")
     spread = DASH if metric.chain_std is None else "± " + _number(metric.chain_std, kind.precision)
-    ceiling = _number(metric.ceiling_mean, kind.precision)
-    if metric.ceiling_mean is not None and metric.ceiling_std is not None:
-        ceiling += " ± " + _number(metric.ceiling_std, kind.precision)
+    expected = _number(metric.expected, kind.precision)
+    if metric.expected is not None and metric.expected_spread is not None:
+        expected += " ± " + _number(metric.expected_spread, kind.precision)
     return ("<tr>" + _cell(_label(kind)) + _cell(value, True) + _cell(spread, True)
-            + _cell(ceiling, True) + "</tr>")
+            + _cell(expected, True) + "</tr>")
 
 
 def _metrics_table(result: TaskResult) -> str:
-    """Metric values with their chain spread and noise ceiling, then the unranked extras."""
+    """Metric values with their chain spread and exact-posterior expectation, then the extras."""
     rows = [_metric_row(kind, result.metrics[kind.name]) for kind in _metric_types(result)]
     rows += [f'<tr class="extra">{_cell(escape(name.replace("_", " ")))}'
              f'{_cell(_number(value, 4), True)}{_cell(DASH, True)}{_cell("not ranked")}</tr>'
              for name, value in result.extras.items()]
     head = "".join(f"<th>{h}</th>" for h in
-                   ("metric", "value", "± std over HMC chains", "noise ceiling"))
+                   ("metric", "value", "± std over HMC chains", "exact-posterior expectation"))
     return (f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
-            f'<p class="muted">{escape(CEILING_NOTE)}</p>')
+            f'<p class="muted">{escape(EXPECTATION_NOTE)}</p>')
 
 
 def _block_section(result: TaskResult) -> str:

@@ -14,8 +14,8 @@ class MetricResult:
     value: float                      # against the HMC model average (worst value if penalised)
     chain_std: float | None = None    # std over chains of the metric against each chain alone
     chain_values: tuple[float, ...] = ()
-    ceiling_mean: float | None = None  # each chain against the average of the others: mean
-    ceiling_std: float | None = None
+    expected: float | None = None     # exact-posterior expectation (exact_posterior.py)
+    expected_spread: float | None = None   # its std over chain splits
     capped: bool = False              # the raw distance exceeded the cap and was clipped
 
 
@@ -64,7 +64,8 @@ def result_summary(result: TaskResult) -> dict:
         "train_seconds": result.train_seconds, "extras": result.extras,
         "metrics": {name: {"value": m.value, "chain_std": m.chain_std,
                            "chain_values": list(m.chain_values),
-                           "noise_ceiling_mean": m.ceiling_mean, "noise_ceiling_std": m.ceiling_std,
+                           "exact_posterior_expectation": m.expected,
+                           "exact_posterior_expectation_spread": m.expected_spread,
                            "capped": m.capped}
                     for name, m in result.metrics.items()},
         "blocks": {block.name: {"size": block.size, **block.metrics} for block in result.blocks},

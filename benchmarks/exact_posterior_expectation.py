@@ -1,0 +1,159 @@
+"""The exact-posterior expectation against independent HMC runs of the same tasks.
+
+The builder estimates, from the 4 committed chains alone, what an exact-posterior
+submission is expected to score against the reference (scoring_program/scorer/
+exact_posterior.py). This checks that estimate against what such a submission does score:
+
+- it runs 4 x R new chains per task with the task's own HMC settings and chain indices
+  from 100 on, so they are independent of the committed chains 0-3 and of each other;
+- every 4 of them make a replicate reference, as large as the committed one;
+- for each replicate r, a stand-in for the exact posterior is made from the other R - 1
+  replicates (classification: the model average of their 4 (R - 1) chains; regression:
+  num_samples draws of y spread evenly over their chains), and scored against replicate
+  r's reference: the realised score. The stand-in's own Monte Carlo error is taken out of
+  the realised TV (divided by sqrt(1 + 1/(R - 1)), the same central-limit rate);
+- the estimate is computed from each replicate's 4 chains, as the builder does.
+
+Both are averaged over replicates and printed next to the committed reference's estimate
+and the old "noise ceiling" (one chain against the mean of the others).
+
+Usage: .venv/bin/python benchmarks/exact_posterior_expectation.py [--tasks iris wine]
+       [--replicates 8] [--jobs N]
+About 1.5 minutes for iris and wine with 8 replicates on 2 cores; diabetes_gap with 4
+replicates adds about 4 minutes.
+"""
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import math
+import multiprocessing
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from reference_data.chains import run_task_chain  # noqa: E402
+from reference_data.datasets import prepare  # noqa: E402
+from reference_data.generate import SINGLE_THREAD_ENV  # noqa: E402
+from reference_data.tasks import REGRESSION_SAMPLES, task_by_name  # noqa: E402
+from scoring_program.scorer.exact_posterior import exact_posterior_expectation  # noqa: E402
+from scoring_program.scorer.score_types import CLASSIFICATION, SCORE_TYPES  # noqa: E402
+
+FIRST_INDEPENDENT_CHAIN = 100
+EMBEDDED = REPO / "reference_data" / "embedded"
+
+
+def _chain(name: str, index: int) -> np.ndarray:
+    """One chain's predictive: (N, C) model average, or (N, S) draws of y."""
+    task = task_by_name(name)
+    result = run_task_chain(task, prepare(task), index)
+    return result.draws.mean(axis=0) if task.kind == CLASSIFICATION else result.y_samples.T
+
+
+def run_chains(name: str, count: int, jobs: int) -> np.ndarray:
+    for key, value in SINGLE_THREAD_ENV.items():
+        os.environ.setdefault(key, value)
+    context = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=context) as pool:
+        indices = range(FIRST_INDEPENDENT_CHAIN, FIRST_INDEPENDENT_CHAIN + count)
+        return np.stack(list(pool.map(_chain, [name] * count, indices)))
+
+
+def reference_of(kind: str, chains: np.ndarray) -> np.ndarray:
+    """As reference_data/references.py builds it: chain mean, or an equal share of draws."""
+    if kind == CLASSIFICATION:
+        return chains.mean(axis=0)
+    share = REGRESSION_SAMPLES // len(chains)
+    return np.concatenate([chain[:, :share] for chain in chains], axis=1)
+
+
+def old_noise_ceiling(kind: str, chains: np.ndarray) -> dict[str, float]:
+    """The figure this replaces: each chain against the pooled other chains, averaged."""
+    values = {t.name: [] for t in SCORE_TYPES[kind]}
+    for k in range(len(chains)):
+        others = np.delete(chains, k, axis=0)
+        target = (others.mean(axis=0) if kind == CLASSIFICATION
+                  else np.concatenate(list(others), axis=1))
+        for t in SCORE_TYPES[kind]:
+            values[t.name].append(t.function(chains[k], target))
+    return {name: float(np.mean(v)) for name, v in values.items()}
+
+
+def exact_stand_in(kind: str, chains: np.ndarray) -> np.ndarray:
+    if kind == CLASSIFICATION:
+        return chains.mean(axis=0)
+    per_chain = math.ceil(REGRESSION_SAMPLES / len(chains))
+    return np.concatenate([chain[:, :per_chain] for chain in chains], axis=1)[:, :REGRESSION_SAMPLES]
+
+
+def estimate(kind: str, chains: np.ndarray) -> dict[str, float]:
+    found = exact_posterior_expectation(kind, chains, REGRESSION_SAMPLES, REGRESSION_SAMPLES)
+    return {name: e.value for name, e in found.items()}
+
+
+def committed_chains(name: str, kind: str) -> np.ndarray:
+    if kind == CLASSIFICATION:
+        return np.load(EMBEDDED / name / f"{name}_chain_probs.npy")
+    return np.load(EMBEDDED / name / f"{name}_chain_samples.npy").transpose(0, 2, 1)
+
+
+def benchmark(name: str, replicates: int, jobs: int) -> list[str]:
+    task = task_by_name(name)
+    kind, k = task.kind, task.hmc.num_chains
+    started = time.perf_counter()
+    chains = run_chains(name, k * replicates, jobs)
+    seconds = time.perf_counter() - started
+    groups = [chains[r * k:(r + 1) * k] for r in range(replicates)]
+    realised = {t.name: [] for t in SCORE_TYPES[kind]}
+    estimates = {t.name: [] for t in SCORE_TYPES[kind]}
+    old = {t.name: [] for t in SCORE_TYPES[kind]}
+    own_error = math.sqrt(1 + 1 / (replicates - 1)) if kind == CLASSIFICATION else 1.0
+    for r, group in enumerate(groups):
+        others = np.concatenate([g for i, g in enumerate(groups) if i != r])
+        reference, stand_in = reference_of(kind, group), exact_stand_in(kind, others)
+        for t in SCORE_TYPES[kind]:
+            value = t.function(stand_in, reference)
+            realised[t.name].append(value if t.higher_is_better else value / own_error)
+        for source, target in ((estimate(kind, group), estimates),
+                               (old_noise_ceiling(kind, group), old)):
+            for metric, value in source.items():
+                target[metric].append(value)
+    committed = committed_chains(name, kind)
+    committed_estimate, committed_old = estimate(kind, committed), old_noise_ceiling(kind, committed)
+    lines = []
+    for t in SCORE_TYPES[kind]:
+        mean_realised = np.mean(realised[t.name])
+        error = np.std(realised[t.name], ddof=1) / math.sqrt(replicates)
+        lines.append(
+            f"| {name} | {t.name} | {committed_old[t.name]:.4f} | {committed_estimate[t.name]:.4f} "
+            f"| {np.mean(old[t.name]):.4f} | {np.mean(estimates[t.name]):.4f} "
+            f"| {mean_realised:.4f} ± {error:.4f} | {replicates} x {k} chains, {seconds:.0f} s |")
+    return lines
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tasks", nargs="+", default=["iris", "wine"])
+    parser.add_argument("--replicates", type=int, default=8)
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    args = parser.parse_args(argv)
+    if args.replicates < 2:
+        parser.error("--replicates must be at least 2")
+    print("| task | metric | old ceiling (committed) | expectation (committed) "
+          "| old ceiling (replicates) | expectation (replicates) "
+          "| realised by exact stand-in (± s.e.) | independent run |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name in args.tasks:
+        for line in benchmark(name, args.replicates, args.jobs):
+            print(line, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
