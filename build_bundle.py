@@ -5,6 +5,7 @@ examples:
   python build_bundle.py --phase evaluation --track light  one bundle: dist/<slug>-evaluation-light.zip
   python build_bundle.py --phase evaluation --check        build it, then run it as the worker would
   python build_bundle.py --check dist/x.zip                dry-run an existing bundle
+  python build_bundle.py --check dist/x.zip --submission my.zip   ... with a participant's zip
   python build_bundle.py --config my_spec.yaml --data-root /data/bdl --phase all
   python build_bundle.py --platform codabench --phase all --check   Codabench (version 2) bundles
 """
@@ -22,7 +23,7 @@ import yaml
 from bundle.build import BuildError, build_bundle
 from bundle.checks import check_bundle
 from bundle.checks_v2 import check_bundle_v2
-from bundle.dry_run import StepResult, dry_run, dry_run_codabench, table
+from bundle.dry_run import NOT_CHECKED, StepResult, dry_run, dry_run_codabench, table
 from bundle.spec import DEFAULT_SPEC, SpecError, load_spec
 
 REPO = Path(__file__).resolve().parent
@@ -48,6 +49,8 @@ def _parser() -> argparse.ArgumentParser:
                         help="CodaLab Competitions v1.5 (default) or Codabench (version: 2)")
     parser.add_argument("--check", nargs="?", const=True, default=None, metavar="ZIP",
                         help="dry-run the bundles just built, or the given bundle zip")
+    parser.add_argument("--submission", type=Path, default=None, metavar="ZIP",
+                        help="with --check: dry-run this submission zip instead of the kit's sample")
     return parser
 
 
@@ -73,7 +76,7 @@ def _is_codabench(zip_path: Path) -> bool:
             return False
 
 
-def _check(zip_path: Path, margin: float) -> bool:
+def _check(zip_path: Path, margin: float, submission: Path | None = None) -> bool:
     python = str(IMAGE_PYTHON if IMAGE_PYTHON.exists() else sys.executable)
     codabench = _is_codabench(zip_path)
     print(f"\ndry run of {zip_path} as {'Codabench' if codabench else 'CodaLab v1.5'} would "
@@ -83,7 +86,7 @@ def _check(zip_path: Path, margin: float) -> bool:
     for failure in failures:
         print(f"  rule {failure.rule}: {failure.message} (fix: {failure.fix})", file=sys.stderr)
     try:
-        results = (dry_run_codabench if codabench else dry_run)(zip_path, python)
+        results = (dry_run_codabench if codabench else dry_run)(zip_path, python, submission)
     except Exception as error:      # noqa: BLE001 - a bundle too broken to run is a finding
         results = [StepResult("(bundle)", "dry run", 0.0, "failed",
                               f"could not run the bundle: {type(error).__name__}: {error}")]
@@ -91,6 +94,9 @@ def _check(zip_path: Path, margin: float) -> bool:
     bad = [r for r in results if r.status != "ok"]
     for result in bad:
         print(f"\n{result.phase} / {result.step}: {result.status}\n{result.detail}", file=sys.stderr)
+    print("not reproduced by this dry run (check these on the platform):")
+    for line in NOT_CHECKED["codabench" if codabench else "codalab"]:
+        print(f"  - {line}")
     ok = not failures and not bad
     print(f"dry run {'passed' if ok else 'FAILED'}: {len(results)} step(s), "
           f"{len(failures)} rule failure(s)")
@@ -99,8 +105,15 @@ def _check(zip_path: Path, margin: float) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.submission and not args.check:
+        print("error: --submission goes with --check", file=sys.stderr)
+        return 2
     if isinstance(args.check, str) and args.phase is None:
-        return 0 if _check(Path(args.check), margin=60.0) else 1
+        for given in (Path(args.check), args.submission):
+            if given is not None and not zipfile.is_zipfile(given):
+                print(f"error: {given}: not a zip file", file=sys.stderr)
+                return 2
+        return 0 if _check(Path(args.check), 60.0, args.submission) else 1
     try:
         spec = load_spec(args.config, args.data_root)
     except SpecError as error:
@@ -128,7 +141,8 @@ def main(argv: list[str] | None = None) -> int:
         for warning in bundle.warnings:
             print(f"  warning: {warning}")
     if args.check:
-        return 0 if all(_check(b.path, spec.scoring_margin_seconds) for b in built) else 1
+        return 0 if all(_check(b.path, spec.scoring_margin_seconds, args.submission)
+                        for b in built) else 1
     return 0
 
 

@@ -79,13 +79,14 @@ def ingestion_limits(spec: CompetitionSpec) -> dict:
 
 
 def _zip_members(work: Path, plan: PhasePlan, spec: CompetitionSpec,
-                 say: Callable[[str], None]) -> dict[str, bytes]:
+                 say: Callable[[str], None], platform: str) -> dict[str, bytes]:
     """Every nested zip of the bundle, as bytes."""
     steps = [("scoring_program", lambda d: assemble_scoring_program(plan, d)),
              ("reference_data", lambda d: stage_reference_data(plan, d)),
              ("public_data", lambda d: stage_public_data(plan, d)),
-             ("starting_kit", lambda d: stage_starting_kit(plan, d, code_variant(spec, plan),
-                                                           ingestion_limits(spec)))]
+             ("starting_kit", lambda d: stage_starting_kit(
+                 plan, d, code_variant(spec, plan), ingestion_limits(spec), platform,
+                 [c.key for c in phase_columns(plan) if not c.computed]))]
     if plan.code_submission:
         steps += [("ingestion_program",
                    lambda d: assemble_ingestion_program(plan, d, ingestion_limits(spec))),
@@ -149,7 +150,7 @@ def build_bundle(spec: CompetitionSpec, phase_key: str, track_key: str | None, o
         baseline_results = json.loads((KIT / "baseline_results.json").read_text())
     say(f"building {bundle_name(spec, phase_key, track_key, platform)}: {len(plan.tasks)} task(s)")
     with tempfile.TemporaryDirectory(prefix="bundle-") as work:
-        members = _zip_members(Path(work), plan, spec, say)
+        members = _zip_members(Path(work), plan, spec, say, platform)
     files = {"scoring_program": "scoring_program.zip", "reference_data": "reference_data.zip",
              "public_data": "public_data.zip", "starting_kit": "starting_kit.zip"}
     if plan.code_submission:

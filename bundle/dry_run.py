@@ -1,16 +1,17 @@
-"""``--check``: run a built bundle the way the CodaLab v1.5 worker would, phase by phase.
+"""``--check``: run a built bundle the way each platform's worker would, phase by phase.
 
-For each phase: unzip the nested zips into the worker's folders (codalab_v1.md §4.4); run
-the ingestion program on the starting kit's sample submission (code phases) or take its
-sample result files (results phases); run the scoring program; each step under the
-phase's execution_time_limit, with the command from its ``metadata`` split on single
-spaces. Then parse ``scores.txt`` with the site's rules and compare its keys with the
-leaderboard's non-computed columns.
+The submission is the starting kit's sample zip (or a participant's zip given with
+``--submission``), unzipped as the worker does. Whether the ingestion program runs or the
+files are taken as predictions is decided by the worker's own rule (``worker.dispatch_submission``).
+Each step runs under the phase's time limit, with the command from its metadata, in the
+worker's folder layout, with the stray files the worker leaves around (codalab_v1.md §4.3-4.6,
+codabench_v2.md §3.3-3.8). Then the scores file is read with the site's rules and its keys
+compared with the leaderboard's. What the dry run cannot reproduce is listed in ``NOT_CHECKED``
+and printed with every run.
 """
 from __future__ import annotations
 
-import json
-import math
+import os
 import shutil
 import subprocess
 import tempfile
@@ -21,7 +22,35 @@ from pathlib import Path
 
 import yaml
 
-from .worker import WorkerCommandError, run_program
+from .worker import (CODABENCH, CODALAB, WorkerCommandError, dispatch_submission, read_scores,
+                     run_program)
+
+SAMPLES = {True: "sample_code_submission.zip", False: "sample_result_submission.zip"}
+CODABENCH_DEFAULT_QUEUE_LIMIT = 600
+SETPRIV = "/usr/bin/setpriv"
+# How Codabench starts containers: every capability dropped, no-new-privileges (§3.4).
+NO_CAPABILITIES = (SETPRIV, "--no-new-privs", "--inh-caps=-all", "--ambient-caps=-all",
+                   "--bounding-set=-all", "--")
+
+NOT_CHECKED = {
+    CODALAB: (
+        "the image itself: programs run with its Python packages at its versions (.venv-image), "
+        "not inside codalab/codalab-legacy:py312",
+        "the container's memory limit (the worker host's memory minus 512 MB) and its CPU speed",
+        "network access from the container (the v1 worker sets none; it depends on the host)",
+        "the site's upload limits (max_submission_size, submissions per day and in total)",
+        "leaderboard placement (force_submission_to_leaderboard) and auto-migration (§4.11)",
+    ),
+    CODABENCH: (
+        "the image itself: programs run with its Python packages at its versions (.venv-image), "
+        "not inside codalab/codalab-legacy:py312",
+        "the time limit as the real worker applies it: this worker revision does not enforce it "
+        "(its alarm is swallowed); the dry run enforces min(limit, 600 s) as the default queue "
+        "should, and the ingestion's per-task budgets are the real bound",
+        "network access from the container (on unless the worker host disables it)",
+        "the site's upload limits and the leaderboard's submission rule",
+    ),
+}
 
 
 @dataclass
@@ -40,50 +69,33 @@ def _unzip(archive: Path, destination: Path) -> Path:
     return destination
 
 
-def parse_scores_like_site(text: str, keys: list[str]) -> tuple[dict[str, float], list[str]]:
-    """codalab_v1.md §4.8: ``label, value = line.split(":")``, float(value), known keys."""
-    scores, problems = {}, []
-    for number, line in enumerate(text.split("\n"), start=1):
-        if not line:
-            continue
-        parts = line.split(":")
-        if len(parts) != 2:
-            problems.append(f"scores.txt line {number}: {line!r} does not have exactly one ':'")
-            continue
-        key, value = parts[0].strip(), parts[1]
+def _unzip_like_codalab(archive: Path, destination: Path) -> Path:
+    """get_bundle (§4.3): data zips as they are, and every top-level inner zip extracted
+    into a sibling folder named without ``.zip``."""
+    _unzip(archive, destination)
+    for inner in sorted(destination.glob("*.zip")):
         try:
-            number_value = float(value)
-        except ValueError:
-            problems.append(f"scores.txt line {number}: {value.strip()!r} is not a number")
-            continue
-        if key in scores:
-            problems.append(f"scores.txt line {number}: duplicate key {key}")
-        elif not math.isfinite(number_value) or abs(number_value) >= 1e10:
-            problems.append(f"scores.txt line {number}: {key} = {number_value} (must be finite, < 1e10)")
-        scores[key] = number_value
-    written, expected = set(scores), set(keys)
-    if written - expected:
-        problems.append(f"scores.txt keys not on the leaderboard (the site drops them): "
-                        f"{sorted(written - expected)}")
-    if expected - written:
-        problems.append(f"leaderboard keys the scorer did not write (shown as '-'): "
-                        f"{sorted(expected - written)}")
-    return scores, problems
+            _unzip(inner, inner.with_suffix(""))
+        except zipfile.BadZipFile:
+            pass        # the worker's extractall would fail the run; the scorer never reads it
+    return destination
 
 
 TIMEOUT_MESSAGES = {
-    "codalab": "exceeded the phase's execution_time_limit of {limit:g} s (the worker kills it: "
-               "'Execution time limit exceeded!')",
-    "codabench": "Execution Time Limit exceeded. Limit was {limit:g} seconds",
+    CODALAB: "exceeded the phase's execution_time_limit of {limit:g} s (the worker kills it: "
+             "'Execution time limit exceeded!')",
+    CODABENCH: "Execution Time Limit exceeded. Limit was {limit:g} seconds",
 }
 
 
 def _timed(phase: str, step: str, program: Path, variables: dict, python: str, cwd: Path,
-           limit: float, platform: str = "codalab") -> StepResult:
+           limit: float, platform: str = CODALAB, env: dict | None = None,
+           prefix: tuple[str, ...] = ()) -> StepResult:
     """Run one step as the platform's worker would, under the time limit."""
     started = time.monotonic()
     try:
-        result = run_program(program, variables, python, cwd, timeout=limit, platform=platform)
+        result = run_program(program, variables, python, cwd, timeout=limit, platform=platform,
+                             env=env, prefix=prefix)
     except subprocess.TimeoutExpired:
         return StepResult(phase, step, time.monotonic() - started, "timeout",
                           TIMEOUT_MESSAGES[platform].format(limit=limit))
@@ -96,51 +108,99 @@ def _timed(phase: str, step: str, program: Path, variables: dict, python: str, c
     return StepResult(phase, step, seconds, "ok")
 
 
-def _run_phase(bundle: Path, name: str, phase: dict, keys: list[str], python: str,
-               work: Path) -> list[StepResult]:
+def _worker_env(extra: dict | None = None) -> dict:
+    return {**os.environ, "PYTHONUNBUFFERED": "1", **(extra or {})}
+
+
+def _submission_step(name: str, submission: Path, platform: str, code_phase: bool,
+                     output: Path) -> tuple[StepResult, bool]:
+    """The worker's dispatch: (its verdict, whether the ingestion program runs)."""
+    dispatch = dispatch_submission(submission, platform, has_ingestion=code_phase)
+    if dispatch.copies_to_output:
+        shutil.copytree(submission, output, dirs_exist_ok=True)
+    status = "ok" if dispatch.ok else "failed"
+    return StepResult(name, "submission", 0.0, status, dispatch.problem or ""), dispatch.runs_ingestion
+
+
+def _score_step(name: str, step: StepResult, output: Path, keys: list[str], platform: str) -> None:
+    if step.status != "ok":
+        return
+    step.scores, problems = read_scores(output, keys, platform)
+    report = output / "detailed_results.html"
+    if not report.is_file() or report.stat().st_size == 0:
+        problems.append("detailed_results.html is empty: the participants' detailed results "
+                        "link would show nothing")
+    if problems:
+        step.status, step.detail = "failed", "\n".join(problems)
+
+
+# ---- CodaLab v1.5 (codalab_v1.md §4) ------------------------------------------------------
+
+def _codalab_input_leftovers(input_dir: Path) -> None:
+    """§4.2-4.3, G21: what get_bundle leaves next to ref/ and res/ in the scoring input."""
+    (input_dir / "metadata").write_text("ref: file:///ref.zip\nres: file:///res.zip\n")
+    for folder in ("history", "scores", "coopetition"):
+        (input_dir / folder).mkdir(parents=True, exist_ok=True)
+        (input_dir / folder / "metadata").write_text("")
+    (input_dir / "tmp0000.zip").write_bytes(b"")
+
+
+def _codalab_predict(bundle: Path, name: str, phase: dict, submission_zip: Path, python: str,
+                     work: Path, limit: float) -> tuple[list[StepResult], Path]:
+    run = work / "predict" / "run"
+    for folder in ("input", "output", "temp"):
+        (run / folder).mkdir(parents=True)
+    (run / "output" / "detailed_results.html").write_text("")      # §4.6: made before the run
+    submission = _unzip_like_codalab(submission_zip, run / "program")
+    step, runs_ingestion = _submission_step(name, submission, CODALAB, True, run / "output")
+    results = [step]
+    if runs_ingestion:
+        _unzip(bundle / phase["ingestion_program"], run / "ingestion_program")
+        _unzip_like_codalab(bundle / phase["input_data"], run / "input")
+        _unzip_like_codalab(bundle / phase["reference_data"], work / "hidden_ref")
+        results.append(_timed(name, "ingestion", run / "ingestion_program", {
+            "$ingestion_program": run / "ingestion_program", "$submission_program": run / "program",
+            "$predictions": run / "input" / "res", "$input": run / "input",
+            "$output": run / "output", "$tmp": run / "temp", "$hidden": work / "hidden_ref",
+            "$shared": work / "shared"}, python, run, limit,
+            env=_worker_env({"PYTHONPATH": f"{os.environ.get('PYTHONPATH', '')}:{run / 'program'}"})))
+    exit_code = 0 if results[-1].status == "ok" else 1
+    (run / "output" / "metadata").write_text(           # §4.6: appended by the worker
+        f"exitCode: {exit_code}\ningestionExitCode: {exit_code}\nelapsedTime: {results[-1].seconds:.1f}\n")
+    return results, run / "output"
+
+
+def _run_phase(bundle: Path, name: str, phase: dict, keys: list[str], python: str, work: Path,
+               submission_zip: Path | None) -> list[StepResult]:
     limit = float(phase.get("execution_time_limit", 300))
     kit = _unzip(bundle / phase["starting_kit"], work / "starting_kit")
-    results = []
-    if phase.get("ingestion_program"):
-        run = work / "predict" / "run"
-        _unzip(bundle / phase["ingestion_program"], run / "ingestion_program")
-        _unzip(bundle / phase["input_data"], run / "input")
-        _unzip(bundle / phase["reference_data"], work / "hidden_ref")
-        shutil.copytree(kit / "sample_code_submission", run / "program")
-        for folder in ("output", "temp"):
-            (run / folder).mkdir(parents=True)
-        step = _timed(name, "ingestion", run / "ingestion_program", {
-            "$ingestion_program": run / "ingestion_program", "$submission_program": run / "program",
-            "$input": run / "input", "$output": run / "output", "$tmp": run / "temp",
-            "$hidden": work / "hidden_ref", "$shared": work / "shared"}, python, run, limit)
-        results.append(step)
-        if step.status != "ok":
-            return results
-        predictions = run / "output"
+    code_phase = phase.get("is_scoring_only", True) is False
+    submission_zip = submission_zip or kit / SAMPLES[code_phase]
+    results: list[StepResult] = []
+    if code_phase:
+        results, predictions = _codalab_predict(bundle, name, phase, submission_zip, python,
+                                                work, limit)
+        if any(r.status != "ok" for r in results):
+            return results      # a failed predict step is never scored (§4.7)
     else:
-        predictions = kit / "sample_result_submission"
+        predictions = _unzip_like_codalab(submission_zip, work / "results")
     run = work / "score" / "run"
     _unzip(bundle / phase["scoring_program"], run / "program")
-    _unzip(bundle / phase["reference_data"], run / "input" / "ref")
+    _unzip_like_codalab(bundle / phase["reference_data"], run / "input" / "ref")
     shutil.copytree(predictions, run / "input" / "res")
+    _codalab_input_leftovers(run / "input")
     for folder in ("output", "temp"):
         (run / folder).mkdir(parents=True)
+    (run / "output" / "detailed_results.html").write_text("")
     step = _timed(name, "scoring", run / "program", {
-        "$program": run / "program", "$input": run / "input", "$output": run / "output",
-        "$tmp": run / "temp", "$shared": work / "shared"}, python, run, limit)
-    results.append(step)
-    if step.status == "ok":
-        scores_file = run / "output" / "scores.txt"
-        if not scores_file.is_file():
-            step.status, step.detail = "failed", "no scores.txt in the output (the site marks FAILED)"
-        else:
-            step.scores, problems = parse_scores_like_site(scores_file.read_text(), keys)
-            if problems:
-                step.status, step.detail = "failed", "\n".join(problems)
-    return results
+        "$program": run / "program", "$predictions": run / "input" / "res",
+        "$input": run / "input", "$output": run / "output", "$tmp": run / "temp",
+        "$shared": work / "shared"}, python, run, limit, env=_worker_env())
+    _score_step(name, step, run / "output", keys, CODALAB)
+    return results + [step]
 
 
-def dry_run(bundle_zip: Path, python: str) -> list[StepResult]:
+def dry_run(bundle_zip: Path, python: str, submission_zip: Path | None = None) -> list[StepResult]:
     with tempfile.TemporaryDirectory(prefix="dry-run-") as work:
         bundle = _unzip(bundle_zip, Path(work) / "bundle")
         competition = yaml.safe_load((bundle / "competition.yaml").read_text(encoding="utf-8"))
@@ -149,7 +209,8 @@ def dry_run(bundle_zip: Path, python: str) -> list[StepResult]:
         results = []
         for number, phase in sorted(competition["phases"].items()):
             name = phase.get("label", str(number))
-            results += _run_phase(bundle, name, phase, keys, python, Path(work) / f"phase{number}")
+            results += _run_phase(bundle, name, phase, keys, python, Path(work) / f"phase{number}",
+                                  submission_zip)
         return results
 
 
@@ -165,9 +226,6 @@ def table(results: list[StepResult]) -> str:
 
 # ---- Codabench (version 2): codabench_v2.md §3 --------------------------------------------
 
-CODABENCH_DEFAULT_QUEUE_LIMIT = 600
-
-
 def _codabench_variables(app: Path, ingestion: bool) -> dict[str, Path]:
     """The legacy variables as the Codabench worker replaces them in one container (§3.4)."""
     return {"$input": app / ("input_data" if ingestion else "input"), "$output": app / "output",
@@ -177,69 +235,76 @@ def _codabench_variables(app: Path, ingestion: bool) -> dict[str, Path]:
             "$predictions": app / "output" if ingestion else app / "input" / "res"}
 
 
+def without_capabilities() -> tuple[str, ...]:
+    """The command prefix that drops every capability as Codabench does, where we can."""
+    if os.geteuid() == 0 and Path(SETPRIV).is_file():
+        return NO_CAPABILITIES
+    return ()
+
+
 def _codabench_timed(phase: str, step: str, app: Path, ingestion: bool, python: str,
                      limit: float) -> StepResult:
-    """Codabench runs every container from its own /app/program."""
+    """Codabench runs every container from its own /app/program, without capabilities."""
     return _timed(phase, step, app / "program", _codabench_variables(app, ingestion), python,
-                  app / "program", limit, platform="codabench")
+                  app / "program", limit, platform=CODABENCH, env=_worker_env(),
+                  prefix=without_capabilities())
 
 
-def _read_scores_codabench(output: Path, keys: list[str]) -> tuple[dict[str, float], list[str]]:
-    """scores.json first, else scores.txt read as YAML; flat finite numbers (§3.8)."""
+def _codabench_push_output(output: Path, step: StepResult | None) -> StepResult | None:
+    """§3.7: the worker writes output/metadata, and fails if the program wrote one."""
     if (output / "metadata").exists():
-        return {}, ["the scorer wrote output/metadata: Codabench fails the step"]
-    if (output / "scores.json").is_file():
-        raw = json.loads((output / "scores.json").read_text())
-    elif (output / "scores.txt").is_file():
-        raw = yaml.safe_load((output / "scores.txt").read_text())
-    else:
-        return {}, ["Could not find scores file, did the scoring program output it?"]
-    if not isinstance(raw, dict):
-        return {}, [f"scores must be a flat mapping, found {type(raw).__name__}"]
-    problems = [f"{key}: {value!r} is not a finite number below 1e10" for key, value in raw.items()
-                if not isinstance(value, (int, float)) or not math.isfinite(value) or abs(value) >= 1e10]
-    written, expected = set(raw), set(keys)
-    if written != expected:
-        problems.append(f"scores.json keys differ from the leaderboard's: extra "
-                        f"{sorted(written - expected)}, missing {sorted(expected - written)}")
-    return raw, problems
+        return StepResult(step.phase if step else "", "output", 0.0, "failed",
+                          "Error, the output directory already contains a metadata file")
+    code = 0 if step is None or step.status == "ok" else 1
+    (output / "metadata").write_text(f"exitCode: 0\nelapsedTime: 0\ningestionExitCode: {code}\n"
+                                     "ingestionElapsedTime: 0\n")
+    return None
+
+
+def _codabench_predict(bundle: Path, name: str, task: dict, submission_zip: Path, python: str,
+                       work: Path, limit: float) -> tuple[list[StepResult], Path]:
+    app = work / "predict" / "app"
+    (app / "output").mkdir(parents=True)
+    code_phase = bool(task.get("ingestion_program"))
+    submission = _unzip(submission_zip, work / "submission")
+    step, runs_ingestion = _submission_step(name, submission, CODABENCH, code_phase, app / "output")
+    results = [step]
+    ingestion = None
+    if runs_ingestion:
+        _unzip(bundle / task["ingestion_program"], app / "program")
+        _unzip(bundle / task["input_data"], app / "input_data")
+        shutil.copytree(submission, app / "ingested_program")
+        ingestion = _codabench_timed(name, "ingestion", app, True, python, limit)
+        results.append(ingestion)
+    pushed = _codabench_push_output(app / "output", ingestion)
+    if pushed:
+        results.append(pushed)
+    return results, app / "output"
 
 
 def _run_phase_codabench(bundle: Path, phase: dict, task: dict, keys: list[str], python: str,
-                         work: Path) -> list[StepResult]:
+                         work: Path, submission_zip: Path | None) -> list[StepResult]:
     name = phase.get("name", "phase")
     limit = float(min(phase.get("execution_time_limit", 600), CODABENCH_DEFAULT_QUEUE_LIMIT))
     kit = _unzip(bundle / phase["starting_kit"], work / "starting_kit")
-    predict = work / "predict" / "app"
-    submission = kit / ("sample_code_submission" if task.get("ingestion_program")
-                        else "sample_result_submission")
-    # A submission without metadata.yaml is copied into /app/output by the worker.
-    shutil.copytree(submission, predict / "output")
-    results = []
-    if task.get("ingestion_program"):
-        _unzip(bundle / task["ingestion_program"], predict / "program")
-        _unzip(bundle / task["input_data"], predict / "input_data")
-        shutil.copytree(submission, predict / "ingested_program")
-        step = _codabench_timed(name, "ingestion", predict, True, python, limit)
-        results.append(step)
-        if step.status != "ok":
-            return results
-    (predict / "output" / "metadata").write_text("exitCode: 0\n")     # as push_output does
+    submission_zip = submission_zip or kit / SAMPLES[bool(task.get("ingestion_program"))]
+    # Exit codes of the prediction step are not checked: scoring always follows (§3.7).
+    results, predictions = _codabench_predict(bundle, name, task, submission_zip, python, work,
+                                              limit)
     score = work / "score" / "app"
     _unzip(bundle / task["scoring_program"], score / "program")
     _unzip(bundle / task["reference_data"], score / "input" / "ref")
-    shutil.copytree(predict / "output", score / "input" / "res")
+    shutil.copytree(predictions, score / "input" / "res")
     (score / "output").mkdir(parents=True)
     step = _codabench_timed(name, "scoring", score, False, python, limit)
-    results.append(step)
-    if step.status == "ok":
-        step.scores, problems = _read_scores_codabench(score / "output", keys)
-        if problems:
-            step.status, step.detail = "failed", "\n".join(problems)
-    return results
+    if step.status == "ok" and (score / "output" / "metadata").exists():
+        step.status, step.detail = "failed", "the scorer wrote output/metadata: Codabench fails the step"
+    _score_step(name, step, score / "output", keys, CODABENCH)
+    return results + [step]
 
 
-def dry_run_codabench(bundle_zip: Path, python: str) -> list[StepResult]:
+def dry_run_codabench(bundle_zip: Path, python: str,
+                      submission_zip: Path | None = None) -> list[StepResult]:
     with tempfile.TemporaryDirectory(prefix="dry-run-v2-") as work:
         bundle = _unzip(bundle_zip, Path(work) / "bundle")
         competition = yaml.safe_load((bundle / "competition.yaml").read_text(encoding="utf-8"))
@@ -250,5 +315,6 @@ def dry_run_codabench(bundle_zip: Path, python: str) -> list[StepResult]:
         for number, phase in enumerate(competition["phases"]):
             for index in phase["tasks"]:
                 results += _run_phase_codabench(bundle, phase, tasks[str(index)], keys, python,
-                                                Path(work) / f"phase{number}-task{index}")
+                                                Path(work) / f"phase{number}-task{index}",
+                                                submission_zip)
         return results

@@ -1,14 +1,20 @@
-"""How the CodaLab v1.5 compute worker starts a program (codalab_v1.md §3.3, §4.4).
+"""How each platform's worker starts a program and treats a participant's submission.
 
-The command is the ``command:`` of the program's ``metadata``; variables are replaced
-with plain string replacement, and the line is split on single spaces: no shell, no
-quoting. Used by ``run_local``, the tests and the builder's dry run, so all three start
-programs exactly as the platform does.
+Programs (codalab_v1.md §3.3, §4.4; codabench_v2.md §3.4): the command is the
+``command:`` of the program's metadata; variables are replaced with plain string
+replacement, and the line is split without a shell. Submissions (codalab_v1.md §4.1,
+codabench_v2.md §3.4): whether the ingestion program runs, or the files are taken as
+predictions, depends on the submission's own metadata file. Used by ``run_local``, the
+kit's ``submission_zip.py``, the tests and the builder's dry run, so all of them decide
+exactly as the platform does. Standard library and PyYAML only: the kit carries a copy.
 """
 from __future__ import annotations
 
+import json
+import math
 import shlex
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
@@ -60,6 +66,157 @@ def program_command(program_dir: Path, variables: dict[str, Path | str], python:
 
 
 def run_program(program_dir: Path, variables: dict[str, Path | str], python: str, cwd: Path,
-                timeout: float | None = None, platform: str = CODALAB) -> subprocess.CompletedProcess:
-    return subprocess.run(program_command(program_dir, variables, python, platform), cwd=cwd,
-                          capture_output=True, text=True, timeout=timeout)
+                timeout: float | None = None, platform: str = CODALAB, env: dict | None = None,
+                prefix: tuple[str, ...] = (), stream: bool = False) -> subprocess.CompletedProcess:
+    """Run it to the end; ``prefix`` wraps the command (e.g. to drop capabilities), and
+    ``stream`` shows its stdout live instead of capturing it."""
+    argv = [*prefix, *program_command(program_dir, variables, python, platform)]
+    if not stream:
+        return subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                              env=env, errors="replace")
+    return subprocess.run(argv, cwd=cwd, stdout=None, stderr=subprocess.PIPE, text=True,
+                          timeout=timeout, env=env, errors="replace")
+
+
+# ---- How each worker decides "code or results" for a participant's submission ------------
+
+METADATA_NAMES = {CODALAB: ("metadata",), CODABENCH: ("metadata.yaml", "metadata")}
+CODE_METADATA = "description: code submission (runs through the ingestion program)\n"
+
+
+@dataclass(frozen=True)
+class Dispatch:
+    """What the platform's prediction step does with an unzipped submission folder."""
+    runs_ingestion: bool           # the phase's ingestion program is started on it
+    copies_to_output: bool         # its files become (part of) the predictions scored
+    problem: str | None = None     # why it will not be scored as the participant intends
+
+    @property
+    def ok(self) -> bool:
+        return self.problem is None
+
+
+def submission_metadata(folder: Path, platform: str) -> tuple[str | None, object]:
+    """(file name, parsed content) of the metadata file the platform reads, or (None, None)."""
+    for name in METADATA_NAMES[platform]:
+        path = Path(folder) / name
+        if path.is_file():
+            try:
+                return name, yaml.safe_load(path.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
+                return name, WorkerCommandError(f"{name} is not valid YAML ({error})")
+    return None, None
+
+
+def dispatch_submission(folder: Path, platform: str, has_ingestion: bool) -> Dispatch:
+    """The worker's rule (codalab_v1.md §4.1, G18, G20; codabench_v2.md §3.4).
+
+    CodaLab runs the ingestion program only when the zip has a root ``metadata``; without
+    it the files are taken as predictions. Codabench always starts the ingestion program,
+    and copies the submission into the output only when it has no metadata file. On both,
+    a ``command`` in the submission's metadata is started next to the ingestion program.
+    """
+    name, metadata = submission_metadata(folder, platform)
+    if isinstance(metadata, WorkerCommandError):
+        return Dispatch(False, False, f"{metadata}; the worker fails the submission")
+    if not has_ingestion:
+        return _results_dispatch(platform, name, metadata)
+    if platform == CODALAB and name is None:
+        return Dispatch(False, True, (
+            "the submission has no file named 'metadata' at its root, so CodaLab takes it for "
+            "prediction files: it copies them to the output and never runs the ingestion "
+            "program, and nothing of your code is run. Add a file 'metadata' holding the single "
+            "line 'description: my submission' (submission_zip.py adds it)"))
+    problem = _code_metadata_problem(name, metadata)
+    return Dispatch(True, name is None, problem)
+
+
+def _results_dispatch(platform: str, name: str | None, metadata) -> Dispatch:
+    if platform == CODABENCH and name is not None:
+        what = ("starts its command instead of scoring the files" if isinstance(metadata, dict)
+                and metadata.get("command") else "copies none of its files to the output")
+        return Dispatch(False, False, (
+            f"a results submission must not contain '{name}': with it Codabench {what}, and "
+            "scoring finds no predictions. Remove the file"))
+    return Dispatch(False, True)
+
+
+def _code_metadata_problem(name: str | None, metadata) -> str | None:
+    if name is None:
+        return None
+    if metadata is not None and not isinstance(metadata, dict):
+        return f"{name} must be a YAML mapping with only 'description:', found {metadata!r}"
+    metadata = metadata or {}
+    if metadata.get("command"):
+        return (f"{name} has a 'command'; the worker would start it next to the ingestion "
+                "program, in parallel. Keep only 'description:' (G20)")
+    extra = sorted(map(str, set(metadata) - {"description"}))
+    if extra:
+        return (f"{name} has keys {extra}; the CodaLab worker downloads every such value as a "
+                "URL. Keep only 'description:' (G18)")
+    return None
+
+
+# ---- How the CodaLab site reads scores.txt ----------------------------------------------
+
+def parse_scores_like_site(text: str, keys: list[str]) -> tuple[dict[str, float], list[str]]:
+    """codalab_v1.md §4.8: ``label, value = line.split(":")``, float(value), known keys."""
+    scores, problems = {}, []
+    for number, line in enumerate(text.split("\n"), start=1):
+        if not line:
+            continue
+        parts = line.split(":")
+        if len(parts) != 2:
+            problems.append(f"scores.txt line {number}: {line!r} does not have exactly one ':'")
+            continue
+        key, value = parts[0].strip(), parts[1]
+        try:
+            number_value = float(value)
+        except ValueError:
+            problems.append(f"scores.txt line {number}: {value.strip()!r} is not a number")
+            continue
+        if key in scores:
+            problems.append(f"scores.txt line {number}: duplicate key {key}")
+        elif not math.isfinite(number_value) or abs(number_value) >= 1e10:
+            problems.append(f"scores.txt line {number}: {key} = {number_value} (must be finite, < 1e10)")
+        scores[key] = number_value
+    written, expected = set(scores), set(keys)
+    if written - expected:
+        problems.append(f"scores.txt keys not on the leaderboard (the site drops them): "
+                        f"{sorted(written - expected)}")
+    if expected - written:
+        problems.append(f"leaderboard keys the scorer did not write (shown as '-'): "
+                        f"{sorted(expected - written)}")
+    return scores, problems
+
+
+def _read_scores_codabench(output: Path, keys: list[str]) -> tuple[dict[str, float], list[str]]:
+    """scores.json first, else scores.txt read as YAML; flat finite numbers (§3.8)."""
+    if (output / "metadata").exists():
+        return {}, ["the scorer wrote output/metadata: Codabench fails the step"]
+    if (output / "scores.json").is_file():
+        raw = json.loads((output / "scores.json").read_text())
+    elif (output / "scores.txt").is_file():
+        raw = yaml.safe_load((output / "scores.txt").read_text())
+    else:
+        return {}, ["Could not find scores file, did the scoring program output it?"]
+    if not isinstance(raw, dict):
+        return {}, [f"scores must be a flat mapping, found {type(raw).__name__}"]
+    problems = [f"{key}: {value!r} is not a finite number below 1e10" for key, value in raw.items()
+                if not isinstance(value, (int, float)) or not math.isfinite(value) or abs(value) >= 1e10]
+    written, expected = set(raw), set(keys)
+    if written != expected:
+        problems.append(f"scores.json keys differ from the leaderboard's: extra "
+                        f"{sorted(written - expected)}, missing {sorted(expected - written)}")
+    return raw, problems
+
+
+def read_scores(output: Path, keys: list[str], platform: str) -> tuple[dict[str, float], list[str]]:
+    """The scores the platform would store from a scoring output folder, and what is wrong."""
+    output = Path(output)
+    if platform == CODABENCH:
+        return _read_scores_codabench(output, keys)
+    scores_file = output / "scores.txt"
+    if not scores_file.is_file():
+        return {}, ["no scores.txt in the output (the site marks the submission FAILED)"]
+    return parse_scores_like_site(scores_file.read_text(encoding="utf-8", errors="replace"), keys)

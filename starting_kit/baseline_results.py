@@ -19,7 +19,7 @@ from pathlib import Path
 KIT = Path(__file__).resolve().parent
 sys.path[:0] = [str(KIT.parent), str(KIT)]
 
-from run_local import DEFAULT_BUDGET_SECONDS, run_local  # noqa: E402
+from run_local import run_local  # noqa: E402
 
 METHODS = {"deep_ensemble": "Deep ensemble (10 MAP members)",
            "sgld": "Cyclical SGLD",
@@ -87,8 +87,8 @@ def print_table(path: Path = RESULTS_FILE) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--budget", type=float, default=DEFAULT_BUDGET_SECONDS,
-                        help="seconds per task (default: the phases' budget)")
+    parser.add_argument("--budget", type=float, default=None,
+                        help="seconds per task (default: each task's budget in the spec)")
     parser.add_argument("--out", type=Path, default=RESULTS_FILE)
     args = parser.parse_args(argv)
     table = collect(args.budget)

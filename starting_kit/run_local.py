@@ -1,24 +1,33 @@
 """Run a submission on your machine exactly as the platform does, and score it.
 
 It uses the very ingestion and scoring programs the competition bundle ships, with the
-same budgets, the same command lines and the same folder layout as the CodaLab worker.
+same budgets, the same command lines, the same folder layout and the same rule for
+telling code from prediction files as the platform's worker.
 
-  # training code: a folder or zip with submission.py, or a baseline file
-  python run_local.py --code baselines/deep_ensemble.py
+  # training code: a zip, a folder with submission.py, or a baseline file
+  python run_local.py --code submission.zip
   python run_local.py --code my_submission/
+  python run_local.py --code baselines/deep_ensemble.py
 
-  # prediction files (development phase): a folder or zip with <task>_probs.csv ...
+  # prediction files (results phases): a zip or folder with <task>_probs.csv ...
   python run_local.py --results my_predictions/
 
-Scores are printed, then the detailed results page's path. In the downloaded starting kit the
-programs and data of its phase are in programs/ and data/; references of the development
-phase are public, so those tasks are scored; evaluation references are hidden, so there the
-run checks that your code trains in time and returns valid predictions. In the organizers'
-repository (no programs/ folder) the programs are assembled from source for --phase.
+A folder is first zipped by submission_zip.py, as you would before uploading, and that zip
+is what runs (its path is printed: upload that file). Scores are printed with exactly the
+leaderboard's keys, then the detailed results page's path. The run exits with status 1
+when the platform would not score your submission as you intend: a zip it would take for
+something else, a task that failed or was penalised, scores it would refuse.
+
+In the downloaded starting kit the programs and data of its phase are in programs/ and
+data/; where the phase's references are public, tasks are scored; where they are hidden,
+the run checks that your code trains in time and returns valid predictions. In the
+organizers' repository (no programs/ folder) the programs are assembled from source for
+--phase of the default spec.
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import shutil
 import sys
@@ -31,20 +40,30 @@ KIT = Path(__file__).resolve().parent
 REPO = KIT.parent
 sys.path.insert(0, str(KIT))
 
-from submission_zip import SubmissionLayoutError, check_submission_folder  # noqa: E402
+from submission_zip import SubmissionLayoutError, platform_rules, make_zip  # noqa: E402
 
-DEFAULT_BUDGET_SECONDS = 30.0
+worker = platform_rules()
 BASELINE_SUPPORT = ("training.py", "declared_model.py")
+RECORD_NAME = "ingestion_record.json"
+DETAILS_NAME = "detailed_results.json"
+
+
+class LocalRunError(RuntimeError):
+    """The platform would not score this submission as intended; the message says why."""
 
 
 @dataclass(frozen=True)
 class Layout:
-    """Where the programs and data of a local run come from."""
+    """Where the programs and data of a local run come from, and what the platform expects."""
     ingestion_program: Path
     scoring_program: Path
     input_data: Path
     reference_data: Path | None          # None: hidden, predictions are checked, not scored
     declared_model: Path
+    platform: str
+    phase: str
+    code_phase: bool                     # the phase takes code (else prediction files)
+    leaderboard_keys: tuple[str, ...]
 
 
 def kit_layout() -> Layout | None:
@@ -52,57 +71,80 @@ def kit_layout() -> Layout | None:
     programs, data = KIT / "programs", KIT / "data"
     if not programs.is_dir():
         return None
+    config = json.loads((KIT / "kit.json").read_text(encoding="utf-8"))
     reference = data / "reference"
     return Layout(programs / "ingestion_program", programs / "scoring_program", data / "input",
                   reference if reference.is_dir() else None,
-                  KIT / "baselines" / "declared_model.py")
+                  KIT / "baselines" / "declared_model.py", config["platform"], config["phase"],
+                  config["code_submission"], tuple(config["leaderboard_keys"]))
 
 
-def repository_layout(phase: str, budget_seconds: float, work: Path) -> Layout:
+def repository_layout(phase: str, budget_seconds: float | None, work: Path,
+                      platform: str) -> Layout:
     """The organizers' repository: assemble the programs from source, as the builder does."""
     sys.path.insert(0, str(REPO))
+    from bundle.build import code_variant, ingestion_limits, phase_plan
+    from bundle.leaderboard import phase_columns
     from bundle.phase_data import stage_input_data, stage_reference_data
-    from bundle.phase_plan import embedded_phase
     from bundle.programs import assemble_ingestion_program, assemble_scoring_program
+    from bundle.spec import DEFAULT_SPEC, load_spec
     from bundle.starting_kit import DECLARED_MODEL
-    plan = embedded_phase(phase, code_submission=True, budget_seconds=budget_seconds)
+    spec = load_spec(DEFAULT_SPEC)
+    if phase not in {p.key for p in spec.phases}:
+        raise LocalRunError(f"unknown phase {phase!r}; the spec has "
+                            f"{', '.join(p.key for p in spec.phases)}")
+    plan = phase_plan(spec, phase, None)
+    code_plan = code_variant(spec, plan)
+    if budget_seconds is not None:
+        code_plan = dataclasses.replace(code_plan, tasks=tuple(
+            dataclasses.replace(task, budget_seconds=budget_seconds) for task in code_plan.tasks))
     parts = work / "parts"
-    assemble_ingestion_program(plan, parts / "ingestion_program")
+    assemble_ingestion_program(code_plan, parts / "ingestion_program", ingestion_limits(spec))
     assemble_scoring_program(plan, parts / "scoring_program")
     stage_input_data(plan, parts / "input")
     has_references = all(task.files.reference.is_file() for task in plan.tasks)
     if has_references:
         stage_reference_data(plan, parts / "reference")
+    keys = tuple(c.key for c in phase_columns(plan) if not c.computed)
     return Layout(parts / "ingestion_program", parts / "scoring_program", parts / "input",
-                  parts / "reference" if has_references else None, DECLARED_MODEL)
+                  parts / "reference" if has_references else None, DECLARED_MODEL, platform,
+                  phase, plan.code_submission, keys)
 
 
-def _run_program(program: Path, variables: dict, cwd: Path):
+def _baseline_folder(source: Path, destination: Path, declared_model: Path) -> Path:
+    """A baseline file as a submission folder: submission.py and its support modules."""
+    destination.mkdir(parents=True)
+    shutil.copyfile(source, destination / "submission.py")
+    for name in BASELINE_SUPPORT:
+        support = source.parent / name
+        shutil.copyfile(support if support.is_file() else declared_model, destination / name)
+    return destination
+
+
+def submission_zip(source: Path, code: bool, layout: Layout, work: Path) -> Path:
+    """The zip that would be uploaded: given, or made by submission_zip.py from a folder."""
+    if not source.exists():
+        raise SubmissionLayoutError(f"{source} does not exist")
+    if source.is_file() and source.suffix == ".zip":
+        return source
+    if code and source.is_file() and source.suffix == ".py":
+        source = _baseline_folder(source, work / "baseline", layout.declared_model)
+    elif source.is_file():
+        raise SubmissionLayoutError(f"{source}: expected a folder or a .zip"
+                                    + (" (or a baseline .py file)" if code else ""))
+    destination = work / ("submission.zip" if code else "predictions.zip")
+    names = make_zip(source, destination, code=code)
+    print(f"zipped {source} as submission_zip.py does: {destination} ({', '.join(names[:6])}"
+          + (" ..." if len(names) > 6 else "") + ")")
+    return destination
+
+
+def _unzipped(archive: Path, destination: Path) -> Path:
     try:
-        from worker import run_program          # the kit's copy of bundle/worker.py
-    except ImportError:
-        sys.path.insert(0, str(REPO))
-        from bundle.worker import run_program
-    return run_program(program, variables, sys.executable, cwd)
-
-
-def package_code(source: Path, destination: Path, declared_model: Path) -> Path:
-    """A submission folder: a baseline file (with its support modules), or your folder/zip."""
-    if source.is_file() and source.suffix == ".py":
-        destination.mkdir(parents=True)
-        shutil.copyfile(source, destination / "submission.py")
-        for name in BASELINE_SUPPORT:
-            support = source.parent / name
-            shutil.copyfile(support if support.is_file() else declared_model, destination / name)
-        return destination
-    if source.suffix == ".zip":
-        with zipfile.ZipFile(source) as archive:
-            archive.extractall(destination)
-    else:
-        shutil.copytree(source, destination)
-    check_submission_folder(destination, required=("submission.py",))
-    if not (destination / "declared_model.py").exists():
-        shutil.copyfile(declared_model, destination / "declared_model.py")
+        with zipfile.ZipFile(archive) as opened:
+            opened.extractall(destination)
+    except (OSError, zipfile.BadZipFile) as error:
+        raise SubmissionLayoutError(f"{archive}: not a readable zip ({error})") from None
     return destination
 
 
@@ -113,15 +155,24 @@ def _ingest(layout: Layout, submission: Path, work: Path) -> Path:
     shutil.copytree(layout.ingestion_program, run / "ingestion_program")
     shutil.copytree(layout.input_data, run / "input")
     shutil.copytree(submission, run / "program")
-    result = _run_program(run / "ingestion_program", {
+    result = worker.run_program(run / "ingestion_program", {
         "$ingestion_program": run / "ingestion_program", "$submission_program": run / "program",
         "$input": run / "input", "$output": run / "output", "$tmp": run / "temp",
-        "$hidden": "$hidden"}, cwd=run)
-    print(result.stdout, end="")
+        "$hidden": "$hidden"}, sys.executable, run, stream=True)
     if result.returncode != 0:
         print(result.stderr, file=sys.stderr, end="")
-        raise SystemExit(f"the ingestion program failed (exit {result.returncode})")
+        raise LocalRunError(f"the ingestion program failed (exit {result.returncode}); "
+                            "reasons above")
     return run / "output"
+
+
+def _failed_tasks(predictions: Path) -> list[str]:
+    record = predictions / RECORD_NAME
+    if not record.is_file():
+        return []
+    runs = json.loads(record.read_text(encoding="utf-8")).get("tasks", {})
+    return [f"{name}: {run.get('status')}" + (f" ({run['message']})" if run.get("message") else "")
+            for name, run in sorted(runs.items()) if run.get("status") != "ok"]
 
 
 def _score(layout: Layout, predictions: Path, work: Path) -> Path | None:
@@ -133,30 +184,58 @@ def _score(layout: Layout, predictions: Path, work: Path) -> Path | None:
     shutil.copytree(layout.scoring_program, run / "program")
     shutil.copytree(layout.reference_data, run / "input" / "ref")
     shutil.copytree(predictions, run / "input" / "res")
-    result = _run_program(run / "program", {"$program": run / "program", "$input": run / "input",
-                                            "$output": run / "output"}, cwd=run)
+    result = worker.run_program(run / "program", {"$program": run / "program",
+                                                  "$input": run / "input",
+                                                  "$output": run / "output"}, sys.executable, run)
     print(result.stderr, file=sys.stderr, end="")      # penalties and notes
     if result.returncode != 0:
-        raise SystemExit(f"scoring failed (exit {result.returncode}); reasons above")
+        raise LocalRunError(f"scoring failed (exit {result.returncode}); reasons above")
     return run / "output"
 
 
+def _penalised(output: Path) -> list[str]:
+    details = output / DETAILS_NAME
+    if not details.is_file():
+        return []
+    tasks = json.loads(details.read_text(encoding="utf-8")).get("tasks", {})
+    return [f"{name}: {entry['penalty']}" for name, entry in sorted(tasks.items())
+            if entry.get("penalty")]
+
+
 def run_local(phase: str, work: Path, code: Path | None = None, results: Path | None = None,
-              budget_seconds: float = DEFAULT_BUDGET_SECONDS) -> Path | None:
-    """Returns the scoring output folder (scores.txt, detailed_results.html), if scored."""
+              budget_seconds: float | None = None, platform: str = worker.CODALAB) -> Path | None:
+    """Returns the scoring output folder (scores, detailed_results.html), if scored.
+
+    Raises LocalRunError (or SubmissionLayoutError) where the platform would not score the
+    submission as intended."""
     work.mkdir(parents=True, exist_ok=True)
-    layout = kit_layout() or repository_layout(phase, budget_seconds, work)
-    if code is not None:
-        predictions = _ingest(layout, package_code(code, work / "submission", layout.declared_model),
-                              work)
-    else:
-        predictions = work / "results"
-        if results.suffix == ".zip":
-            with zipfile.ZipFile(results) as archive:
-                archive.extractall(predictions)
-        else:
-            shutil.copytree(results, predictions)
-    return _score(layout, predictions, work)
+    layout = kit_layout() or repository_layout(phase, budget_seconds, work, platform)
+    as_code = code is not None
+    archive = submission_zip(code if as_code else results, as_code, layout, work)
+    submission = _unzipped(archive, work / "submission")
+    dispatch = worker.dispatch_submission(submission, layout.platform, has_ingestion=as_code)
+    if not dispatch.ok:
+        raise LocalRunError(f"{archive}: {dispatch.problem}")
+    if as_code and not layout.code_phase:
+        print(f"note: the {layout.phase} phase takes prediction files; this run trains your code "
+              "on its tasks and scores what it returns")
+    if not as_code and layout.code_phase:
+        raise LocalRunError(f"the {layout.phase} phase takes code: a zip of prediction files "
+                            "is not accepted there (use --code)")
+    predictions = _ingest(layout, submission, work) if as_code else submission
+    output = _score(layout, predictions, work)
+    problems = _failed_tasks(predictions) if as_code else []
+    if output is not None:
+        scores, score_problems = worker.read_scores(output, list(layout.leaderboard_keys),
+                                                    layout.platform)
+        print("\nscores:\n" + "".join(f"{key}: {value}\n" for key, value in scores.items()))
+        print(f"detailed results: {output / 'detailed_results.html'}")
+        (work / "scores.json").write_text(json.dumps(scores, indent=1) + "\n")
+        problems += [f"penalised {line}" for line in _penalised(output)] + score_problems
+    if problems:
+        raise LocalRunError("the platform would not score this as intended:\n  "
+                            + "\n  ".join(dict.fromkeys(problems)))
+    return output
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -164,26 +243,26 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 2)[2],
         formatter_class=argparse.RawDescriptionHelpFormatter)
     what = parser.add_mutually_exclusive_group(required=True)
-    what.add_argument("--code", type=Path, help="submission folder or zip, or a baseline .py file")
-    what.add_argument("--results", type=Path, help="folder or zip of prediction files")
-    parser.add_argument("--phase", choices=("development", "evaluation"), default="development",
+    what.add_argument("--code", type=Path, help="submission zip or folder, or a baseline .py file")
+    what.add_argument("--results", type=Path, help="zip or folder of prediction files")
+    parser.add_argument("--phase", default="development",
                         help="repository only: which phase's tasks (the kit has its own)")
-    parser.add_argument("--budget", type=float, default=DEFAULT_BUDGET_SECONDS,
-                        help="repository only: seconds per task (the kit uses its phase's)")
+    parser.add_argument("--budget", type=float, default=None,
+                        help="repository only: seconds per task instead of the spec's")
+    parser.add_argument("--platform", choices=(worker.CODALAB, worker.CODABENCH),
+                        default=worker.CODALAB,
+                        help="repository only: whose rules to apply (the kit has its own)")
     parser.add_argument("--out", type=Path, help="keep the run here (default: a temporary folder)")
     args = parser.parse_args(argv)
     work = args.out or Path(tempfile.mkdtemp(prefix="run-local-"))
     try:
-        output = run_local(args.phase, work, args.code, args.results, args.budget)
+        run_local(args.phase, work, args.code, args.results, args.budget, args.platform)
     except SubmissionLayoutError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    if output is not None:
-        scores = (output / "scores.txt").read_text()
-        print(f"\nscores:\n{scores}")
-        print(f"detailed results: {output / 'detailed_results.html'}")
-        (work / "scores.json").write_text(json.dumps(
-            {line.split(":")[0]: float(line.split(":")[1]) for line in scores.splitlines()}, indent=1))
+    except LocalRunError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
     return 0
 
 

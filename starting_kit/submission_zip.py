@@ -1,18 +1,39 @@
-"""Build a correct submission zip, and catch the classic mistake of zipping the folder.
+"""Build a submission zip the platform will treat as you intend.
 
-  python starting_kit/submission_zip.py my_submission/ submission.zip      # code
-  python starting_kit/submission_zip.py my_predictions/ predictions.zip    # result files
+  python submission_zip.py my_submission/ submission.zip      # code (has submission.py)
+  python submission_zip.py my_predictions/ predictions.zip    # prediction files
 
-The platform reads files at the root of the zip. Zipping a folder from a file manager
-puts everything one level down (my_submission/submission.py), and nothing is found.
+The platform reads files at the root of the zip: zipping a folder from a file manager puts
+everything one level down (my_submission/submission.py), and nothing is found.
+
+Code and prediction files are told apart by the platform from one file at the zip's root,
+`metadata`: CodaLab runs your code only when it is there, and takes a zip without it for
+prediction files; Codabench copies a zip holding it into nothing. So a code zip gets a
+`metadata` holding only `description: ...` (added to the zip if your folder has none; any
+other key, `command` above all, is refused), and a zip of prediction files must not have one.
+On an error nothing is written.
 """
 from __future__ import annotations
 
+import argparse
+import os
 import sys
 import zipfile
 from pathlib import Path
 
-SKIPPED = ("__pycache__", ".DS_Store", "__MACOSX", ".ipynb_checkpoints")
+KIT = Path(__file__).resolve().parent
+SKIPPED = ("__pycache__", ".DS_Store", "__MACOSX", ".ipynb_checkpoints", ".git")
+ENTRY_FILE = "submission.py"
+
+
+def platform_rules():
+    """The platform rules: the kit's copy of the builder's worker module, or the original."""
+    try:
+        import worker
+    except ImportError:
+        sys.path.insert(0, str(KIT.parent))
+        from bundle import worker
+    return worker
 
 
 class SubmissionLayoutError(ValueError):
@@ -21,6 +42,8 @@ class SubmissionLayoutError(ValueError):
 
 def check_submission_folder(folder: Path, required: tuple[str, ...] = ()) -> None:
     """Raise if a required file is missing at the root, saying where it was found instead."""
+    if not folder.is_dir():
+        raise SubmissionLayoutError(f"{folder} is not a folder")
     for name in required:
         if (folder / name).is_file():
             continue
@@ -33,8 +56,13 @@ def check_submission_folder(folder: Path, required: tuple[str, ...] = ()) -> Non
 
 
 def check_zip(path: Path, required: tuple[str, ...] = ()) -> list[str]:
-    with zipfile.ZipFile(path) as archive:
-        names = [n for n in archive.namelist() if not n.endswith("/")]
+    try:
+        with zipfile.ZipFile(path) as archive:
+            names = [n for n in archive.namelist() if not n.endswith("/")]
+    except (OSError, zipfile.BadZipFile) as error:
+        raise SubmissionLayoutError(f"{path}: not a readable zip ({error})") from None
+    if not names:
+        raise SubmissionLayoutError(f"{path}: the zip is empty")
     roots = {name.split("/")[0] for name in names if "/" in name}
     files_at_root = [n for n in names if "/" not in n]
     if not files_at_root and len(roots) == 1:
@@ -46,34 +74,91 @@ def check_zip(path: Path, required: tuple[str, ...] = ()) -> list[str]:
     return names
 
 
-def make_zip(folder: Path, destination: Path) -> list[str]:
-    if (folder / "submission.py").is_file() or not any(folder.glob("*/submission.py")):
-        written = []
-        with zipfile.ZipFile(destination, "w", zipfile.ZIP_DEFLATED) as archive:
-            for path in sorted(folder.rglob("*")):
-                if path.is_file() and not any(part in SKIPPED for part in path.parts):
-                    archive.write(path, path.relative_to(folder).as_posix())
-                    written.append(path.relative_to(folder).as_posix())
-        return written
-    check_submission_folder(folder, required=("submission.py",))
-    return []
+def is_code_folder(folder: Path) -> bool:
+    return (folder / ENTRY_FILE).is_file() or any(folder.glob(f"*/{ENTRY_FILE}"))
 
 
-def main(argv: list[str]) -> int:
-    if len(argv) != 2:
-        print(__doc__.strip(), file=sys.stderr)
-        return 2
-    folder, destination = Path(argv[0]), Path(argv[1])
+def metadata_problems(folder: Path, code: bool) -> list[str]:
+    """What each platform would do wrong with this folder's metadata, if anything."""
+    worker = platform_rules()
+    problems = []
+    for platform in (worker.CODALAB, worker.CODABENCH):
+        dispatch = worker.dispatch_submission(folder, platform, has_ingestion=code)
+        if code and platform == worker.CODALAB and not dispatch.runs_ingestion:
+            continue            # no metadata yet: make_zip adds it
+        if dispatch.problem and dispatch.problem not in problems:
+            problems.append(dispatch.problem)
+    return problems
+
+
+def _members(folder: Path) -> list[Path]:
+    return [path for path in sorted(folder.rglob("*"))
+            if path.is_file() and not any(part in SKIPPED for part in path.relative_to(folder).parts)]
+
+
+def _entry(name: str) -> zipfile.ZipInfo:
+    """A fixed date and mode: the same files always give the same zip."""
+    entry = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
+    entry.compress_type, entry.external_attr = zipfile.ZIP_DEFLATED, 0o644 << 16
+    return entry
+
+
+def make_zip(folder: Path, destination: Path, code: bool | None = None) -> list[str]:
+    """Write the zip (code: with a description-only ``metadata``); returns the names written.
+
+    Raises SubmissionLayoutError before anything is left at ``destination``.
+    """
+    folder = Path(folder)
+    code = is_code_folder(folder) if code is None else code
+    if code:
+        check_submission_folder(folder, required=(ENTRY_FILE,))
+    elif not folder.is_dir():
+        raise SubmissionLayoutError(f"{folder} is not a folder")
+    problems = metadata_problems(folder, code)
+    if problems:
+        raise SubmissionLayoutError(f"{folder}: " + "; ".join(problems))
+    members = _members(folder)
+    if not members:
+        raise SubmissionLayoutError(f"{folder} holds no file to submit")
+    names = [path.relative_to(folder).as_posix() for path in members]
+    partial = destination.with_name(destination.name + ".partial")
     try:
-        written = make_zip(folder, destination)
-        check_zip(destination)
+        with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as archive:
+            for path, name in zip(members, names):
+                archive.writestr(_entry(name), path.read_bytes())
+            if code and "metadata" not in names:
+                archive.writestr(_entry("metadata"), platform_rules().CODE_METADATA)
+                names.append("metadata")
+        check_zip(partial, required=(ENTRY_FILE,) if code else ())
+        os.replace(partial, destination)
+    finally:
+        partial.unlink(missing_ok=True)
+    return names
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     epilog=__doc__.split("\n\n", 1)[1],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("folder", type=Path)
+    parser.add_argument("destination", type=Path)
+    kind = parser.add_mutually_exclusive_group()
+    kind.add_argument("--code", dest="code", action="store_true", default=None,
+                      help="training code (default when the folder has submission.py)")
+    kind.add_argument("--results", dest="code", action="store_false",
+                      help="prediction files (default otherwise)")
+    args = parser.parse_args(argv)
+    try:
+        written = make_zip(args.folder, args.destination, args.code)
     except SubmissionLayoutError as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(f"error: {error}\nnothing was written", file=sys.stderr)
         return 1
-    print(f"wrote {destination}: {len(written)} file(s) at the root: {', '.join(written[:8])}"
+    print(f"wrote {args.destination}: {len(written)} file(s) at the root: {', '.join(written[:8])}"
           + (" ..." if len(written) > 8 else ""))
+    if "metadata" in written and not (args.folder / "metadata").exists():
+        print("added 'metadata' (description only): it tells the platform this is code to run")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main())

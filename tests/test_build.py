@@ -117,12 +117,19 @@ def test_check_catches_a_scorer_that_writes_a_wrong_key(built, tmp_path):
 
 
 def test_check_catches_an_ingestion_that_exceeds_the_time_limit(built, tmp_path):
+    """A submission that uses its whole 30 s budget cannot finish in a 1 s phase limit,
+    however fast the machine."""
     out, _ = built
     broken = rewrite_member(out / "bdl-approx-inference-evaluation-light.zip", tmp_path / "t.zip",
                             "competition.yaml",
                             lambda data: data.replace(b"execution_time_limit: 900",
                                                       b"execution_time_limit: 1"))
-    result = cli("--check", str(broken))
+    slow = tmp_path / "slow.zip"
+    with zipfile.ZipFile(slow, "w") as archive:
+        archive.writestr("metadata", "description: sleeps through its budget\n")
+        archive.writestr("submission.py", "import time\n\ndef predict(task, *args):\n"
+                                          "    time.sleep(task.seconds)\n")
+    result = cli("--check", str(broken), "--submission", str(slow))
     assert result.returncode == 1
     assert "exceeded the phase's execution_time_limit of 1 s" in result.stderr
     assert "rule time-limit" in result.stderr
@@ -198,3 +205,47 @@ def test_downloaded_starting_kit_runs_alone(built, tmp_path):
                                 cwd=kit, capture_output=True, text=True, timeout=600)
         assert result.returncode == 0, result.stderr
         assert "iris_agreement:" in result.stdout and "detailed results:" in result.stdout
+
+
+def kit_member(bundle: Path, member: str, destination: Path) -> Path:
+    """One file of the starting kit inside a built bundle."""
+    with zipfile.ZipFile(bundle) as outer:
+        kit = zipfile.ZipFile(io.BytesIO(outer.read("starting_kit.zip")))
+    destination.write_bytes(kit.read(member))
+    return destination
+
+
+def zip_without(source: Path, member: str, target: Path) -> Path:
+    with zipfile.ZipFile(source) as original, zipfile.ZipFile(target, "w") as copy:
+        for name in original.namelist():
+            if name != member:
+                copy.writestr(name, original.read(name))
+    return target
+
+
+def test_the_kits_sample_code_zip_carries_a_description_only_metadata(built, tmp_path):
+    out, _ = built
+    sample = kit_member(out / "bdl-approx-inference-evaluation-light.zip",
+                        "sample_code_submission.zip", tmp_path / "sample.zip")
+    with zipfile.ZipFile(sample) as archive:
+        assert "submission.py" in archive.namelist()
+        assert list(yaml.safe_load(archive.read("metadata"))) == ["description"]
+
+
+def test_check_fails_a_code_zip_without_metadata_as_codalab_would(built, tmp_path):
+    """codalab_v1.md §4.1: without a root metadata the worker never runs the ingestion."""
+    out, _ = built
+    bundle = out / "bdl-approx-inference-evaluation-light.zip"
+    sample = kit_member(bundle, "sample_code_submission.zip", tmp_path / "sample.zip")
+    stripped = zip_without(sample, "metadata", tmp_path / "no_metadata.zip")
+    result = cli("--check", str(bundle), "--submission", str(stripped))
+    assert result.returncode == 1 and "dry run FAILED" in result.stdout
+    assert "no file named 'metadata' at its root" in result.stderr
+    assert "never runs the ingestion program" in result.stderr and "submission_zip.py" in result.stderr
+    assert "ingestion" not in result.stdout.split("-" * 62)[1].split("not reproduced")[0]
+
+
+def test_check_names_what_it_cannot_reproduce(built):
+    out, _ = built
+    result = cli("--check", str(out / "bdl-approx-inference-development.zip"))
+    assert "not reproduced by this dry run" in result.stdout and "memory limit" in result.stdout

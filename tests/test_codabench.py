@@ -105,7 +105,7 @@ def test_valid_v2_bundle_has_no_rule_failures(built):
 
 
 def test_scorer_output_is_a_flat_scores_json_without_metadata(built, tmp_path):
-    from bundle.dry_run import _read_scores_codabench
+    from bundle.worker import CODABENCH, read_scores
     from scoring_harness import new_run, prepare_phase, run_scoring
     import json
     prepared = tmp_path / "prepared"
@@ -120,4 +120,28 @@ def test_scorer_output_is_a_flat_scores_json_without_metadata(built, tmp_path):
     assert all(isinstance(v, float) for v in scores.values())
     assert not (run / "output" / "metadata").exists()
     keys = [line.split(":")[0] for line in (run / "output" / "scores.txt").read_text().splitlines()]
-    assert _read_scores_codabench(run / "output", keys) == (scores, [])
+    assert read_scores(run / "output", keys, CODABENCH) == (scores, [])
+
+
+def test_check_fails_a_results_zip_with_metadata_as_codabench_would(built, tmp_path):
+    """codabench_v2.md §3.4: with a metadata file the worker copies nothing to the output."""
+    from test_build import kit_member
+    bundle = built / "bdl-approx-inference-development-codabench.zip"
+    sample = kit_member(bundle, "sample_result_submission.zip", tmp_path / "sample.zip")
+    with zipfile.ZipFile(sample, "a") as archive:
+        archive.writestr("metadata", "description: my predictions\n")
+    result = cli("--check", str(bundle), "--submission", str(sample))
+    assert result.returncode == 1
+    assert "a results submission must not contain 'metadata'" in result.stderr
+
+
+def test_codabench_runs_a_code_zip_without_metadata(built, tmp_path):
+    """Codabench starts the ingestion program whatever the zip holds (its files are also
+    copied into the output, which the scorer ignores)."""
+    from test_build import kit_member, zip_without
+    bundle = built / "bdl-approx-inference-evaluation-light-codabench.zip"
+    sample = kit_member(bundle, "sample_code_submission.zip", tmp_path / "sample.zip")
+    stripped = zip_without(sample, "metadata", tmp_path / "no_metadata.zip")
+    result = cli("--check", str(bundle), "--submission", str(stripped))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "ingestion" in result.stdout and "dry run passed" in result.stdout

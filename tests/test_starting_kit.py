@@ -40,7 +40,10 @@ def test_baselines_run_end_to_end_with_finite_scores(baseline, phase, tasks, tmp
     for task in tasks:
         primary = f"{task}_w2" if task == "diabetes_gap" else f"{task}_agreement"
         assert np.isfinite(scores[primary]) and f"task {task} penalised" not in result.stderr
-        assert 0 < scores[f"{task}_train_seconds"] < 4
+        if phase == "evaluation":
+            assert 0 < scores[f"{task}_train_seconds"] < 4
+        else:       # a results phase: its leaderboard has no training time
+            assert f"{task}_train_seconds" not in scores
     assert "detailed results: " in result.stdout
     assert (tmp_path / "scoring" / "run" / "output" / "detailed_results.html").is_file()
 
@@ -67,8 +70,8 @@ def test_zipping_the_folder_instead_of_its_contents_is_caught(tmp_path):
     with pytest.raises(SubmissionLayoutError, match="every file is inside my_submission/"):
         check_zip(wrong)
     right = tmp_path / "right.zip"
-    assert make_zip(folder, right) == ["submission.py"]
-    assert check_zip(right, required=("submission.py",)) == ["submission.py"]
+    assert make_zip(folder, right) == ["submission.py", "metadata"]
+    assert check_zip(right, required=("submission.py",)) == ["submission.py", "metadata"]
 
 
 def test_run_local_explains_a_nested_submission(tmp_path):
@@ -97,3 +100,55 @@ def test_committed_results_table_shows_baselines_beating_the_trivial_submission(
                 assert metrics["w1"]["value"] < trivial["w1"]["value"]
         for ceiling in entry["noise_ceiling"].values():
             assert np.isfinite(ceiling["mean"])
+
+
+def test_results_run_has_exactly_the_leaderboards_keys(tmp_path):
+    from bundle.build import phase_plan
+    from bundle.leaderboard import phase_columns
+    from bundle.spec import DEFAULT_SPEC, load_spec
+    predictions = tmp_path / "predictions"
+    predictions.mkdir()
+    for task in ("iris", "digits"):
+        chains = np.load(REPO / "reference_data" / "embedded" / task / f"{task}_chain_probs.npy")
+        np.savetxt(predictions / f"{task}_probs.csv", chains[1])
+    result = run_local("--results", str(predictions), "--out", str(tmp_path / "run"))
+    assert result.returncode == 0, result.stderr
+    plan = phase_plan(load_spec(DEFAULT_SPEC), "development", None)
+    assert set(scores_of(result.stdout)) == {c.key for c in phase_columns(plan) if not c.computed}
+
+
+@pytest.mark.parametrize("files, message", [
+    ({}, "holds no file to submit"),
+    ({"breast_cancer_probs.csv": "0.5 0.5\n"}, "iris: no prediction file"),
+])
+def test_results_that_the_platform_would_not_score_fail_the_local_run(tmp_path, files, message):
+    predictions = tmp_path / "predictions"
+    predictions.mkdir()
+    for name, text in files.items():
+        (predictions / name).write_text(text)
+    result = run_local("--results", str(predictions), "--out", str(tmp_path / "run"))
+    assert result.returncode != 0 and message in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_code_zip_without_metadata_fails_locally_as_on_codalab(tmp_path):
+    archive = tmp_path / "hand_made.zip"
+    with zipfile.ZipFile(archive, "w") as opened:
+        opened.write(KIT / "baselines" / "trivial.py", "submission.py")
+        opened.write(KIT / "baselines" / "training.py", "training.py")
+    result = run_local("--code", str(archive), "--out", str(tmp_path / "run"))
+    assert result.returncode == 1
+    assert "no file named 'metadata'" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_task_that_fails_makes_the_local_run_fail(tmp_path):
+    folder = tmp_path / "broken"
+    folder.mkdir()
+    (folder / "submission.py").write_text(
+        "import numpy as np\n\ndef predict(task, x_train, y_train, x_test, checkpoint):\n"
+        "    if task.name == 'iris':\n        raise ValueError('no iris today')\n"
+        "    return np.full((task.n_test, task.num_classes), 1 / task.num_classes)\n")
+    result = run_local("--code", str(folder), "--budget", "5", "--out", str(tmp_path / "run"))
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "iris: failed" in result.stderr and "no iris today" in result.stderr
+    assert "digits" not in result.stderr.split("would not score this as intended")[1]

@@ -1,0 +1,104 @@
+"""Code or results: each platform's rule, the kit's zip helper, and the dry run that uses both."""
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from bundle.worker import CODABENCH, CODALAB, dispatch_submission
+
+REPO = Path(__file__).resolve().parents[1]
+KIT = REPO / "starting_kit"
+sys.path.insert(0, str(KIT))
+
+from submission_zip import SubmissionLayoutError, make_zip  # noqa: E402
+
+PREDICT = "def predict(task, x_train, y_train, x_test, checkpoint):\n    return None\n"
+
+
+def folder_with(tmp_path: Path, files: dict[str, str]) -> Path:
+    folder = tmp_path / "submission"
+    folder.mkdir()
+    for name, text in files.items():
+        (folder / name).write_text(text)
+    return folder
+
+
+@pytest.mark.parametrize("platform, files, runs_ingestion, copies, problem", [
+    # CodaLab v1 (codalab_v1.md §4.1): no root metadata = prediction files, code never runs
+    (CODALAB, {"submission.py": PREDICT}, False, True, "no file named 'metadata'"),
+    (CODALAB, {"submission.py": PREDICT, "metadata": "description: mine\n"}, True, False, None),
+    (CODALAB, {"submission.py": PREDICT, "metadata": "command: python submission.py\n"},
+     True, False, "has a 'command'"),
+    (CODALAB, {"submission.py": PREDICT, "metadata": "description: x\nauthor: bob\n"},
+     True, False, "downloads every such value as a URL"),
+    (CODALAB, {"submission.py": PREDICT, "metadata": "description: [unclosed\n"},
+     False, False, "not valid YAML"),
+    # Codabench (codabench_v2.md §3.4): ingestion always runs; no metadata = files copied too
+    (CODABENCH, {"submission.py": PREDICT}, True, True, None),
+    (CODABENCH, {"submission.py": PREDICT, "metadata": "description: mine\n"}, True, False, None),
+    (CODABENCH, {"submission.py": PREDICT, "metadata": "description: ok\n",
+                 "metadata.yaml": "command: python x.py\n"}, True, False, "metadata.yaml has a 'command'"),
+])
+def test_code_phase_dispatch_follows_each_worker(tmp_path, platform, files, runs_ingestion,
+                                                 copies, problem):
+    dispatch = dispatch_submission(folder_with(tmp_path, files), platform, has_ingestion=True)
+    assert (dispatch.runs_ingestion, dispatch.copies_to_output) == (runs_ingestion, copies)
+    if problem is None:
+        assert dispatch.ok, dispatch.problem
+    else:
+        assert problem in dispatch.problem
+
+
+@pytest.mark.parametrize("platform, ok", [(CODALAB, True), (CODABENCH, False)])
+def test_results_with_a_metadata_file_break_on_codabench_only(tmp_path, platform, ok):
+    folder = folder_with(tmp_path, {"iris_probs.csv": "1 0 0\n", "metadata": "description: x\n"})
+    dispatch = dispatch_submission(folder, platform, has_ingestion=False)
+    assert dispatch.ok is ok
+    if not ok:
+        assert "must not contain 'metadata'" in dispatch.problem and not dispatch.copies_to_output
+
+
+def test_code_zip_gets_a_description_only_metadata(tmp_path):
+    folder = folder_with(tmp_path, {"submission.py": PREDICT, "helper.py": "X = 1\n"})
+    names = make_zip(folder, tmp_path / "code.zip")
+    with zipfile.ZipFile(tmp_path / "code.zip") as archive:
+        assert sorted(archive.namelist()) == sorted(names) == ["helper.py", "metadata", "submission.py"]
+        metadata = archive.read("metadata").decode()
+    assert metadata.startswith("description:") and "command" not in metadata
+    assert not (folder / "metadata").exists()          # the participant's folder is untouched
+    unzipped = tmp_path / "unzipped"
+    zipfile.ZipFile(tmp_path / "code.zip").extractall(unzipped)
+    for platform in (CODALAB, CODABENCH):
+        dispatch = dispatch_submission(unzipped, platform, has_ingestion=True)
+        assert dispatch.ok and dispatch.runs_ingestion
+
+
+@pytest.mark.parametrize("files, code, message", [
+    ({"submission.py": PREDICT, "metadata": "command: python submission.py\n"}, None,
+     "has a 'command'"),
+    ({"iris_probs.csv": "1 0 0\n", "metadata": "description: x\n"}, None,
+     "must not contain 'metadata'"),
+    ({}, False, "holds no file to submit"),
+    ({"notes.txt": "x"}, True, "no submission.py at the root"),
+])
+def test_zip_helper_refuses_and_leaves_nothing_behind(tmp_path, files, code, message):
+    folder = folder_with(tmp_path, files)
+    destination = tmp_path / "out.zip"
+    with pytest.raises(SubmissionLayoutError, match=message):
+        make_zip(folder, destination, code=code)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["submission"]
+
+
+def test_zip_helper_cli_says_what_it_added_and_fails_cleanly(tmp_path):
+    folder = folder_with(tmp_path, {"submission.py": PREDICT})
+    command = [sys.executable, str(KIT / "submission_zip.py")]
+    done = subprocess.run([*command, str(folder), str(tmp_path / "ok.zip")], capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0 and "added 'metadata'" in done.stdout
+    (folder / "metadata").write_text("command: python submission.py\n")
+    refused = subprocess.run([*command, str(folder), str(tmp_path / "bad.zip")],
+                             capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 1 and "nothing was written" in refused.stderr
+    assert "Traceback" not in refused.stderr and not (tmp_path / "bad.zip").exists()
