@@ -222,16 +222,33 @@ def page_contexts(spec: CompetitionSpec, phase: PhaseSpec, plan: PhasePlan,
     for task in plan.tasks:
         d = task.declaration
         width = d.get("num_classes") or d.get("num_samples")
+        predictive_shape = (f"{d['n_test']} x {width}" if d["kind"] == "classification"
+                            else f"{width} x {d['n_test']} (samples x points)")
+        public = "public data" + (", input data" if phase.code_submission else "")
         data_rows.append({"task": task.name, "file": f"{task.name}.npz",
                           "content": "x_train, y_train, x_test, y_test (y_test all zeros)",
                           "shape": f"x: {d['n_train']}+{d['n_test']} x {'x'.join(map(str, d['input_shape']))}",
-                          "where": "public data" + (", input data" if phase.code_submission else "")})
-        reference = task.files.reference.name
-        data_rows.append({"task": task.name, "file": reference,
+                          "where": public})
+        data_rows.append({"task": task.name, "file": task.files.declaration.name,
+                          "content": "the declaration: model, likelihood, prior, split, test blocks",
+                          "shape": "JSON", "where": "public data"})
+        if phase.code_submission:
+            # The scorer's copy is hidden; its file name and format are of no use to anyone.
+            data_rows.append({"task": task.name, "file": "(not downloadable)",
+                              "content": "HMC predictive (model average of all chains)",
+                              "shape": predictive_shape, "where": "hidden, read by the scoring program"})
+            continue
+        # A results phase publishes its references (bundle/phase_data.py, stage_public_data).
+        data_rows.append({"task": task.name, "file": task.files.reference.name,
                           "content": "HMC predictive (model average of all chains)",
-                          "shape": (f"{d['n_test']} x {width}" if d["kind"] == "classification"
-                                    else f"{width} x {d['n_test']} (samples x points)"),
-                          "where": "hidden" if phase.code_submission else "public data"})
+                          "shape": predictive_shape, "where": "public data"})
+        if task.files.chain_reference.is_file():
+            chains = task.files.chain_reference
+            data_rows.append({"task": task.name, "file": chains.name,
+                              "content": "each HMC chain's own predictive",
+                              "shape": ("chains x " + predictive_shape if d["kind"] == "classification"
+                                        else f"chains x {width} x {d['n_test']}"),
+                              "where": "public data"})
     submission_text = (
         "A zip with submission.py at its root defining predict(task, x_train, y_train, x_test, "
         "checkpoint); the platform runs it once per task under the task's budget."
