@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import fcntl
 import json
+import math
 import os
 import select
 import shutil
@@ -135,7 +136,7 @@ class Browser:
                                                   "returnByValue": True}, session)["result"]["value"]
             if screenshot is not None:
                 size = self.call("Page.getLayoutMetrics", session=session)["cssContentSize"]
-                height = max(self.height, int(size["height"]) + 1)
+                height = max(1, math.ceil(size["height"]))   # the whole page, no blank tail
                 self.call("Emulation.setDeviceMetricsOverride",
                           {"width": self.width, "height": height, "deviceScaleFactor": 1,
                            "mobile": False}, session)
