@@ -22,8 +22,8 @@ from pathlib import Path
 
 import yaml
 
-from .worker import (CODABENCH, CODALAB, WorkerCommandError, dispatch_submission, read_scores,
-                     run_program)
+from .worker import (CODABENCH, CODALAB, WorkerCommandError, dispatch_submission,
+                     penalised_tasks, read_scores, run_program)
 
 SAMPLES = {True: "sample_code_submission.zip", False: "sample_result_submission.zip"}
 CODABENCH_DEFAULT_QUEUE_LIMIT = 600
@@ -126,6 +126,7 @@ def _score_step(name: str, step: StepResult, output: Path, keys: list[str], plat
     if step.status != "ok":
         return
     step.scores, problems = read_scores(output, keys, platform)
+    problems += [f"task {line}" for line in penalised_tasks(output)]
     report = output / "detailed_results.html"
     if not report.is_file() or report.stat().st_size == 0:
         problems.append("detailed_results.html is empty: the participants' detailed results "

@@ -220,3 +220,14 @@ def read_scores(output: Path, keys: list[str], platform: str) -> tuple[dict[str,
     if not scores_file.is_file():
         return {}, ["no scores.txt in the output (the site marks the submission FAILED)"]
     return parse_scores_like_site(scores_file.read_text(encoding="utf-8", errors="replace"), keys)
+
+
+def penalised_tasks(output: Path) -> list[str]:
+    """'task: reason' for each task the scorer penalised, from its detailed_results.json."""
+    details = Path(output) / "detailed_results.json"
+    try:
+        tasks = json.loads(details.read_text(encoding="utf-8")).get("tasks", {})
+    except (OSError, ValueError, AttributeError):
+        return []
+    return [f"{name}: {entry['penalty']}" for name, entry in sorted(tasks.items())
+            if isinstance(entry, dict) and entry.get("penalty")]

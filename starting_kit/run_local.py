@@ -45,7 +45,6 @@ from submission_zip import SubmissionLayoutError, platform_rules, make_zip  # no
 worker = platform_rules()
 BASELINE_SUPPORT = ("training.py", "declared_model.py")
 RECORD_NAME = "ingestion_record.json"
-DETAILS_NAME = "detailed_results.json"
 
 
 class LocalRunError(RuntimeError):
@@ -193,15 +192,6 @@ def _score(layout: Layout, predictions: Path, work: Path) -> Path | None:
     return run / "output"
 
 
-def _penalised(output: Path) -> list[str]:
-    details = output / DETAILS_NAME
-    if not details.is_file():
-        return []
-    tasks = json.loads(details.read_text(encoding="utf-8")).get("tasks", {})
-    return [f"{name}: {entry['penalty']}" for name, entry in sorted(tasks.items())
-            if entry.get("penalty")]
-
-
 def run_local(phase: str, work: Path, code: Path | None = None, results: Path | None = None,
               budget_seconds: float | None = None, platform: str = worker.CODALAB) -> Path | None:
     """Returns the scoring output folder (scores, detailed_results.html), if scored.
@@ -231,7 +221,7 @@ def run_local(phase: str, work: Path, code: Path | None = None, results: Path | 
         print("\nscores:\n" + "".join(f"{key}: {value}\n" for key, value in scores.items()))
         print(f"detailed results: {output / 'detailed_results.html'}")
         (work / "scores.json").write_text(json.dumps(scores, indent=1) + "\n")
-        problems += [f"penalised {line}" for line in _penalised(output)] + score_problems
+        problems += [f"penalised {line}" for line in worker.penalised_tasks(output)] + score_problems
     if problems:
         raise LocalRunError("the platform would not score this as intended:\n  "
                             + "\n  ".join(dict.fromkeys(problems)))

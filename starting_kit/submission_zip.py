@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import zipfile
 from pathlib import Path
@@ -91,6 +92,24 @@ def metadata_problems(folder: Path, code: bool) -> list[str]:
     return problems
 
 
+# Modules of the kit that submissions import; the platform provides none of them.
+KIT_MODULES = {"declared_model": "baselines/declared_model.py", "training": "baselines/training.py"}
+
+
+def missing_modules(folder: Path) -> list[str]:
+    """Kit modules a file of the folder imports but the folder does not contain."""
+    problems = []
+    sources = "\n".join(path.read_text(encoding="utf-8", errors="replace")
+                        for path in folder.rglob("*.py"))
+    for module, origin in KIT_MODULES.items():
+        imported = re.search(rf"^\s*(from\s+{module}\s+import|import\s+{module}\b)", sources,
+                             re.MULTILINE)
+        if imported and not (folder / f"{module}.py").is_file():
+            problems.append(f"your code imports {module}, but {module}.py is not in the folder; "
+                            f"the platform does not provide it: copy the kit's {origin} into it")
+    return problems
+
+
 def _members(folder: Path) -> list[Path]:
     return [path for path in sorted(folder.rglob("*"))
             if path.is_file() and not any(part in SKIPPED for part in path.relative_to(folder).parts)]
@@ -114,7 +133,7 @@ def make_zip(folder: Path, destination: Path, code: bool | None = None) -> list[
         check_submission_folder(folder, required=(ENTRY_FILE,))
     elif not folder.is_dir():
         raise SubmissionLayoutError(f"{folder} is not a folder")
-    problems = metadata_problems(folder, code)
+    problems = metadata_problems(folder, code) + (missing_modules(folder) if code else [])
     if problems:
         raise SubmissionLayoutError(f"{folder}: " + "; ".join(problems))
     members = _members(folder)

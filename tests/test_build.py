@@ -249,3 +249,16 @@ def test_check_names_what_it_cannot_reproduce(built):
     out, _ = built
     result = cli("--check", str(out / "bdl-approx-inference-development.zip"))
     assert "not reproduced by this dry run" in result.stdout and "memory limit" in result.stdout
+
+
+def test_check_fails_a_submission_whose_tasks_are_penalised(built, tmp_path):
+    """What --check accepts must score on the worker: a penalised task fails the dry run."""
+    out, _ = built
+    archive = tmp_path / "no_model.zip"
+    with zipfile.ZipFile(archive, "w") as opened:
+        opened.writestr("metadata", "description: forgot declared_model.py\n")
+        opened.writestr("submission.py", "from declared_model import MLP\n")
+    result = cli("--check", str(out / "bdl-approx-inference-evaluation-light.zip"),
+                 "--submission", str(archive))
+    assert result.returncode == 1
+    assert "task breast_cancer" in result.stderr and "declared_model" in result.stderr

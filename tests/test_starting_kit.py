@@ -152,3 +152,15 @@ def test_a_task_that_fails_makes_the_local_run_fail(tmp_path):
     assert result.returncode == 1, result.stdout + result.stderr
     assert "iris: failed" in result.stderr and "no iris today" in result.stderr
     assert "digits" not in result.stderr.split("would not score this as intended")[1]
+
+
+def test_code_that_imports_a_module_it_does_not_ship_fails_locally_as_on_the_platform(tmp_path):
+    """Nothing is added to the zip locally: the import fails here as it would there."""
+    archive = tmp_path / "no_model.zip"
+    with zipfile.ZipFile(archive, "w") as opened:
+        opened.writestr("metadata", "description: forgot declared_model.py\n")
+        opened.writestr("submission.py", "from declared_model import MLP\n\n"
+                                         "def predict(task, *args):\n    return None\n")
+    result = run_local("--code", str(archive), "--budget", "5", "--out", str(tmp_path / "run"))
+    assert result.returncode == 1
+    assert "No module named 'declared_model'" in result.stderr

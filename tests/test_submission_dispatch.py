@@ -102,3 +102,11 @@ def test_zip_helper_cli_says_what_it_added_and_fails_cleanly(tmp_path):
                              capture_output=True, text=True, timeout=60)
     assert refused.returncode == 1 and "nothing was written" in refused.stderr
     assert "Traceback" not in refused.stderr and not (tmp_path / "bad.zip").exists()
+
+
+def test_zip_helper_refuses_code_importing_a_kit_module_it_does_not_hold(tmp_path):
+    folder = folder_with(tmp_path, {"submission.py": "from declared_model import MLP\n" + PREDICT})
+    with pytest.raises(SubmissionLayoutError, match="copy the kit's baselines/declared_model.py"):
+        make_zip(folder, tmp_path / "out.zip")
+    (folder / "declared_model.py").write_text("MLP = object\n")
+    assert "declared_model.py" in make_zip(folder, tmp_path / "out.zip")
