@@ -327,3 +327,13 @@ def test_escaping_check_catches_double_escaped_markup():
     assert escaping_problems("(1/N) &Sigma;<sub>i</sub> 1[argmax]")
     assert escaping_problems("a &amp; b") and escaping_problems("x</p>")
     assert not escaping_problems("(1/N) Σi p(c|xi); <task>_probs.csv; a & b; x < y > z")
+
+
+def test_formulas_are_markup_built_from_escaped_text():
+    """Text is escaped once and `_{x}` becomes a subscript; the template must not escape again."""
+    from bundle.render import FORMULAS, formula_html
+    assert formula_html("a<b & c_{HMC}") == "a&lt;b &amp; c<sub>HMC</sub>"
+    assert formula_html("x_{<i>}") == "x<sub>&lt;i&gt;</sub>"
+    for text in FORMULAS.values():
+        assert "&" not in text and "<" not in text, "FORMULAS are plain text, not HTML"
+        assert str(formula_html(text)).count("<sub>") == text.count("_{")
