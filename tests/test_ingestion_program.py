@@ -91,7 +91,8 @@ def test_exception_in_participant_code(prepared, tmp_path):
     iris = record.tasks["iris"]
     assert iris.status == "failed" and iris.prediction is None
     assert "predict() raised ValueError: bad hyperparameter" in iris.message
-    assert "Traceback" in iris.stderr_tail
+    assert "Traceback" in iris.stderr_tail and "submission.py" in iris.stderr_tail
+    assert "ingest_runtime" not in iris.stderr_tail and "importlib" not in iris.stderr_tail
     assert_digits_fine(run, record)
 
 
@@ -121,6 +122,7 @@ def test_child_ignoring_sigterm_is_killed_after_the_grace_period(prepared, tmp_p
     grace = TEST_LIMITS["grace_seconds"]
     assert iris.status == "timed_out" and iris.signal == "SIGKILL"
     assert "ignored SIGTERM and was killed after the 1 s grace period" in iris.message
+    assert "out of memory" not in iris.message          # we killed it, not the kernel
     assert iris.wall_seconds >= BUDGET_SECONDS + grace
     assert_digits_fine(run, record)
 
@@ -137,6 +139,49 @@ return uniform(task)""", prelude="import subprocess, sys, time")
     assert "killed 1 leftover process(es)" in result.stdout
     assert_nothing_left(run)
     assert_digits_fine(run, record)
+
+
+def test_a_process_killed_by_someone_else_gets_the_memory_hint(prepared, tmp_path):
+    run, result, record = ingest(prepared, tmp_path,
+                                 submission("os.kill(os.getpid(), 9)", prelude="import os"))
+    assert record.tasks["iris"].message == "killed by SIGKILL (out of memory?)"
+
+
+def test_a_thread_left_running_does_not_lose_the_returned_prediction(prepared, tmp_path):
+    code = submission("threading.Thread(target=time.sleep, args=(3600,)).start()\n"
+                      "return uniform(task)", prelude="import threading, time")
+    run, result, record = ingest(prepared, tmp_path, code)
+    iris = record.tasks["iris"]
+    assert iris.status == "ok" and iris.prediction == "final", iris.message
+    assert iris.wall_seconds < BUDGET_SECONDS
+
+
+def test_leftover_processes_are_counted_once_each(prepared, tmp_path):
+    code = submission("""
+for _ in range(3):
+    subprocess.Popen([sys.executable, "-c", "import os, time; os.setsid(); time.sleep(600)"])
+time.sleep(0.5)
+return uniform(task)""", prelude="import subprocess, sys, time")
+    run, result, record = ingest(prepared, tmp_path, code)
+    assert "[iris]   killed 3 leftover process(es)" in result.stdout
+
+
+def test_runs_without_psutil(prepared, tmp_path):
+    """The first py312 images had no psutil: the process tree is read from /proc."""
+    blocker = tmp_path / "no_psutil"
+    blocker.mkdir()
+    (blocker / "psutil.py").write_text("raise ImportError('psutil is not installed')\n")
+    code = submission("""
+subprocess.Popen([sys.executable, "-c", "import os, time; os.setsid(); time.sleep(600)"])
+time.sleep(0.3)
+return uniform(task)""", prelude="import subprocess, sys, time")
+    run = new_run(prepared, tmp_path, code)
+    result = run_ingestion(run, env={"PYTHONPATH": str(blocker)})
+    assert result.returncode == 0, result.stderr
+    record = read_run_record(run / "run" / "output" / "ingestion_record.json")
+    assert record.tasks["iris"].status == "ok" and record.hardware["memory_gib"] > 0
+    assert "[iris]   killed 1 leftover process(es)" in result.stdout
+    assert_nothing_left(run)
 
 
 def test_forked_sleepers_holding_the_pipes_do_not_hang_the_run(prepared, tmp_path):
@@ -206,12 +251,16 @@ return uniform(task)""", prelude="import sys")
     ("p = uniform(task); p[3, 1] = float('nan'); return p", "row 3, column 1 (0-based) is nan"),
     ("p = uniform(task); p[7] = [2.0, -1.0, 0.0]; return p", "probabilities must be >= 0"),
     ("return 'not an array'", "not a numeric array"),
+    ("return {'probs': 1}", "predict() returned something that is not a numeric array "
+                            "(TypeError: float() argument must be a string or a real number, "
+                            "not 'dict')"),
     ("return None", "predict() returned None"),
 ])
 def test_invalid_predictions_are_refused_before_writing(prepared, tmp_path, body, message):
     run, result, record = ingest(prepared, tmp_path, submission(body))
     iris = record.tasks["iris"]
     assert iris.status in ("invalid", "failed") and message in iris.message, iris.message
+    assert "ingest_runtime" not in iris.stderr_tail         # no frames of ours
     assert not (run / "run" / "output" / "iris_probs.npy").exists()
     assert_digits_fine(run, record)
 
