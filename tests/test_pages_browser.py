@@ -272,7 +272,7 @@ def render(browser: Browser, html: str, frame: Path, picture: Path) -> str:
 
 
 @pytest.mark.parametrize("platform", PLATFORMS)
-def test_every_page_reads_right_in_a_browser(platform, default_bundles, browser, screenshots,
+def test_every_page_reads_right_in_a_browser(platform, browser, default_bundles, screenshots,
                                              tmp_path):
     bundles = all_bundles(default_bundles)
     known_starts = {b.start for b in bundles if b.platform == platform}
@@ -303,7 +303,7 @@ def test_every_page_reads_right_in_a_browser(platform, default_bundles, browser,
 
 
 @pytest.mark.parametrize("platform", PLATFORMS)
-def test_detailed_results_read_right_in_a_browser(platform, default_bundles, browser, screenshots,
+def test_detailed_results_read_right_in_a_browser(platform, browser, default_bundles, screenshots,
                                                   tmp_path):
     problems = []
     for bundle in sorted(default_bundles[platform].glob("*.zip")):
