@@ -135,8 +135,12 @@ class Browser:
             text = self.call("Runtime.evaluate", {"expression": "document.body.innerText",
                                                   "returnByValue": True}, session)["result"]["value"]
             if screenshot is not None:
-                size = self.call("Page.getLayoutMetrics", session=session)["cssContentSize"]
-                height = max(1, math.ceil(size["height"]))   # the whole page, no blank tail
+                # The page's own height: the whole page, without the viewport's blank tail
+                # (the layout's content size is never smaller than the viewport).
+                height = self.call("Runtime.evaluate", {
+                    "expression": "document.documentElement.getBoundingClientRect().height",
+                    "returnByValue": True}, session)["result"]["value"]
+                height = max(1, math.ceil(height))
                 self.call("Emulation.setDeviceMetricsOverride",
                           {"width": self.width, "height": height, "deviceScaleFactor": 1,
                            "mobile": False}, session)
