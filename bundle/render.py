@@ -175,6 +175,22 @@ def _phase_facts(spec: CompetitionSpec, phase: PhaseSpec, plan: PhasePlan) -> li
     return facts
 
 
+def _formats(kinds: set[str], public_references: bool) -> list[str]:
+    """The file formats a participant of this phase meets: only its kinds of task, and the
+    reference layouts only where the references can be downloaded."""
+    lines = []
+    if "classification" in kinds:
+        lines.append("class probabilities: N rows of C numbers, space or comma separated "
+                     "(np.savetxt writes the canonical form), a header row allowed, or .npy")
+    if "regression" in kinds:
+        lines.append("regression samples: N rows of S samples of y" + (
+            "; the references are stored transposed, S x N, as in the 2021 competition"
+            if public_references else ""))
+    if public_references:
+        lines.append("per-chain references (.npy): (chains, N, C) or (chains, S, N)")
+    return lines
+
+
 def _baseline_table(plan: PhasePlan, results: dict | None):
     if not results:
         return "Baseline results are not available for these tasks.", [], []
@@ -298,11 +314,7 @@ def page_contexts(spec: CompetitionSpec, phase: PhaseSpec, plan: PhasePlan,
                           "(<task>_task.json in the public data) states the model, likelihood, "
                           "prior, split and test blocks.",
                  "files": data_rows,
-                 "formats": ["class probabilities: N rows of C numbers, space or comma separated "
-                             "(np.savetxt writes the canonical form), a header row allowed, or .npy",
-                             "regression samples: N rows of S samples of y (submissions); references "
-                             "are stored transposed, S x N, as in the 2021 competition",
-                             "per-chain references (.npy): (chains, N, C) or (chains, S, N)"]},
+                 "formats": _formats(kinds, public_references=not phase.code_submission)},
         "terms": {**common, "heading": "Terms and conditions", "terms": spec.pages["terms"]},
         "starting_kit": {**common, "heading": "Starting kit", "submission_text": submission_text,
                          "example": example,
