@@ -307,7 +307,8 @@ def page_contexts(spec: CompetitionSpec, phase: PhaseSpec, plan: PhasePlan,
                                     "description": c.description} for c in columns],
                        "ranking": f"Ranking: {AVERAGE_RANK.description.lower()} when the phase has "
                                   "several tasks, otherwise that task's primary metric. "
-                                  f"{AGGREGATE.label.capitalize()}: {AGGREGATE.description}."},
+                                  f"{AGGREGATE.label.capitalize()}: "
+                                  f"{AGGREGATE.description[:1].lower()}{AGGREGATE.description[1:]}."},
         "data": {**common, "heading": "Data",
                  "intro": "Inputs are standardised with training statistics only; test labels are "
                           "never given (y_test is all zeros). Each task's declaration "
