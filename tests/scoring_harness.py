@@ -4,6 +4,7 @@ Worker facts (codalab_v1.md §3.3, §4.4): the command comes from the program's 
 variables are replaced with plain str.replace, the line is split on single spaces (no
 shell), the working directory is the run folder, and input/ and res/ hold platform files.
 """
+import dataclasses
 import shutil
 import subprocess
 from pathlib import Path
@@ -22,8 +23,11 @@ def image_python() -> str:
     return str(IMAGE_PYTHON if IMAGE_PYTHON.exists() else REPO / ".venv" / "bin" / "python")
 
 
-def prepare_phase(root: Path, phase: str, budget_seconds=60.0):
+def prepare_phase(root: Path, phase: str, budget_seconds=60.0, tasks=None):
+    """The phase's scoring program and references; ``tasks`` keeps only those (a track)."""
     plan = embedded_phase(phase, budget_seconds=budget_seconds)
+    if tasks is not None:
+        plan = dataclasses.replace(plan, tasks=tuple(t for t in plan.tasks if t.name in tasks))
     assemble_scoring_program(plan, root / "program")
     stage_reference_data(plan, root / "ref")
     return plan

@@ -100,7 +100,9 @@ def wasserstein_cap(task: TaskConfig, references: References) -> float | None:
 
 def penalised(task: TaskConfig, reason: str, cap: float | None,
               run: TaskRun | None) -> TaskResult:
-    worst = {t.name: MetricResult(t.name, t.worst(cap), chain_std=0.0)
+    """Worst value of every metric and of its sd (the metric's whole range): a failed task
+    must not rank well on any column. train_seconds gets the budget in scores_file."""
+    worst = {t.name: MetricResult(t.name, t.worst(cap), chain_std=t.worst_spread(cap))
              for t in SCORE_TYPES[task.kind]}
     return TaskResult(task, worst, penalty=reason,
                       train_seconds=run.wall_seconds if run else None)

@@ -3,8 +3,11 @@
 Reads ``$input/ref`` (hidden references) and ``$input/res`` (the submission's files, or
 what the ingestion program wrote) by name only: the worker leaves other files in both
 (codalab_v1.md G21). Writes ``$output/scores.txt`` and ``$output/detailed_results.html``.
-Exit status: 0 scored; 1 no task usable or reference/config broken; 2 bad arguments
-or an internal error. Every failure is explained on stderr in one line first.
+Exit status: 0 scored; 1 reference data or config broken (the organizer's to fix); 2 bad
+arguments or an internal error. A participant's failure never fails the run: a task with no
+usable prediction gets the worst value of every column, even when it is the only task (the
+light track), so the platform shows a score and the report says why. Every failure is
+explained on stderr in one line first.
 """
 from __future__ import annotations
 
@@ -57,9 +60,10 @@ def score(input_dir: Path, output_dir: Path, program_dir: Path) -> int:
             _say(f"task {result.task.name}: {note}")
     output_dir.mkdir(parents=True, exist_ok=True)
     usable = [r for r in results if not r.penalised]
-    loss = weighted_loss(results) if usable else None
+    loss = weighted_loss(results)
     if not usable:
-        problems.append("no task could be scored; reasons above")
+        problems.append("no task could be scored: every task got the worst value of every "
+                        "column; reasons above")
     (output_dir / REPORT_NAME).write_text(
         render_report(results, phase=config.phase, weighted_loss=loss, problems=problems),
         encoding="utf-8")
@@ -69,8 +73,6 @@ def score(input_dir: Path, output_dir: Path, program_dir: Path) -> int:
         encoding="utf-8")
     for problem in problems:
         _say(problem)
-    if not usable:
-        return 1
     text = write_scores(output_dir, column_values(config, results))
     print(f"scored {len(usable)} of {len(results)} task(s) of phase {config.phase}:\n{text}", end="")
     return 0

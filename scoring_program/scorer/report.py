@@ -181,8 +181,9 @@ def _task_section(result: TaskResult) -> str:
                 if task.budget_seconds is not None else "") + "</p>"]
     if result.penalised:
         parts.append(f'<div class="penalty"><strong>Penalised:</strong> {escape(result.penalty)}'
-                     "<br><span class=\"muted\">The task got the worst value of every metric."
-                     "</span></div>")
+                     "<br><span class=\"muted\">The task got the worst value of every "
+                     "leaderboard column: each metric, its sd (the metric's whole range) and, "
+                     "in a code phase, the whole budget as training time.</span></div>")
     parts.append(_metrics_table(result))
     if result.notes:
         parts.append("<ul>" + "".join(f"<li>{escape(n)}</li>" for n in result.notes) + "</ul>")

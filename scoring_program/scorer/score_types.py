@@ -44,6 +44,13 @@ class ScoreType:
             return self.minimum
         return self.maximum if self.maximum is not None else float(cap)
 
+    def worst_spread(self, cap: float | None = None) -> float:
+        """The worst ``_std`` column value: the metric's whole range. A standard deviation of
+        values clipped to [minimum, maximum] is at most (maximum - minimum) * sqrt(K/(K-1)) / 2,
+        which is below the range for any K >= 2, so no scored task can do worse."""
+        upper = self.maximum if self.maximum is not None else float(cap)
+        return upper - self.minimum
+
     def as_loss(self, value: float) -> float:
         """Lower-is-better form used by the weighted aggregate (1 - agreement, TV, W)."""
         return (self.maximum - value) if self.higher_is_better else value
@@ -86,6 +93,10 @@ class ColumnType:
     @property
     def sort(self) -> str:
         return "desc" if self.higher_is_better else "asc"
+
+    def worst(self, bound: float) -> float:
+        """The worst value within ``bound`` (for train_seconds: the task's budget)."""
+        return bound if not self.higher_is_better else 0.0
 
 
 AGGREGATE = ColumnType(

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from .config import ScoringConfig
 from .results import TaskResult
-from .score_types import score_type
+from .score_types import TRAIN_SECONDS, score_type
 
 KEY_PATTERN = re.compile(r"[A-Za-z0-9_]+")
 MAX_MAGNITUDE = 1e10
@@ -38,6 +38,10 @@ def weighted_loss(results: list[TaskResult]) -> float:
 
 
 def column_values(config: ScoringConfig, results: list[TaskResult]) -> dict[str, float]:
+    """Every leaderboard value. A task without a scored prediction gets the worst value of
+    every column, derived from the column's declared direction and bounds: its metrics and
+    their sd (set by ``evaluate.penalised``) and, here, the whole budget as its
+    train_seconds, so a run that crashed after 0.1 s never ranks best on time."""
     by_task = {result.task.name: result for result in results}
     values = {}
     for column in config.columns:
@@ -49,10 +53,17 @@ def column_values(config: ScoringConfig, results: list[TaskResult]) -> dict[str,
             values[column.key] = result.metrics[column.metric].value
         elif column.statistic == "std":
             values[column.key] = result.metrics[column.metric].chain_std or 0.0
-        else:   # train_seconds: a run without a record counts as using the whole budget
-            seconds = result.train_seconds
-            values[column.key] = seconds if seconds is not None else result.task.budget_seconds
+        else:
+            values[column.key] = _train_seconds(result)
     return values
+
+
+def _train_seconds(result: TaskResult) -> float:
+    """Measured time; the whole budget if penalised, or if there is no record of the run."""
+    budget, seconds = result.task.budget_seconds, result.train_seconds
+    if budget is not None and (result.penalised or seconds is None):
+        return TRAIN_SECONDS.worst(budget)
+    return seconds if seconds is not None else 0.0
 
 
 def format_scores(values: dict[str, float]) -> str:
