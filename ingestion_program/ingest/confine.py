@@ -96,7 +96,8 @@ def _ruleset(abi):
                     ctypes.c_uint32(0))
 
 
-def _allow(ruleset, path, rights):
+def _allow(ruleset, path, rights, handled):
+    rights &= handled                           # an older ABI refuses rights it does not know
     try:
         fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
     except OSError:
@@ -140,17 +141,18 @@ def _listdir(folder):
 
 
 def install_landlock(plan):
-    """Returns the ABI installed; the caller has set no-new-privileges."""
-    abi = landlock_abi()
+    """Returns the ABI installed; the caller has set no-new-privileges. ``abi_at_most`` in
+    the plan pretends to an older kernel (tests of the masking)."""
+    abi = min(landlock_abi(), plan.get("abi_at_most", 1 << 30))
     ruleset = _ruleset(abi)
     try:
         rights = _fs_rights(abi)
         for path in readable_paths(plan):
-            _allow(ruleset, path, READ)
+            _allow(ruleset, path, READ, rights)
         for path in _device_paths():
-            _allow(ruleset, path, READ | FS_WRITE_FILE | FS_TRUNCATE)
+            _allow(ruleset, path, READ | FS_WRITE_FILE | FS_TRUNCATE, rights)
         for path in plan["write"]:
-            _allow(ruleset, path, rights)
+            _allow(ruleset, path, rights, rights)
         _syscall("landlock_restrict_self", ctypes.c_int(ruleset), ctypes.c_uint32(0))
     finally:
         os.close(ruleset)
@@ -235,10 +237,10 @@ def seccomp_program(protected):
     return p.build()
 
 
-def install_seccomp():
+def install_seccomp(protected=None):
     if "arch" not in NR:
         raise Refused(f"seccomp on {platform.machine()}", errno.ENOSYS)
-    code = seccomp_program(_ancestors())
+    code = seccomp_program(_ancestors() if protected is None else protected)
     filters = ctypes.create_string_buffer(code)
     fprog = ctypes.create_string_buffer(struct.pack("@HP", len(code) // 8,
                                                     ctypes.addressof(filters)))
@@ -259,6 +261,7 @@ def _landlock_entries(plan):
 def install(plan):
     """Everything this process can install on itself; never raises for a refusal."""
     disabled = set(plan.get("disable", ()))
+    protected = _ancestors()          # read before Landlock narrows what /proc shows
     try:
         no_new_privileges()
     except Refused as error:
@@ -272,7 +275,7 @@ def install(plan):
     if "seccomp" in disabled:
         return entries + [[SECCOMP, False, "disabled for this run"]]
     try:
-        install_seccomp()
+        install_seccomp(protected)
         entries.append([SECCOMP, True, "filter installed"])
     except Refused as error:
         entries.append([SECCOMP, False, str(error)])

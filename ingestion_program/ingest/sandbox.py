@@ -233,6 +233,7 @@ def describe(protections: Protections, limits: Limits, locked: list[str]) -> lis
         f"open files {limits.open_files}"
         + (f", processes {limits.processes}" if p.separate_user else ""),
         "output folder: written by this program only, from validated predictions"
+        + ("" if p.separate_user else " (Landlock; each task's child confirms it below)")
         if p.output_protected else
         "output folder: NOT ACTIVE: the child runs as this program's user without Landlock "
         "and could write into it; predictions are still taken only from validated frames",
