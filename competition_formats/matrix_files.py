@@ -24,6 +24,13 @@ _NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 _NON_FINITE = re.compile(r"[+-]?(?:nan|inf|infinity)", re.IGNORECASE)
 _NPY_MAGIC = b"\x93NUMPY"
 SNIFF_BYTES = 1 << 16     # enough for the header and first data line of any of our formats
+# Size bounds for a matrix whose shape is known, checked before a byte is parsed, so a file far
+# larger than its shape (a 1 GiB upload for a 50 x 3 matrix) costs neither time nor memory.
+# np.savetxt's "%.18e" plus a delimiter is 26 bytes a number; 64 leaves room for any sane
+# format, a header of column names and CRLF line ends. .npy: 8 bytes a float64 (16 allows
+# any real dtype) after a header numpy keeps far below SNIFF_BYTES.
+MAX_TEXT_BYTES_PER_VALUE = 64
+MAX_NPY_BYTES_PER_VALUE = 16
 # What np.load raises for corrupt files (MemoryError: a header claiming a huge shape).
 NUMPY_LOAD_ERRORS = (ValueError, OSError, EOFError, MemoryError, zipfile.BadZipFile, zlib.error)
 
@@ -81,14 +88,57 @@ def read_matrix(path: PathLike, *, n_rows: int | None = None, n_cols: int | None
     """Read a float64 2-D matrix from .csv/.txt text or .npy, checking the shape when given.
 
     `row_label` / `col_label` (e.g. "samples") only make shape errors say what rows/columns mean.
+    When both are given, a file too large for that shape is refused from its size alone,
+    and a text file is read no further than two rows past ``n_rows``: memory stays bounded
+    by the expected shape, whatever was uploaded.
     """
     path = require_file(path, MATRIX_EXTENSIONS)
+    if n_rows is not None and n_cols is not None:
+        _check_file_size(path, n_rows, n_cols, row_label, col_label)
     if path.suffix.lower() == NPY_EXTENSION:
         matrix = _read_npy_matrix(path)
+        shape = matrix.shape
     else:
-        matrix = _read_text_matrix(path)
-    _check_matrix_shape(path, matrix.shape, n_rows, n_cols, row_label, col_label)
+        # Two rows past the expected count tell "one row too many (a header?)" from "more".
+        max_rows = None if n_rows is None else n_rows + 2
+        matrix = _read_text_matrix(path, max_rows)
+        shape = matrix.shape
+        if max_rows is not None and shape[0] >= max_rows:    # stopped early: count the rest
+            shape = (_count_data_rows(path), shape[1])
+    _check_matrix_shape(path, shape, n_rows, n_cols, row_label, col_label)
     return matrix
+
+
+def max_matrix_bytes(n_rows: int, n_cols: int, suffix: str) -> int:
+    """The largest file accepted for an n_rows x n_cols matrix (see MAX_*_BYTES_PER_VALUE).
+
+    Text: n_rows + 1 lines (a header allowed) of n_cols numbers at MAX_TEXT_BYTES_PER_VALUE
+    bytes each plus CRLF; .npy: the values at MAX_NPY_BYTES_PER_VALUE bytes; both plus
+    SNIFF_BYTES of slack (BOM, blank lines, the .npy header).
+    """
+    if suffix.lower() == NPY_EXTENSION:
+        return SNIFF_BYTES + n_rows * n_cols * MAX_NPY_BYTES_PER_VALUE
+    return SNIFF_BYTES + (n_rows + 1) * (n_cols * MAX_TEXT_BYTES_PER_VALUE + 2)
+
+
+def _check_file_size(path: Path, n_rows: int, n_cols: int, row_label: str, col_label: str) -> None:
+    size, bound = path.stat().st_size, max_matrix_bytes(n_rows, n_cols, path.suffix)
+    if size > bound:
+        shape = " x ".join(_count(n, name) + (f" ({label})" if label else "")
+                           for n, name, label in ((n_rows, "row", row_label),
+                                                  (n_cols, "column", col_label)))
+        raise FormatError(f"{path}: {size:,} bytes, far more than {shape} can take (at most "
+                          f"{bound:,} bytes); refused without reading it: check the file's shape")
+
+
+def _count_data_rows(path: Path) -> int:
+    """Non-blank lines less a header, streamed, for the shape error of a file with too many
+    rows (only called once its size is known to be bounded)."""
+    with open(path, "rb") as stream:
+        head = stream.read(SNIFF_BYTES).decode("utf-8", errors="replace").splitlines()[:-1]
+    header, _ = _detect_header_and_delimiter(path, head)
+    with open(path, "rb") as stream:
+        return sum(1 for line in stream if line.strip()) - (header is not None)
 
 
 def write_matrix(path: PathLike, array: np.ndarray) -> None:
@@ -126,7 +176,7 @@ def _read_npy_matrix(path: Path) -> np.ndarray:
     return array.astype(np.float64)
 
 
-def _read_text_matrix(path: Path) -> np.ndarray:
+def _read_text_matrix(path: Path, max_rows: int | None = None) -> np.ndarray:
     """Fast path: sniff the head, then np.loadtxt straight from the file (C, chunked).
 
     Anything unusual (binary bytes, a BOM, blank lines between comma rows, a bad token,
@@ -149,21 +199,21 @@ def _read_text_matrix(path: Path) -> np.ndarray:
             warnings.simplefilter("ignore")        # loadtxt warns about empty input
             matrix = np.loadtxt(path, dtype=np.float64, delimiter=delimiter, comments=None,
                                 skiprows=0 if header is None else header + 1, ndmin=2,
-                                encoding="utf-8")
+                                encoding="utf-8", max_rows=max_rows)
     except (ValueError, UnicodeDecodeError):
         matrix = None
     if matrix is None or matrix.size == 0 or not np.isfinite(matrix).all():
-        return _read_text_matrix_carefully(path)
+        return _read_text_matrix_carefully(path, max_rows)
     return matrix
 
 
-def _read_text_matrix_carefully(path: Path) -> np.ndarray:
+def _read_text_matrix_carefully(path: Path, max_rows: int | None = None) -> np.ndarray:
     """Parse the decoded lines; on failure scan them to say where it broke."""
     lines = _decode_text(path).splitlines()
     header, delimiter = _detect_header_and_delimiter(path, lines)
     start = 0 if header is None else header + 1
     # loadtxt rejects whitespace-only lines when splitting on commas: drop blank lines first.
-    data = [line for line in lines[start:] if line.strip()]
+    data = [line for line in lines[start:] if line.strip()][:max_rows]
     try:
         matrix = np.loadtxt(data, dtype=np.float64, delimiter=delimiter, comments=None, ndmin=2)
     except ValueError:

@@ -411,3 +411,75 @@ def test_writers_reject_wrong_shapes_and_names(tmp_path):
         write_chain_samples(tmp_path / "c.npy", np.ones((2, 2)))
     with pytest.raises(ValueError, match="layout"):
         read_regression_samples(tmp_path / "s.csv", layout="points_x_samples")
+
+
+# --- files far larger than their shape ---------------------------------------------------------
+
+READ_AND_REPORT_MEMORY = """
+import resource, sys
+from competition_formats import FormatError, read_classification_probs
+try:
+    read_classification_probs(sys.argv[1], n_points=50, n_classes=3)
+    print("read")
+except FormatError as error:
+    print("refused:", error)
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+"""
+
+
+def _read_in_a_child(path: Path) -> tuple[str, int]:
+    """What reading `path` as 50 x 3 probabilities says, and the child's peak memory."""
+    import subprocess
+    import sys
+    result = subprocess.run([sys.executable, "-c", READ_AND_REPORT_MEMORY, str(path)],
+                            capture_output=True, text=True, timeout=120,
+                            cwd=Path(__file__).resolve().parents[1])
+    assert result.returncode == 0, result.stderr
+    *message, peak = result.stdout.strip().splitlines()
+    return "\n".join(message), int(peak)
+
+
+def test_a_huge_file_is_refused_from_its_size_with_memory_bounded_by_the_expected_shape(tmp_path):
+    """200 MB of valid numbers for a 50 x 3 matrix: refused before parsing; the reader's peak
+    memory is that of reading a correct file (parsing it would need gigabytes)."""
+    small = tmp_path / "iris_probs.csv"
+    np.savetxt(small, random_probs(50, 3))
+    huge = tmp_path / "huge" / "iris_probs.csv"
+    huge.parent.mkdir()
+    chunk = b"3.333333333333333148e-01 3.333333333333333148e-01 3.333333333333333148e-01\n" * 20000
+    with open(huge, "wb") as stream:
+        for _ in range(200 * 2**20 // len(chunk)):
+            stream.write(chunk)
+    said, peak = _read_in_a_child(huge)
+    baseline_said, baseline_peak = _read_in_a_child(small)
+    assert baseline_said == "read"
+    assert said.startswith("refused:") and "refused without reading it" in said
+    assert f"{huge.stat().st_size:,} bytes" in said and "50 rows (test points)" in said
+    assert peak < 1.5 * baseline_peak, (peak, baseline_peak)
+
+
+def test_too_many_short_rows_stop_the_reading_and_are_counted(tmp_path):
+    """Within the size bound (short numbers) but 100x the rows: refused with the true count."""
+    path = write_text(tmp_path / "p.csv", "1 0 0\n" * 5000)
+    message = error_message(read_classification_probs, path, n_points=50, n_classes=3)
+    assert "wrong number of rows: expected 50 rows (test points)" in message
+    assert "found 5000 rows x 3 columns" in message
+    one_more = write_text(tmp_path / "q.csv", "a,b,c\n" + "1,0,0\n" * 51)
+    assert "found 51 rows" in error_message(read_classification_probs, one_more, n_points=50,
+                                             n_classes=3)
+
+
+def test_an_npy_far_larger_than_its_shape_is_refused_unread(tmp_path):
+    np.save(tmp_path / "p.npy", np.full((20000, 3), 1 / 3))
+    message = error_message(read_classification_probs, tmp_path / "p.npy", n_points=50, n_classes=3)
+    assert "refused without reading it" in message
+
+
+def test_the_size_bound_leaves_room_for_every_accepted_text_format(tmp_path):
+    """Full precision, a header, commas with spaces and CRLF line ends all fit."""
+    from competition_formats.matrix_files import max_matrix_bytes
+    probs = random_probs(50, 3)
+    rows = "".join(", ".join(f"{v:+.18e}" for v in row) + "\r\n" for row in probs)
+    path = write_text(tmp_path / "p.csv", "class_0, class_1, class_2\r\n" + rows)
+    assert path.stat().st_size < max_matrix_bytes(50, 3, ".csv") / 2
+    assert read_classification_probs(path, n_points=50, n_classes=3) == pytest.approx(probs)

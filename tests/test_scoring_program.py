@@ -280,3 +280,18 @@ def test_two_files_for_one_task_are_refused(evaluation, run):
     result = run_scoring(run)
     assert "wine: several prediction files (wine_probs.csv, wine_probs.npy); submit exactly one" \
         in result.stderr
+
+
+def test_a_huge_prediction_file_is_penalised_without_being_read(evaluation, run):
+    """1 GiB (sparse: no disk used) where 60 x 3 numbers are expected: the task is penalised
+    from the file's size, the other tasks are scored, and the run ends normally."""
+    root, plan = evaluation
+    res = submit(run, good_predictions(plan), skip={"wine"})
+    with open(res / "wine_probs.csv", "wb") as stream:
+        stream.truncate(2**30)
+    result = run_scoring(run)
+    assert result.returncode == 0, result.stderr
+    assert "task wine penalised: wine_probs.csv: 1,073,741,824 bytes" in result.stderr
+    assert "refused without reading it" in result.stderr
+    scores = read_scores(run)
+    assert scores["wine_agreement"] == 0.0 and scores["breast_cancer_agreement"] > 0.9
