@@ -200,6 +200,9 @@ def preexec(protections: Protections, limits: Limits):
                              (resource.RLIMIT_FSIZE, limits.max_file_bytes),
                              (resource.RLIMIT_NOFILE, limits.open_files),
                              (resource.RLIMIT_CORE, 0)):
+            _, hard = resource.getrlimit(which)
+            if hard != resource.RLIM_INFINITY:
+                value = min(value, hard)     # raising a hard limit needs CAP_SYS_RESOURCE
             resource.setrlimit(which, (value, value))
         if protections.separate_user:
             # Only for a user of its own: RLIMIT_NPROC counts every process of that user.

@@ -320,7 +320,12 @@ def _failure_message(run: _Run, limits: Limits) -> tuple[str, str]:
 
 def run_task(task: TaskSpec, staging: Staging, protections: Protections, limits: Limits,
              entry: tuple[str, str] = ("submission", "predict")) -> TaskOutcome:
-    run = _Run(task, staging, protections, limits, entry)
+    try:
+        run = _Run(task, staging, protections, limits, entry)
+    except (OSError, subprocess.SubprocessError) as error:
+        return TaskOutcome(status="failed", wall_seconds=0.0,
+                           message=f"the ingestion could not start the task's process ({error}); "
+                                   "please report this to the organizers")
     try:
         run.loop()
     except BaseException:
