@@ -116,9 +116,11 @@ raise SystemExit("probe done")""", prelude="import json, sys")
     found = probe_results(record)
     assert found["CapEff"] == "0000000000000000" and found["NoNewPrivs"] == "1"
     assert found["Uid"].split()[0] == "0"
-    assert "unprivileged user: NOT ACTIVE" in result.stdout
-    assert "(setgroups: EPERM)" in result.stdout
-    assert "network namespace (unshare(CLONE_NEWNET): EPERM)" in result.stdout
+    assert "unprivileged user: NOT ACTIVE (setgroups: EPERM" in result.stdout
+    assert "network namespace (no network): NOT ACTIVE (unshare(CLONE_NEWNET): EPERM)" \
+        in result.stdout
+    assert "seccomp filter (no IP sockets, ptrace, io_uring, signals to this program): active" \
+        in result.stdout
     assert "preexec_fn" not in result.stdout + result.stderr
 
 

@@ -38,7 +38,7 @@ class Protections:
     seccomp: bool = False
     hidden_proc: bool = False         # this process is not dumpable: /proc/<pid>/environ...
     disabled: tuple[str, ...] = ()    # child protections switched off for a test run
-    inactive: tuple[str, ...] = field(default_factory=tuple)   # why something is not active
+    why_not: dict[str, str] = field(default_factory=dict)   # protection -> why it is not active
 
     @property
     def separate_user(self) -> bool:
@@ -92,7 +92,7 @@ def _probe_network_namespace() -> str | None:
     def enter():
         os.unshare(os.CLONE_NEWNET)
     problem = _attempt(enter)
-    return f"network namespace ({problem}); the child keeps the network" if problem else None
+    return problem
 
 
 def _probe_sandbox_user(uid: int, gid: int) -> str | None:
@@ -108,7 +108,7 @@ def _probe_sandbox_user(uid: int, gid: int) -> str | None:
         os.execv(sys.executable, [sys.executable, "-c", "import numpy"])
     problem = _attempt(become)
     if problem:
-        return (f"user {SANDBOX_USER!r} cannot start {sys.executable} with numpy ({problem}); "
+        return (f"{problem}: user {SANDBOX_USER!r} cannot start {sys.executable} with numpy; "
                 "the child runs as root")
     return None
 
@@ -128,55 +128,55 @@ def _hide_from_children() -> str | None:
     return None
 
 
-def _user(inactive: list[str]) -> tuple[int | None, int | None]:
+def _user(why_not: dict[str, str]) -> tuple[int | None, int | None]:
     if os.geteuid() != 0:
-        inactive.append("unprivileged user: not running as root, so the child runs as the same "
-                        "user; file permissions cannot hide the reference data or output folder")
+        why_not["user"] = ("not running as root, so the child runs as the same user; file "
+                           "permissions cannot hide the reference data or output folder")
         return None, None
     try:
         entry = pwd.getpwnam(SANDBOX_USER)
     except KeyError:
-        inactive.append(f"unprivileged user: no user {SANDBOX_USER!r}: the child runs as root")
+        why_not["user"] = f"no user {SANDBOX_USER!r}: the child runs as root"
         return None, None
     problem = _probe_sandbox_user(entry.pw_uid, entry.pw_gid)
     if problem:
-        inactive.append(f"unprivileged user: {problem}")
+        why_not["user"] = problem
         return None, None
     return entry.pw_uid, entry.pw_gid
 
 
-def _landlock(inactive: list[str], disabled: tuple[str, ...]) -> int | None:
+def _landlock(why_not: dict[str, str], disabled: tuple[str, ...]) -> int | None:
     if "landlock" in disabled:
-        inactive.append("Landlock: disabled for this run (INGESTION_SANDBOX_DISABLE)")
+        why_not["landlock"] = "disabled for this run (INGESTION_SANDBOX_DISABLE)"
         return None
     try:
         return confine.landlock_abi()
     except confine.Refused as error:
-        inactive.append(f"Landlock: {error}; the child can write wherever its user may")
+        why_not["landlock"] = f"{error}; the child can read and write wherever its user may"
         return None
 
 
 def probe() -> Protections:
-    inactive: list[str] = []
+    why_not: dict[str, str] = {}
     disabled = tuple(filter(None, os.environ.get("INGESTION_SANDBOX_DISABLE", "").split(",")))
     subreaper_problem = become_subreaper()
     if subreaper_problem:
-        inactive.append(f"child subreaper ({subreaper_problem}); escaped grandchildren are still "
-                        "killed if found among descendants")
+        why_not["subreaper"] = (f"{subreaper_problem}; escaped grandchildren are still killed "
+                                "if found among descendants")
     hidden_problem = _hide_from_children()
     if hidden_problem:
-        inactive.append(f"hiding this process's /proc files ({hidden_problem})")
-    uid, gid = _user(inactive)
+        why_not["proc"] = hidden_problem
+    uid, gid = _user(why_not)
     network = _probe_network_namespace() if hasattr(os, "unshare") else \
-        "network namespace (no os.unshare); the child keeps the network"
+        "no os.unshare"
     if network:
-        inactive.append(network)
-    landlock_abi = _landlock(inactive, disabled)
+        why_not["network"] = network
+    landlock_abi = _landlock(why_not, disabled)
     seccomp_problem = "disabled for this run" if "seccomp" in disabled else _probe_seccomp()
     if seccomp_problem:
-        inactive.append(f"seccomp filter ({seccomp_problem})")
+        why_not["seccomp"] = seccomp_problem
     return Protections(uid, gid, network is None, subreaper_problem is None, landlock_abi,
-                       seccomp_problem is None, hidden_problem is None, disabled, tuple(inactive))
+                       seccomp_problem is None, hidden_problem is None, disabled, why_not)
 
 
 def lock_down(protections: Protections, paths: list[Path]) -> list[str]:
@@ -213,23 +213,26 @@ def preexec(protections: Protections, limits: Limits):
     return set_up
 
 
-def _state(active: bool) -> str:
-    return "active" if active else "NOT ACTIVE"
+def _state(protections: Protections, key: str, active: bool, detail: str = "") -> str:
+    if active:
+        return f"active{detail}"
+    return f"NOT ACTIVE ({protections.why_not.get(key, 'not available')})"
 
 
 def describe(protections: Protections, limits: Limits, locked: list[str]) -> list[str]:
     gib, p = 2 ** 30, protections
-    landlock = (f"available (kernel ABI {p.landlock_abi}); each task's child reports what it "
-                "installed" if p.landlock_abi is not None else "NOT ACTIVE")
     lines = [
         "own process group and session, killed as a group: active",
-        f"child subreaper (escaped descendants swept after each task): {_state(p.subreaper)}",
-        f"unprivileged user: {'active (' + SANDBOX_USER + ')' if p.separate_user else 'NOT ACTIVE'}",
-        f"network namespace (no network): {_state(p.network_namespace)}",
-        f"Landlock (files, TCP, signals): {landlock}",
-        f"seccomp filter (no IP sockets, ptrace, io_uring, signals to this program): "
-        f"{_state(p.seccomp)}",
-        f"this program's /proc files hidden from the child: {_state(p.hidden_proc)}",
+        "child subreaper (escaped descendants swept after each task): "
+        + _state(p, "subreaper", p.subreaper),
+        f"unprivileged user: {_state(p, 'user', p.separate_user, f' ({SANDBOX_USER})')}",
+        f"network namespace (no network): {_state(p, 'network', p.network_namespace)}",
+        "Landlock (files, TCP, signals): " + _state(
+            p, "landlock", p.landlock_abi is not None,
+            f" (kernel ABI {p.landlock_abi}; each task's child confirms what it installed)"),
+        "seccomp filter (no IP sockets, ptrace, io_uring, signals to this program): "
+        + _state(p, "seccomp", p.seccomp),
+        f"this program's /proc files hidden from the child: {_state(p, 'proc', p.hidden_proc)}",
         f"limits: address space {limits.memory_bytes / gib:.1f} GiB, file size "
         f"{limits.max_file_bytes / 2**20:.0f} MiB, disk {limits.disk_bytes / 2**20:.0f} MiB "
         f"(working folder, and /tmp, /var/tmp, /dev/shm wherever the child can write them), "
@@ -243,5 +246,4 @@ def describe(protections: Protections, limits: Limits, locked: list[str]) -> lis
     ]
     if locked:
         lines.append(f"unreadable to the child: {', '.join(locked)}")
-    lines += [f"NOT ACTIVE: {reason}" for reason in p.inactive]
     return lines
