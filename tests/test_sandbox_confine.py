@@ -88,3 +88,18 @@ def test_readable_paths_never_contain_a_forbidden_folder(tmp_path):
     assert not any(str(tmp_path).startswith(path.rstrip("/") + "/") or path == str(tmp_path)
                    for path in paths)
     assert "/usr" in paths
+
+
+def test_process_table_from_ps_matches_proc(monkeypatch):
+    """Where there is no /proc (run_local on a Mac), ps(1) gives the same tree."""
+    from ingestion_program.ingest import processes
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        from_proc = processes.descendants()
+        monkeypatch.setattr(processes.os.path, "isdir", lambda path: False)
+        from_ps = processes.descendants()
+        assert child.pid in from_proc and child.pid in from_ps
+        assert from_ps[child.pid] in "RSD" and from_proc[child.pid] in "RSD"   # alive
+    finally:
+        child.kill()
+        child.wait()

@@ -76,6 +76,8 @@ def landlock_abi():
 
 
 def no_new_privileges():
+    if not hasattr(_libc, "prctl"):
+        raise Refused("prctl", errno.ENOSYS)       # not Linux: a participant's own machine
     if _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         raise Refused("prctl(PR_SET_NO_NEW_PRIVS)", ctypes.get_errno())
 

@@ -30,7 +30,10 @@ def _gpus() -> list[str]:
 
 def describe_hardware() -> dict:
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")   # no psutil needed
+    try:
+        memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")   # no psutil needed
+    except (ValueError, OSError):
+        memory = 0
     return {"cpu": _cpu_model(), "cores": cores, "memory_gib": round(memory / 2 ** 30, 1),
             "gpus": _gpus(),
         "python": platform.python_version(), "platform": platform.platform()}

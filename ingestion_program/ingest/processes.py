@@ -11,6 +11,7 @@ import ctypes
 import errno
 import os
 import signal
+import subprocess
 import time
 
 PR_SET_CHILD_SUBREAPER = 36
@@ -30,6 +31,8 @@ def become_subreaper() -> str | None:
 
 def _process_table() -> dict[int, tuple[int, str]]:
     """pid -> (parent pid, state letter) for every process visible in /proc."""
+    if not os.path.isdir("/proc/self"):
+        return _ps_table()
     table = {}
     for name in os.listdir("/proc"):
         if not name.isdigit():
@@ -40,6 +43,21 @@ def _process_table() -> dict[int, tuple[int, str]]:
         except (OSError, IndexError):
             continue                                  # exited while we looked
         table[int(name)] = (int(fields[1]), fields[0].decode())
+    return table
+
+
+def _ps_table() -> dict[int, tuple[int, str]]:
+    """The same from ps(1), where there is no /proc (a participant's Mac running run_local)."""
+    try:
+        listing = subprocess.run(["ps", "-A", "-o", "pid=", "-o", "ppid=", "-o", "stat="],
+                                 capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return {}
+    table = {}
+    for line in listing.splitlines():
+        fields = line.split()
+        if len(fields) >= 3 and fields[0].isdigit() and fields[1].isdigit():
+            table[int(fields[0])] = (int(fields[1]), fields[2][0])
     return table
 
 

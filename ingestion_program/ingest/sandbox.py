@@ -123,6 +123,8 @@ def _probe_seccomp() -> str | None:
 def _hide_from_children() -> str | None:
     """Not dumpable: a child with our uid cannot read /proc/<our pid>/environ, fd, mem."""
     libc = ctypes.CDLL(None, use_errno=True)
+    if not hasattr(libc, "prctl"):
+        return "prctl: ENOSYS"
     if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
         return f"prctl(PR_SET_DUMPABLE): {errno.errorcode.get(ctypes.get_errno())}"
     return None

@@ -153,7 +153,8 @@ class Staging:
 
 
 def _child_environment(workdir: Path, cores: int | None) -> dict[str, str]:
-    threads = str(cores or len(os.sched_getaffinity(0)))
+    available = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    threads = str(cores or available)
     return {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(workdir), "TMPDIR": str(workdir),
             "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1",
             **{name: threads for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
