@@ -153,7 +153,6 @@ def test_a_thread_left_running_does_not_lose_the_returned_prediction(prepared, t
     run, result, record = ingest(prepared, tmp_path, code)
     iris = record.tasks["iris"]
     assert iris.status == "ok" and iris.prediction == "final", iris.message
-    assert iris.wall_seconds < BUDGET_SECONDS
 
 
 def test_leftover_processes_are_counted_once_each(prepared, tmp_path):

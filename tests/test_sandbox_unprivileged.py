@@ -154,6 +154,8 @@ attempt("hidden_write", lambda: open(os.path.join(@hidden, "extra"), "w").write(
 libc = ctypes.CDLL(None, use_errno=True)
 results["ptrace"] = "allowed" if libc.ptrace(16, os.getppid(), 0, 0) == 0 else "refused"
 attempt("kill_ingestion", lambda: os.kill(os.getppid(), signal.SIGKILL))
+attempt("pidfd_from_proc", lambda: signal.pidfd_send_signal(
+    os.open(f"/proc/{os.getppid()}", os.O_RDONLY), signal.SIGKILL))
 print("PROBE", json.dumps(results), file=sys.stderr)
 return uniform(task)""", port=port, unique=unique, hidden=tmp_path / "hidden_ref",
                       input=run_dir / "input", output=run_dir / "output",
@@ -186,13 +188,19 @@ def test_killing_the_ingestion_fails_even_without_landlock(prepared, tmp_path):
     code = submission(PROBE + """
 attempt("kill_parent", lambda: os.kill(os.getppid(), signal.SIGKILL))
 attempt("kill_group", lambda: os.killpg(os.getpgid(os.getppid()), signal.SIGKILL))
+attempt("term_parent", lambda: os.kill(os.getppid(), signal.SIGTERM))
+attempt("pidfd_from_proc", lambda: signal.pidfd_send_signal(
+    os.open(f"/proc/{os.getppid()}", os.O_RDONLY), signal.SIGKILL))
 attempt("tcp", lambda: socket.create_connection(("127.0.0.1", 9), timeout=1))
 print("PROBE", json.dumps(results), file=sys.stderr)
 return uniform(task)""")
     run, result, record = ingest_unprivileged(prepared, tmp_path, code,
                                               env={"INGESTION_SANDBOX_DISABLE": "landlock"})
     assert probe_results(record) == {"kill_parent": "PermissionError",
-                                     "kill_group": "PermissionError", "tcp": "PermissionError"}
+                                     "kill_group": "PermissionError",
+                                     "term_parent": "PermissionError",
+                                     "pidfd_from_proc": "PermissionError",
+                                     "tcp": "PermissionError"}
     assert record.tasks["iris"].status == "ok"
     assert "Landlock files NOT ACTIVE (disabled for this run)" in result.stdout
     assert "output folder: NOT ACTIVE" in result.stdout

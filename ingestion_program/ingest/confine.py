@@ -28,7 +28,8 @@ SYSCALLS = {
 }
 for _table in SYSCALLS.values():
     _table.update(landlock_create_ruleset=444, landlock_add_rule=445, landlock_restrict_self=446,
-                  io_uring_setup=425, io_uring_enter=426, io_uring_register=427, pidfd_open=434)
+                  io_uring_setup=425, io_uring_enter=426, io_uring_register=427, pidfd_open=434,
+                  pidfd_send_signal=424, pidfd_getfd=438)
 NR = SYSCALLS.get(platform.machine(), {})
 
 FS_EXECUTE, FS_WRITE_FILE, FS_READ_FILE, FS_READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
@@ -162,10 +163,13 @@ def install_landlock(plan):
 
 
 def _ancestors():
-    """Pids and process groups of this process's ancestors (the ingestion first)."""
+    """Pids and process groups of this process's ancestors (the ingestion first), init included:
+    a container's init only ignores the signals it has no handler for."""
     pids, pid = [], os.getppid()
-    while pid > 1 and len(pids) < 64:
+    while pid > 0 and len(pids) < 64:
         pids.append(pid)
+        if pid == 1:
+            break
         try:
             with open(f"/proc/{pid}/stat", "rb") as stat:
                 fields = stat.read().rsplit(b")", 1)[1].split()
@@ -205,8 +209,9 @@ class _Program:
 
 
 ALLOW, ERRNO = 0x7FFF0000, 0x00050000
+# pidfd_send_signal: a /proc/<pid> folder is a pidfd too, so its target cannot be checked here.
 DENIED = ("ptrace", "process_vm_readv", "process_vm_writev", "io_uring_setup", "io_uring_enter",
-          "io_uring_register")
+          "io_uring_register", "pidfd_send_signal", "pidfd_getfd")
 SIGNALLING = ("kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo", "pidfd_open")
 
 
