@@ -44,7 +44,8 @@ SYSTEM_READ = ("/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin", "
                "/proc", "/sys", "/dev")
 DEVICE_WRITE = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
 
-LANDLOCK_FILES = "Landlock files (writes only in its working folder, reads only system, Python, task)"
+LANDLOCK_FILES = ("Landlock files (writes only in its working folder, reads only system, Python, "
+                  "task)")
 LANDLOCK_NET = "Landlock network (no TCP connect or bind)"
 LANDLOCK_SCOPE = "Landlock scoping (no signals or abstract sockets outside its own processes)"
 SECCOMP = ("seccomp (sockets only AF_UNIX; no ptrace, process_vm_*, io_uring; "
@@ -109,8 +110,8 @@ def _allow(ruleset, path, rights, handled):
         if not os.path.isdir(path):
             rights &= FILE_RIGHTS
         attr = ctypes.create_string_buffer(struct.pack("<Qi", rights, fd))
-        _syscall("landlock_add_rule", ctypes.c_int(ruleset), ctypes.c_int(LANDLOCK_RULE_PATH_BENEATH),
-                 attr, ctypes.c_uint32(0))
+        _syscall("landlock_add_rule", ctypes.c_int(ruleset),
+                 ctypes.c_int(LANDLOCK_RULE_PATH_BENEATH), attr, ctypes.c_uint32(0))
     finally:
         os.close(fd)
 
@@ -177,7 +178,7 @@ def _ancestors():
             break
         pid = int(fields[1])
         pids.append(-int(fields[2]))
-    return sorted({p & 0xFFFFFFFF for p in pids + [-1]})
+    return sorted({p & 0xFFFFFFFF for p in pids + [-1] if p != 0})   # 0: its own group
 
 
 class _Program:
@@ -260,9 +261,11 @@ def _landlock_entries(plan):
         abi = install_landlock(plan)
     except Refused as error:
         return [[name, False, str(error)] for name in (LANDLOCK_FILES, LANDLOCK_NET, LANDLOCK_SCOPE)]
-    return [[LANDLOCK_FILES, True, f"ABI {abi}"],
-            [LANDLOCK_NET, abi >= 4, f"ABI {abi}" if abi >= 4 else f"kernel Landlock ABI {abi}, needs 4"],
-            [LANDLOCK_SCOPE, abi >= 6, f"ABI {abi}" if abi >= 6 else f"kernel Landlock ABI {abi}, needs 6"]]
+
+    def entry(name, needed):
+        return [name, abi >= needed,
+                f"ABI {abi}" if abi >= needed else f"kernel Landlock ABI {abi}, needs {needed}"]
+    return [entry(LANDLOCK_FILES, 1), entry(LANDLOCK_NET, 4), entry(LANDLOCK_SCOPE, 6)]
 
 
 def install(plan):
