@@ -303,3 +303,15 @@ def test_sigterm_to_the_ingestion_removes_its_child_and_staging(prepared, tmp_pa
     _, stderr = process.communicate(timeout=60)
     assert process.returncode == 2
     assert "ingestion stopped by SIGTERM" in stderr and "Traceback" not in stderr
+
+
+@needs_setpriv
+def test_a_staging_folder_left_by_a_killed_run_is_removed_by_the_next(prepared, tmp_path):
+    gone = subprocess.run(["sh", "-c", "echo $$"], capture_output=True, text=True).stdout.strip()
+    staging = staging_root(tmp_path)
+    abandoned = staging / f"ingestion-{gone}-abcd1234"
+    (abandoned / "locked").mkdir(parents=True)
+    os.chmod(abandoned / "locked", 0)
+    run, result, record = ingest_unprivileged(prepared, tmp_path, submission("return uniform(task)"))
+    assert f"removed staging folders of earlier, killed runs: {abandoned.name}" in result.stdout
+    assert not abandoned.exists()
