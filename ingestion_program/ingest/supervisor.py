@@ -194,14 +194,19 @@ class _Run:
         self.scratch = ScratchWatch(staging.base or staging.workdir, protections.uid)
         self.started = time.monotonic()
         self.deadline = self.started + task.budget_seconds
-        self.process = subprocess.Popen(
-            [sys.executable, "-c", BOOTSTRAP, json.dumps(spec), str(staging.runtime),
-             str(staging.submission)],
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            pass_fds=(write_fd,), cwd=staging.workdir, start_new_session=True,
-            env=_child_environment(staging.workdir, limits.cores),
-            preexec_fn=preexec(protections, limits))
-        os.close(write_fd)
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, "-c", BOOTSTRAP, json.dumps(spec), str(staging.runtime),
+                 str(staging.submission)],
+                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                pass_fds=(write_fd,), cwd=staging.workdir, start_new_session=True,
+                env=_child_environment(staging.workdir, limits.cores),
+                preexec_fn=preexec(protections, limits))
+        except BaseException:
+            os.close(read_fd)
+            raise
+        finally:
+            os.close(write_fd)
         self.result_fd = read_fd
         self.workdir = staging.workdir
         self.selector = selectors.DefaultSelector()
