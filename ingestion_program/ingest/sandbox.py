@@ -207,7 +207,7 @@ def preexec(protections: Protections, limits: Limits):
                 value = min(value, hard)     # raising a hard limit needs CAP_SYS_RESOURCE
             resource.setrlimit(which, (value, value))
         if protections.separate_user:
-            # Only for a user of its own: RLIMIT_NPROC counts every process of that user.
+            # Only for a user of its own: it counts all that user's processes, and root is exempt.
             resource.setrlimit(resource.RLIMIT_NPROC, (limits.processes, limits.processes))
             os.setgroups([])
             os.setgid(protections.gid)
