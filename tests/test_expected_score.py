@@ -50,6 +50,7 @@ def test_classification_expectation_matches_the_exact_posteriors_realised_score(
     exact, reference_chains = _classification_world(rng)
     realised, estimated = {"total_variation": [], "agreement": []}, {"total_variation": [],
                                                                       "agreement": []}
+    spreads = []
     for _ in range(40):
         chains = reference_chains()
         reference = chains.mean(axis=0)
@@ -57,8 +58,14 @@ def test_classification_expectation_matches_the_exact_posteriors_realised_score(
         realised["agreement"].append(metrics.top1_agreement(exact, reference))
         for name, found in exact_posterior_expectation("classification", chains).items():
             estimated[name].append(found.value)
+        spreads.append(exact_posterior_expectation("classification", chains)
+                       ["total_variation"].spread)
     assert np.mean(estimated["total_variation"]) == pytest.approx(
         np.mean(realised["total_variation"]), rel=0.05)
+    # The spread over the 3 splits (orthogonal contrasts of 4 chains) estimates how far an
+    # exact submission's score moves from one reference to the next.
+    chance = np.std(realised["total_variation"], ddof=1)
+    assert 0.6 < np.sqrt(np.mean(np.square(spreads))) / chance < 1.6
     # 1 - agreement: the flip rate; a plug-in, so only its order of magnitude is promised.
     flips, estimated_flips = 1 - np.mean(realised["agreement"]), 1 - np.mean(estimated["agreement"])
     assert flips > 0.01 and 0.5 * flips < estimated_flips < 2 * flips

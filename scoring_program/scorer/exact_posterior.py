@@ -22,7 +22,11 @@ the sizes that matter, submission against the full reference:
 TV is homogeneous in the probability error, so this is exact for Gaussian errors; the
 Wasserstein distances follow it through the empirical quantile process (up to a slowly
 varying factor in the tails). The value is the mean over the distinct splits, and its
-spread the standard deviation over them (ddof=1).
+spread the standard deviation over them (ddof=1). With 4 chains the 3 splits are orthogonal
+contrasts of the chains ((1,1,-1,-1)/2, (1,-1,1,-1)/2, (1,-1,-1,1)/2), so for Gaussian chain
+errors each rescaled split is an independent draw of what an exact submission scores against
+a reference of our size: the spread says roughly how far an exact submission lands from the
+expectation by chance (from 3 draws, so only roughly).
 
 Agreement is not a distance (1 - agreement is a probability of flipping the top class), so
 it does not scale that way: per test point, the top two classes a, b of the reference and
@@ -54,7 +58,8 @@ SPLIT_METHOD = "matched split of the chains, rescaled by the central-limit rate"
 @dataclass(frozen=True)
 class Expectation:
     value: float
-    spread: float | None      # std over the chain splits (ddof=1); None for agreement
+    spread: float | None      # std over the chain splits (ddof=1): an exact submission's
+    #                           chance spread around the value; None for agreement
     method: str
 
 

@@ -22,9 +22,10 @@ EXPECTATION_NOTE = (
     "(the exact model average; for regression as many exact draws as a submission holds) is "
     "expected to get against this reference, which is itself a finite HMC run, so even the "
     "exact posterior does not score perfectly. Estimated by scoring half of the HMC chains "
-    "against the other half and rescaling to the submission's and the reference's sizes "
-    "(± its spread over the ways to split the chains). A submission can land on either side of "
-    "it by chance; well beyond it on the good side is suspicious, not better.")
+    "against the other half and rescaling to the submission's and the reference's sizes; ± is "
+    "its spread over the ways to split the chains, roughly how far an exact submission lands "
+    "from it by chance. A submission can land on either side of it; well beyond it on the good "
+    "side is luck or a match to HMC's own Monte Carlo noise, not a better posterior.")
 
 STYLE = """
 body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, Helvetica, Arial, sans-serif;
