@@ -1,6 +1,8 @@
 """confine.py on its own: Landlock at every ABI this kernel can pretend to, and the seccomp
-filter, each installed in a fresh interpreter that then tries what a submission would."""
+filter, each installed in a fresh interpreter that then tries what a submission would; and the
+pieces of the supervisor that need no whole ingestion run."""
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -103,3 +105,21 @@ def test_process_table_from_ps_matches_proc(monkeypatch):
     finally:
         child.kill()
         child.wait()
+
+
+def test_a_task_process_that_cannot_start_fails_that_task_only(tmp_path, monkeypatch):
+    from ingestion_program.ingest import supervisor
+    from ingestion_program.ingest.config import Limits, TaskSpec
+    from ingestion_program.ingest.sandbox import Protections
+
+    def refuse():
+        raise OSError(1, "refused")
+    monkeypatch.setattr(supervisor, "preexec", lambda protections, limits: refuse)
+    task = TaskSpec("iris", "classification", "iris.npz", "iris_probs", 50, 3, 1.0, {})
+    limits = Limits(2**30, 2**20, 2**20, 64, 16, 1.0, 1024, 1)
+    staging = supervisor.Staging(tmp_path, tmp_path, tmp_path / "data.npz", tmp_path)
+    before = len(os.listdir("/proc/self/fd"))
+    outcome = supervisor.run_task(task, staging, Protections(None, None, False, False), limits)
+    assert outcome.status == "failed"
+    assert outcome.message.startswith("the ingestion could not start the task's process")
+    assert len(os.listdir("/proc/self/fd")) == before          # no pipe left open
