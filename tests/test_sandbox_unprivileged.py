@@ -315,3 +315,26 @@ def test_a_staging_folder_left_by_a_killed_run_is_removed_by_the_next(prepared, 
     run, result, record = ingest_unprivileged(prepared, tmp_path, submission("return uniform(task)"))
     assert f"removed staging folders of earlier, killed runs: {abandoned.name}" in result.stdout
     assert not abandoned.exists()
+
+
+@needs_setpriv
+def test_files_a_child_plants_in_the_output_folder_do_not_survive(prepared, tmp_path):
+    """Without Landlock the child (root, no capabilities) can write the output folder: it
+    overwrites digits' predictions (written before iris runs), plants a file and a link."""
+    output = tmp_path / "run" / "output"
+    target = tmp_path / "victim.txt"
+    target.write_text("intact")
+    code = submission("""
+numpy_file = os.path.join(@output, "digits_probs.npy")
+os.remove(numpy_file)
+os.symlink(@target, numpy_file)
+open(os.path.join(@output, "planted.npy"), "wb").write(b"x")
+return uniform(task)""", prelude="import os", output=output, target=target)
+    run, result, record = ingest_unprivileged(prepared, tmp_path, code,
+                                              env={"INGESTION_SANDBOX_DISABLE": "landlock"})
+    assert record.tasks["iris"].status == "ok", record.tasks["iris"].message   # it did write
+    assert "removed from the output folder what a child put there: planted.npy" in result.stdout
+    assert not (output / "planted.npy").exists()
+    assert not (output / "digits_probs.npy").is_symlink()
+    assert np.load(output / "digits_probs.npy").shape == (599, 10)
+    assert target.read_text() == "intact"

@@ -90,13 +90,36 @@ def _stage_task(base: Path, task: TaskSpec, input_dir: Path, runtime: Path, subm
     return Staging(runtime, submission, data, workdir, forbidden, base)
 
 
-def _write_outputs(output_dir: Path, task: TaskSpec, outcome: TaskOutcome) -> None:
-    """The validated prediction, and the kept head and tail of the task's stdout and stderr."""
+def _write_outputs(output_dir: Path, task: TaskSpec, outcome: TaskOutcome) -> set[str]:
+    """The validated prediction, and the kept head and tail of the task's stdout and stderr.
+
+    Whatever is in the way goes first: a child that could write here may have left a link.
+    """
+    files = {}
     if outcome.predictions is not None:
-        np.save(output_dir / f"{task.prediction_stem}.npy", outcome.predictions)
+        files[f"{task.prediction_stem}.npy"] = lambda path: np.save(path, outcome.predictions)
     for stream, text in (("stdout", outcome.stdout), ("stderr", outcome.stderr)):
         if text:
-            (output_dir / f"{task.name}_{stream}.txt").write_text(text, encoding="utf-8")
+            files[f"{task.name}_{stream}.txt"] = \
+                lambda path, text=text: path.write_text(text, encoding="utf-8")
+    for name, write in files.items():
+        force_remove(output_dir / name)
+        write(output_dir / name)
+    return set(files)
+
+
+def _settle_output(output_dir: Path, before: set[str], done: list[tuple[TaskSpec, TaskOutcome]]
+                   ) -> list[str]:
+    """Makes the output folder hold only what this program wrote, in case a child could write
+    there: every file is written again and anything else new is removed (returned)."""
+    ours = {RECORD_NAME}
+    for task, outcome in done:
+        ours |= _write_outputs(output_dir, task, outcome)
+    planted = sorted(set(os.listdir(output_dir)) - before - ours)
+    for name in planted:
+        force_remove(output_dir / name)
+    force_remove(output_dir / RECORD_NAME)
+    return planted
 
 
 def _task_run(outcome: TaskOutcome) -> TaskRun:
@@ -167,6 +190,8 @@ def ingest(input_dir: Path, output_dir: Path, program_dir: Path, submission_dir:
     forbidden = tuple(p for p in (hidden_dir, output_dir, program_dir, input_dir, submission_dir,
                                   base) if p)
     runs: dict[str, TaskRun] = {}
+    done: list[tuple[TaskSpec, TaskOutcome]] = []
+    before = set(os.listdir(output_dir))
     try:
         runtime, submission = _stage_common(base, submission_dir, program_dir)
         for task in config.tasks:
@@ -178,6 +203,7 @@ def ingest(input_dir: Path, output_dir: Path, program_dir: Path, submission_dir:
             if not clean_workdir(staging.workdir):
                 outcome.notes.append("its working folder could not be removed")
             _write_outputs(output_dir, task, outcome)
+            done.append((task, outcome))
             runs[task.name] = _task_run(outcome)
             _report(task, outcome, protections)
             overhead = time.monotonic() - started - outcome.wall_seconds
@@ -185,6 +211,9 @@ def ingest(input_dir: Path, output_dir: Path, program_dir: Path, submission_dir:
     finally:
         if not force_remove(base):
             _say(f"could not remove the staging folder {base}")
+    planted = _settle_output(output_dir, before, done)
+    if planted:
+        _say(f"removed from the output folder what a child put there: {', '.join(planted)}")
     write_run_record(output_dir / RECORD_NAME, RunRecord(runs, hardware))
     ok = sum(run.status == "ok" for run in runs.values())
     _say(f"done: {ok} of {len(runs)} task(s) ok; record written to {RECORD_NAME}")
