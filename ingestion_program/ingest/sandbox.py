@@ -244,7 +244,7 @@ def describe(protections: Protections, limits: Limits, locked: list[str]) -> lis
         + ("" if p.separate_user else " (Landlock; each task's child confirms it below)")
         if p.output_protected else
         "output folder: NOT ACTIVE: the child runs as this program's user without Landlock "
-        "and could write into it; predictions are still taken only from validated frames",
+        "and could write into it; it is rewritten from validated predictions at the end",
     ]
     if locked:
         lines.append(f"unreadable to the child: {', '.join(locked)}")
