@@ -46,13 +46,26 @@ def _say(message: str = "") -> None:
     print(message, flush=True)
 
 
-def _stage_common(base: Path, submission_dir: Path, program_dir: Path) -> tuple[Path, Path]:
-    """The child's read-only runtime code and submission copy, readable by its user."""
-    runtime = base / "runtime"
-    (runtime / RUNTIME_PACKAGE).mkdir(parents=True)
-    (runtime / RUNTIME_PACKAGE / "__init__.py").write_text("")
-    for name in RUNTIME_FILES:
-        shutil.copyfile(program_dir / "ingest" / name, runtime / RUNTIME_PACKAGE / name)
+def _runtime_sources(program_dir: Path) -> dict[str, bytes]:
+    """Read once, before any child runs: one that could write the program folder must not
+    change what later children run before their confinement."""
+    return {name: (program_dir / "ingest" / name).read_bytes() for name in RUNTIME_FILES}
+
+
+def _stage_runtime(folder: Path, sources: dict[str, bytes]) -> Path:
+    """A fresh copy of the child's runtime code per task, for the same reason."""
+    package = folder / "runtime" / RUNTIME_PACKAGE
+    package.mkdir(parents=True)
+    for name, source in {"__init__.py": b"", **sources}.items():
+        (package / name).write_bytes(source)
+        os.chmod(package / name, 0o644)
+    for path in (package, package.parent):
+        os.chmod(path, 0o755)
+    return package.parent
+
+
+def _stage_common(base: Path, submission_dir: Path) -> Path:
+    """The child's read-only submission copy, readable by its user."""
     submission = base / "submission"
     skipped: list[str] = []
     shutil.copytree(submission_dir, submission, symlinks=True,
@@ -63,7 +76,7 @@ def _stage_common(base: Path, submission_dir: Path, program_dir: Path) -> tuple[
         os.chmod(root, 0o755)
         for name in files:
             os.chmod(os.path.join(root, name), 0o644)
-    return runtime, submission
+    return submission
 
 
 def _not_copied(folder: str, names: list[str], skipped: list[str]) -> set[str]:
@@ -73,13 +86,14 @@ def _not_copied(folder: str, names: list[str], skipped: list[str]) -> set[str]:
     return links | {name for name in names if name in ("__pycache__", "metadata")}
 
 
-def _stage_task(base: Path, task: TaskSpec, input_dir: Path, runtime: Path, submission: Path,
-                sandbox_uid: int | None, forbidden: tuple[Path, ...]) -> Staging:
+def _stage_task(base: Path, task: TaskSpec, input_dir: Path, sources: dict[str, bytes],
+                submission: Path, sandbox_uid: int | None, forbidden: tuple[Path, ...]) -> Staging:
     """This task's arrays without y_test, and an empty working folder the child owns."""
     folder = base / "tasks" / task.name
     workdir = folder / "work"
     workdir.mkdir(parents=True)
     inputs = read_task_inputs(input_dir / task.inputs)
+    runtime = _stage_runtime(folder, sources)
     data = folder / "data.npz"
     np.savez(data, x_train=inputs.x_train, y_train=inputs.y_train, x_test=inputs.x_test)
     os.chmod(folder, 0o755)
@@ -193,10 +207,11 @@ def ingest(input_dir: Path, output_dir: Path, program_dir: Path, submission_dir:
     done: list[tuple[TaskSpec, TaskOutcome]] = []
     before = set(os.listdir(output_dir))
     try:
-        runtime, submission = _stage_common(base, submission_dir, program_dir)
+        sources = _runtime_sources(program_dir)
+        submission = _stage_common(base, submission_dir)
         for task in config.tasks:
             started = time.monotonic()
-            staging = _stage_task(base, task, input_dir, runtime, submission, protections.uid,
+            staging = _stage_task(base, task, input_dir, sources, submission, protections.uid,
                                   forbidden)
             outcome = run_task(task, staging, protections, config.limits,
                                (config.entry_module, config.entry_function))
