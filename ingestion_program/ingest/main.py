@@ -181,54 +181,68 @@ def _report(task: TaskSpec, outcome: TaskOutcome, protections: Protections) -> N
             _say(f"[{task.name}]   | {line}")
 
 
-def ingest(input_dir: Path, output_dir: Path, program_dir: Path, submission_dir: Path,
-           hidden_dir: Path | None) -> int:
-    config: IngestionConfig = load_config(program_dir / CONFIG_NAME)
-    hardware = describe_hardware()
+def _announce(config: IngestionConfig, hardware: dict, dirs: dict[str, Path | None]
+              ) -> Protections:
+    """The run, the machine and every protection, before anything of the participant runs."""
     _say(f"ingestion of phase {config.phase}: {len(config.tasks)} task(s), at most "
          f"{config.total_seconds():.0f} s in all")
     _say(f"hardware: {hardware['cpu']}, {hardware['cores']} cores, {hardware['memory_gib']} GiB"
          + (f", GPUs: {', '.join(hardware['gpus'])}" if hardware["gpus"] else ", no GPU"))
     protections = probe()
-    output_dir.mkdir(parents=True, exist_ok=True)
-    locked = lock_down(protections, [hidden_dir, program_dir, output_dir])
+    dirs["output"].mkdir(parents=True, exist_ok=True)
+    locked = lock_down(protections, [dirs["hidden"], dirs["program"], dirs["output"]])
     for line in describe(protections, config.limits, locked):
         _say(f"protection: {line}")
-    if not (submission_dir / f"{config.entry_module}.py").is_file():
+    if not (dirs["submission"] / f"{config.entry_module}.py").is_file():
         _say(f"the submission has no {config.entry_module}.py at its root")
     abandoned = remove_abandoned_staging()
     if abandoned:
         _say(f"removed staging folders of earlier, killed runs: {', '.join(abandoned)}")
+    return protections
+
+
+def _run_tasks(config: IngestionConfig, base: Path, dirs: dict[str, Path | None],
+               protections: Protections) -> list[tuple[TaskSpec, TaskOutcome]]:
+    forbidden = tuple(p for p in (*dirs.values(), base) if p)
+    sources = _runtime_sources(dirs["program"])
+    submission = _stage_common(base, dirs["submission"])
+    done = []
+    for task in config.tasks:
+        started = time.monotonic()
+        staging = _stage_task(base, task, dirs["input"], sources, submission, protections.uid,
+                              forbidden)
+        outcome = run_task(task, staging, protections, config.limits,
+                           (config.entry_module, config.entry_function))
+        if not clean_workdir(staging.workdir):
+            outcome.notes.append("its working folder could not be removed")
+        _write_outputs(dirs["output"], task, outcome)
+        done.append((task, outcome))
+        _report(task, outcome, protections)
+        overhead = time.monotonic() - started - outcome.wall_seconds
+        _say(f"[{task.name}]   staging, validation and writing took {overhead:.2f} s")
+    return done
+
+
+def ingest(input_dir: Path, output_dir: Path, program_dir: Path, submission_dir: Path,
+           hidden_dir: Path | None) -> int:
+    config: IngestionConfig = load_config(program_dir / CONFIG_NAME)
+    hardware = describe_hardware()
+    dirs = {"input": input_dir, "output": output_dir, "program": program_dir,
+            "submission": submission_dir, "hidden": hidden_dir}
+    protections = _announce(config, hardware, dirs)
     base = new_staging_folder()
     os.chmod(base, 0o711)      # the child may pass through to its own folders, not list them
-    forbidden = tuple(p for p in (hidden_dir, output_dir, program_dir, input_dir, submission_dir,
-                                  base) if p)
-    runs: dict[str, TaskRun] = {}
-    done: list[tuple[TaskSpec, TaskOutcome]] = []
     before = set(os.listdir(output_dir))
+    done: list[tuple[TaskSpec, TaskOutcome]] = []
     try:
-        sources = _runtime_sources(program_dir)
-        submission = _stage_common(base, submission_dir)
-        for task in config.tasks:
-            started = time.monotonic()
-            staging = _stage_task(base, task, input_dir, sources, submission, protections.uid,
-                                  forbidden)
-            outcome = run_task(task, staging, protections, config.limits,
-                               (config.entry_module, config.entry_function))
-            if not clean_workdir(staging.workdir):
-                outcome.notes.append("its working folder could not be removed")
-            _write_outputs(output_dir, task, outcome)
-            done.append((task, outcome))
-            runs[task.name] = _task_run(outcome)
-            _report(task, outcome, protections)
-            overhead = time.monotonic() - started - outcome.wall_seconds
-            _say(f"[{task.name}]   staging, validation and writing took {overhead:.2f} s")
+        done = _run_tasks(config, base, dirs, protections)
     finally:
         if not force_remove(base):
             _say(f"could not remove the staging folder {base}")
     planted = _settle_output(output_dir, before, done)
     if planted:
         _say(f"removed from the output folder what a child put there: {', '.join(planted)}")
+    runs = {task.name: _task_run(outcome) for task, outcome in done}
     write_run_record(output_dir / RECORD_NAME, RunRecord(runs, hardware))
     ok = sum(run.status == "ok" for run in runs.values())
     _say(f"done: {ok} of {len(runs)} task(s) ok; record written to {RECORD_NAME}")
