@@ -97,20 +97,24 @@ def _probe_network_namespace() -> str | None:
 
 def _probe_sandbox_user(uid: int, gid: int) -> str | None:
     """The sandbox user must be able to start this interpreter with numpy."""
+    calls = (("setgroups", os.setgroups, []), ("setgid", os.setgid, gid), ("setuid", os.setuid, uid),
+             ("chdir", os.chdir, "/"),
+             ("execv", lambda _: os.execv(sys.executable, [sys.executable, "-c", "import numpy"]),
+              None))
+
     def become():
-        for call, function, argument in (("setgroups", os.setgroups, []), ("setgid", os.setgid, gid),
-                                         ("setuid", os.setuid, uid)):
+        for call, function, argument in calls:
             try:
                 function(argument)
             except OSError as error:
                 raise confine.Refused(call, error.errno) from None
-        os.chdir("/")
-        os.execv(sys.executable, [sys.executable, "-c", "import numpy"])
     problem = _attempt(become)
-    if problem:
-        return (f"{problem}: user {SANDBOX_USER!r} cannot start {sys.executable} with numpy; "
-                "the child runs as root")
-    return None
+    if not problem:
+        return None
+    if problem.startswith("set"):
+        return f"{problem}: cannot switch to user {SANDBOX_USER!r}; the child runs as root"
+    return (f"user {SANDBOX_USER!r} cannot start {sys.executable} with numpy ({problem}); "
+            "the child runs as root")
 
 
 def _probe_seccomp() -> str | None:
