@@ -184,7 +184,8 @@ return uniform(task)""", port=port, unique=unique, hidden=tmp_path / "hidden_ref
 
 @needs_setpriv
 def test_killing_the_ingestion_fails_even_without_landlock(prepared, tmp_path):
-    """With Landlock switched off, seccomp alone must keep signals away from the ingestion."""
+    """With Landlock switched off, seccomp alone must keep signals away from the ingestion, and
+    its not being dumpable keeps its /proc files closed."""
     code = submission(PROBE + """
 attempt("kill_parent", lambda: os.kill(os.getppid(), signal.SIGKILL))
 attempt("kill_group", lambda: os.killpg(os.getpgid(os.getppid()), signal.SIGKILL))
@@ -192,6 +193,8 @@ attempt("term_parent", lambda: os.kill(os.getppid(), signal.SIGTERM))
 attempt("pidfd_from_proc", lambda: signal.pidfd_send_signal(
     os.open(f"/proc/{os.getppid()}", os.O_RDONLY), signal.SIGKILL))
 attempt("tcp", lambda: socket.create_connection(("127.0.0.1", 9), timeout=1))
+attempt("environ", lambda: open(f"/proc/{os.getppid()}/environ", "rb").read())
+attempt("memory", lambda: open(f"/proc/{os.getppid()}/mem", "rb"))
 print("PROBE", json.dumps(results), file=sys.stderr)
 return uniform(task)""")
     run, result, record = ingest_unprivileged(prepared, tmp_path, code,
@@ -200,7 +203,8 @@ return uniform(task)""")
                                      "kill_group": "PermissionError",
                                      "term_parent": "PermissionError",
                                      "pidfd_from_proc": "PermissionError",
-                                     "tcp": "PermissionError"}
+                                     "tcp": "PermissionError", "environ": "PermissionError",
+                                     "memory": "PermissionError"}   # not dumpable
     assert record.tasks["iris"].status == "ok"
     assert "Landlock files NOT ACTIVE (disabled for this run)" in result.stdout
     assert "output folder: NOT ACTIVE" in result.stdout
