@@ -72,6 +72,14 @@ def prepared(tmp_path_factory):
     return root
 
 
+@pytest.fixture(scope="module")
+def prepared_long(tmp_path_factory):
+    """A budget no loaded machine runs out of before the test has stopped the ingestion."""
+    root = tmp_path_factory.mktemp("sandbox-long")
+    prepare(root, budget=120.0)
+    return root
+
+
 @pytest.fixture(autouse=True)
 def nothing_left_behind(tmp_path):
     """No process of this test survives it, and the ingestion removed its staging folder."""
@@ -288,9 +296,9 @@ return uniform(task)""", prelude="import time")
 
 
 @needs_setpriv
-def test_sigterm_to_the_ingestion_removes_its_child_and_staging(prepared, tmp_path):
-    code = submission("time.sleep(60)", prelude="import time")
-    run = new_run(prepared, tmp_path, code)
+def test_sigterm_to_the_ingestion_removes_its_child_and_staging(prepared_long, tmp_path):
+    code = submission("time.sleep(600)", prelude="import time")
+    run = new_run(prepared_long, tmp_path, code)
     staging = staging_root(tmp_path)
     staging.mkdir(mode=0o755)
     process = subprocess.Popen([*SETPRIV, *worker_command(run)], cwd=run / "run",
