@@ -295,6 +295,16 @@ raise SystemExit("probe done")""", prelude="import json, os, socket, sys\nHIDDEN
                        "network": "PermissionError"}, outcome   # seccomp refuses the socket
     assert "unprivileged user: active" in result.stdout
     assert "network namespace (no network): active" in result.stdout
+    assert "seccomp active" in result.stdout                  # the unprivileged layers as well
+    assert ("Landlock files active" in result.stdout) == (_landlock_abi() > 0)
+
+
+def _landlock_abi() -> int:
+    from ingestion_program.ingest import confine
+    try:
+        return confine.landlock_abi()
+    except confine.Refused:
+        return 0
 
 
 def test_import_error_in_the_submission(prepared, tmp_path):
