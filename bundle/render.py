@@ -215,6 +215,20 @@ def _baseline_table(plan: PhasePlan, results: dict | None):
     return note, header, rows
 
 
+# What the ingestion enforces on each platform (docs/sandbox.md); one text for both
+# platforms' pages, so it names the difference instead of promising the stronger one.
+ISOLATION_LINES = (
+    "on both platforms a seccomp filter refuses every socket except local Unix ones and any "
+    "signal or trace aimed at the ingestion program; where the worker's kernel offers Landlock, "
+    "your code can write only in its working folder, read only the system, Python and its own "
+    "task's files, and cannot open TCP connections",
+    "on CodaLab your code also runs as a separate unprivileged user in an empty network "
+    "namespace; Codabench drops every privilege, so neither is possible there, and its isolation "
+    "rests on the seccomp filter and Landlock alone",
+    "the log of every submission lists each protection as active or NOT ACTIVE for that run; "
+    "do not rely on the network or on multiprocessing (threads work)")
+
+
 def page_contexts(spec: CompetitionSpec, phase: PhaseSpec, plan: PhasePlan,
                   columns: list[LeaderboardColumn], title: str,
                   baseline_results: dict | None) -> dict[str, dict]:
@@ -227,8 +241,11 @@ def page_contexts(spec: CompetitionSpec, phase: PhaseSpec, plan: PhasePlan,
     budget_lines = ([f"each task's budget is wall-clock time; after it, SIGTERM goes to all your "
                      f"processes and SIGKILL {sandbox['grace_seconds']:g} s later; your last "
                      "checkpoint is scored",
-                     f"memory {sandbox['memory_gib']:g} GiB, files up to {sandbox['max_file_mib']:g} "
-                     f"MiB, {sandbox['disk_mib']:g} MiB of disk, no network, an unprivileged user",
+                     f"memory {sandbox['memory_gib']:g} GiB (address space), files up to "
+                     f"{sandbox['max_file_mib']:g} MiB, {sandbox['disk_mib']:g} MiB of disk in all "
+                     "(working folder and scratch folders); nothing your code writes outlives its "
+                     "task, and only validated predictions are kept",
+                     *ISOLATION_LINES,
                      "the machine (CPU model, cores, memory, GPU) is printed at the top of the "
                      "ingestion log of every submission"]
                     if phase.code_submission else
@@ -267,17 +284,22 @@ def page_contexts(spec: CompetitionSpec, phase: PhaseSpec, plan: PhasePlan,
                                         else f"chains x {width} x {d['n_test']}"),
                               "where": "public data"})
     submission_text = (
-        "A zip with submission.py at its root defining predict(task, x_train, y_train, x_test, "
-        "checkpoint); the platform runs it once per task under the task's budget."
+        "A zip with, at its root, submission.py defining predict(task, x_train, y_train, x_test, "
+        "checkpoint), and a file named metadata holding only a description line "
+        "(description: my submission). The platform runs predict once per task under the task's "
+        "budget. Without that metadata file CodaLab takes the zip for prediction files and never "
+        "runs your code; a command line in it would be started next to ours, so it is refused. "
+        "submission_zip.py writes it for you."
         if phase.code_submission else
         "A zip with one prediction file per task at its root: <task>_probs.csv (N rows of class "
-        "probabilities) or <task>_samples.csv (N rows of samples of y).")
+        "probabilities) or <task>_samples.csv (N rows of samples of y), and no file named "
+        "metadata (with one, Codabench scores nothing).")
     example = (
         "def predict(task, x_train, y_train, x_test, checkpoint):\n"
         "    ...  # task.time_left() seconds; checkpoint(predictions) any time\n"
         "    return predictions  # (task.n_test, task.num_classes) or (task.n_test, task.num_samples)"
         if phase.code_submission else
-        "import numpy as np\nnp.savetxt('iris_probs.csv', probabilities)  # N x C, rows sum to 1")
+        _results_example(plan.tasks[0]))
     return {
         "overview": {**common, "heading": spec.title, "intro": spec.pages["overview"],
                      "tasks": _task_rows(plan, phase),
@@ -319,12 +341,26 @@ def page_contexts(spec: CompetitionSpec, phase: PhaseSpec, plan: PhasePlan,
         "terms": {**common, "heading": "Terms and conditions", "terms": spec.pages["terms"]},
         "starting_kit": {**common, "heading": "Starting kit", "submission_text": submission_text,
                          "example": example,
-                         "steps": ["python starting_kit/run_local.py --code my_submission/ runs "
-                                   "your code as this site does and prints your scores",
-                                   "python starting_kit/submission_zip.py my_submission/ "
-                                   "submission.zip makes the zip (files at its root)",
-                                   "upload submission.zip on the Participate tab"]},
+                         "steps": _kit_steps(phase.code_submission)},
     }
+
+
+def _results_example(task) -> str:
+    if task.kind == "classification":
+        return (f"import numpy as np\nnp.savetxt('{task.name}_probs.csv', probabilities)"
+                "  # N x C, rows sum to 1")
+    return f"import numpy as np\nnp.savetxt('{task.name}_samples.csv', samples)  # N x S"
+
+
+def _kit_steps(code: bool) -> list[str]:
+    """The starting kit page's commands, run from the unzipped kit's folder."""
+    folder, flag, name = (("my_submission/", "--code", "submission.zip") if code
+                          else ("my_predictions/", "--results", "predictions.zip"))
+    return [f"python submission_zip.py {folder} {name} makes the zip as the platform needs it "
+            "(files at its root" + (", a description-only metadata file)" if code else ")"),
+            f"python run_local.py {flag} {name} runs that zip as this site does, prints your "
+            "scores or what the site would refuse, and exits non-zero if anything is wrong",
+            f"upload {name} on the Participate tab"]
 
 
 def render_pages(contexts: dict[str, dict]) -> dict[str, str]:
