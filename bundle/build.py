@@ -81,7 +81,7 @@ def ingestion_limits(spec: CompetitionSpec) -> dict:
 def _zip_members(work: Path, plan: PhasePlan, spec: CompetitionSpec,
                  say: Callable[[str], None], platform: str) -> dict[str, bytes]:
     """Every nested zip of the bundle, as bytes."""
-    steps = [("scoring_program", lambda d: assemble_scoring_program(plan, d)),
+    steps = [("scoring_program", lambda d: assemble_scoring_program(plan, d, platform)),
              ("reference_data", lambda d: stage_reference_data(plan, d)),
              ("public_data", lambda d: stage_public_data(plan, d)),
              ("starting_kit", lambda d: stage_starting_kit(

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
-from competition_formats import (read_chain_probs, read_chain_samples, read_classification_probs,
-                                 read_matrix, read_regression_samples, read_task_inputs,
+from competition_formats import (RECORD_KEY_NAME, file_digest, read_chain_probs, read_chain_samples,
+                                 read_classification_probs, read_matrix, read_regression_samples, read_task_inputs,
                                  write_task_inputs)
 from competition_formats.loader import SAMPLES_BY_POINTS
 from scoring_program.scorer.exact_posterior import expectation_document
@@ -65,7 +65,22 @@ def stage_reference_data(plan: PhasePlan, destination: Path) -> Path:
                 json.dumps(document, indent=1) + "\n")
         if names["test_labels"]:
             np.save(destination / names["test_labels"], read_matrix(files.test_labels))
+    if plan.code_submission:
+        write_record_key(destination, plan.name)
     return destination
+
+
+def write_record_key(folder: Path, phase: str) -> Path:
+    """The key that signs the ingestion record (competition_formats.run_record).
+
+    Derived from the hidden files themselves, so only someone holding them can sign, and a
+    rebuild of the same data gives the same bundle."""
+    digest = hashlib.sha256(f"ingestion-record-key/{phase}".encode())
+    for path in sorted(Path(folder).iterdir()):
+        digest.update(path.name.encode() + b"\0" + file_digest(path).encode())
+    key = Path(folder) / RECORD_KEY_NAME
+    key.write_text(digest.hexdigest() + "\n", encoding="ascii")
+    return key
 
 
 def stage_public_data(plan: PhasePlan, destination: Path) -> Path:

@@ -40,7 +40,13 @@ def reference_names(task) -> dict:
                                             if files.chain_reference.is_file() else None)}
 
 
-def scoring_config(plan: PhasePlan) -> dict:
+# What the scorer requires of a code phase's res/ (scorer/config.py RECORD_RULES): CodaLab
+# mounts the reference data for the ingestion, which can then sign its record; Codabench
+# does not, but there the ingestion always runs and rewrites the record.
+RECORD_RULE = {"codalab": "signed", "codabench": "required"}
+
+
+def scoring_config(plan: PhasePlan, platform: str = "codalab") -> dict:
     tasks = []
     for task in plan.tasks:
         declaration = task.declaration
@@ -55,7 +61,8 @@ def scoring_config(plan: PhasePlan) -> dict:
             "budget_seconds": task.budget_seconds})
     columns = [{"key": c.key, "statistic": c.statistic, "task": c.task, "metric": c.metric}
                for c in phase_columns(plan) if not c.computed]
-    config = {"format": CONFIG_FORMAT, "phase": plan.name, "tasks": tasks, "columns": columns}
+    config = {"format": CONFIG_FORMAT, "phase": plan.name, "tasks": tasks, "columns": columns,
+              "record": RECORD_RULE[platform] if plan.code_submission else "optional"}
     parse_config(config, "generated scoring config")      # the scorer must accept what we emit
     return config
 
@@ -99,6 +106,7 @@ def assemble_ingestion_program(plan: PhasePlan, destination: Path,
                             ingestion_config(plan, limits))
 
 
-def assemble_scoring_program(plan: PhasePlan, destination: Path) -> Path:
+def assemble_scoring_program(plan: PhasePlan, destination: Path,
+                             platform: str = "codalab") -> Path:
     return assemble_program(REPO / "scoring_program", Path(destination), CONFIG_NAME,
-                            scoring_config(plan))
+                            scoring_config(plan, platform))

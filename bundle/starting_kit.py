@@ -69,7 +69,7 @@ def stage_starting_kit(plan: PhasePlan, destination: Path, code_plan: PhasePlan,
                     ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copyfile(DECLARED_MODEL, destination / "baselines" / "declared_model.py")
     assemble_ingestion_program(code_plan, destination / "programs" / "ingestion_program", limits)
-    assemble_scoring_program(plan, destination / "programs" / "scoring_program")
+    assemble_scoring_program(plan, destination / "programs" / "scoring_program", platform)
     stage_input_data(plan, destination / "data" / "input")
     if plan.code_submission:
         sample = package_baseline(KIT / "baselines" / f"{SAMPLE_BASELINE}.py",

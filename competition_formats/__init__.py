@@ -10,12 +10,14 @@ from .loader import (LAYOUTS, POINTS_BY_SAMPLES, SAMPLES_BY_POINTS, TASK_INPUT_K
                      write_regression_samples, write_task_inputs)
 from .matrix_files import (MATRIX_EXTENSIONS, FormatError, describe_position, find_misplaced,
                            read_matrix, write_matrix)
-from .run_record import (RECORD_NAME, RunRecord, TaskRun, read_run_record, write_run_record)
+from .run_record import (RECORD_KEY_NAME, RECORD_NAME, RunRecord, TaskRun, file_digest,
+                         read_record_key, read_run_record, signature_problem, write_run_record)
 
 __all__ = [
     "FormatError", "find_misplaced", "describe_position", "read_matrix", "write_matrix",
     "MATRIX_EXTENSIONS",
     "RECORD_NAME", "RunRecord", "TaskRun", "read_run_record", "write_run_record",
+    "RECORD_KEY_NAME", "file_digest", "read_record_key", "signature_problem",
     "read_classification_probs", "write_classification_probs",
     "read_regression_samples", "write_regression_samples", "write_regression_reference",
     "POINTS_BY_SAMPLES", "SAMPLES_BY_POINTS", "LAYOUTS",

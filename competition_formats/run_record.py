@@ -3,9 +3,16 @@
 One JSON file, ``ingestion_record.json``, in the folder the ingestion program fills (the
 scorer's ``res/``). Written by the ingestion program, read by the scoring program: both
 get this module from the builder, so the format has one definition.
+
+The record also lists the SHA-256 of every prediction file the ingestion wrote, and is
+signed (HMAC-SHA256) with a key kept in the hidden reference data where the ingestion can
+read it (CodaLab mounts the reference data for it). A zip of prediction files that skips
+the ingestion program, with a record of its own making, then cannot pass for a training run.
 """
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -15,6 +22,7 @@ from .matrix_files import FormatError, PathLike
 
 RECORD_NAME = "ingestion_record.json"
 RECORD_FORMAT = "ingestion-record/1"
+RECORD_KEY_NAME = "ingestion_record.key"        # in the hidden reference data: hex text
 
 OK, FAILED, TIMED_OUT, INVALID = "ok", "failed", "timed_out", "invalid"
 STATUSES = (OK, FAILED, TIMED_OUT, INVALID)
@@ -44,12 +52,62 @@ class TaskRun:
 class RunRecord:
     tasks: dict[str, TaskRun]
     hardware: dict = field(default_factory=dict)
+    files: dict[str, str] = field(default_factory=dict)     # prediction file -> SHA-256
+    signature: str | None = None
 
 
-def write_run_record(path: PathLike, record: RunRecord) -> None:
+def file_digest(path: PathLike) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as opened:
+        for block in iter(lambda: opened.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _signature(content: dict, key: bytes) -> str:
+    """HMAC-SHA256 of the record's canonical JSON, its signature left out."""
+    body = {name: value for name, value in content.items() if name != "signature"}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"))
+    return hmac.new(key, text.encode("utf-8"), hashlib.sha256).hexdigest()
+
+
+def read_record_key(folder: PathLike | None) -> bytes | None:
+    """The signing key in a reference-data folder, or None where there is none."""
+    path = Path(folder) / RECORD_KEY_NAME if folder is not None else None
+    if path is None or not path.is_file():
+        return None
+    try:
+        return bytes.fromhex(path.read_text(encoding="ascii").strip())
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        raise FormatError(f"{path}: not a hexadecimal key ({error})") from None
+
+
+def write_run_record(path: PathLike, record: RunRecord, key: bytes | None = None) -> None:
     content = {"format": RECORD_FORMAT, "hardware": record.hardware,
-               "tasks": {name: asdict(run) for name, run in sorted(record.tasks.items())}}
+               "tasks": {name: asdict(run) for name, run in sorted(record.tasks.items())},
+               "files": dict(sorted(record.files.items()))}
+    if key is not None:
+        content["signature"] = _signature(content, key)
     Path(path).write_text(json.dumps(content, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+
+
+def signature_problem(path: PathLike, key: bytes) -> str | None:
+    """Why the record at ``path`` is not one the ingestion program signed with ``key``, for
+    the prediction files beside it; None when it is."""
+    path = Path(path)
+    content = read_json_object(path)
+    signature = content.get("signature")
+    if not isinstance(signature, str):
+        return f"{path.name} is not signed: it was not written by the ingestion program"
+    if not hmac.compare_digest(signature, _signature(content, key)):
+        return f"{path.name} has a wrong signature: it was not written by the ingestion program"
+    files = content.get("files") if isinstance(content.get("files"), dict) else {}
+    for name, digest in sorted(files.items()):
+        if "/" in name or not (path.parent / name).is_file():
+            return f"{name}, listed in {path.name}, is missing"
+        if not hmac.compare_digest(str(digest), file_digest(path.parent / name)):
+            return f"{name} differs from what the ingestion program wrote"
+    return None
 
 
 def _task_run(path: Path, name: str, raw) -> TaskRun:
@@ -78,5 +136,8 @@ def read_run_record(path: PathLike) -> RunRecord:
     tasks = raw.get("tasks")
     if not isinstance(tasks, dict):
         raise FormatError(f"{path}: 'tasks' must be an object mapping task names to runs")
+    files = raw.get("files") or {}
+    if not isinstance(files, dict) or not all(isinstance(v, str) for v in files.values()):
+        raise FormatError(f"{path}: 'files' must map file names to SHA-256 digests")
     return RunRecord({name: _task_run(path, name, run) for name, run in tasks.items()},
-                     raw.get("hardware") or {})
+                     raw.get("hardware") or {}, files, raw.get("signature"))

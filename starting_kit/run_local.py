@@ -99,7 +99,7 @@ def repository_layout(phase: str, budget_seconds: float | None, work: Path,
             dataclasses.replace(task, budget_seconds=budget_seconds) for task in code_plan.tasks))
     parts = work / "parts"
     assemble_ingestion_program(code_plan, parts / "ingestion_program", ingestion_limits(spec))
-    assemble_scoring_program(plan, parts / "scoring_program")
+    assemble_scoring_program(plan, parts / "scoring_program", platform)
     stage_input_data(plan, parts / "input")
     has_references = all(task.files.reference.is_file() for task in plan.tasks)
     if has_references:
@@ -157,7 +157,9 @@ def _ingest(layout: Layout, submission: Path, work: Path) -> Path:
     result = worker.run_program(run / "ingestion_program", {
         "$ingestion_program": run / "ingestion_program", "$submission_program": run / "program",
         "$input": run / "input", "$output": run / "output", "$tmp": run / "temp",
-        "$hidden": "$hidden"}, sys.executable, run, stream=True)
+        # As on CodaLab, where the ingestion reads the reference data to sign its record;
+        # in the kit the references of a code phase are hidden, and nothing is scored.
+        "$hidden": layout.reference_data or "$hidden"}, sys.executable, run, stream=True)
     if result.returncode != 0:
         print(result.stderr, file=sys.stderr, end="")
         raise LocalRunError(f"the ingestion program failed (exit {result.returncode}); "

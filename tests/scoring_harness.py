@@ -5,6 +5,7 @@ variables are replaced with plain str.replace, the line is split on single space
 shell), the working directory is the run folder, and input/ and res/ hold platform files.
 """
 import dataclasses
+import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -13,6 +14,7 @@ from bundle.phase_plan import embedded_phase
 from bundle.phase_data import stage_reference_data
 from bundle.programs import assemble_scoring_program
 from bundle.worker import program_command
+from scoring_program.scorer.config import CONFIG_NAME
 
 REPO = Path(__file__).resolve().parents[1]
 IMAGE_PYTHON = REPO / ".venv-image" / "bin" / "python"
@@ -23,12 +25,20 @@ def image_python() -> str:
     return str(IMAGE_PYTHON if IMAGE_PYTHON.exists() else REPO / ".venv" / "bin" / "python")
 
 
-def prepare_phase(root: Path, phase: str, budget_seconds=60.0, tasks=None):
-    """The phase's scoring program and references; ``tasks`` keeps only those (a track)."""
+def prepare_phase(root: Path, phase: str, budget_seconds=60.0, tasks=None, record="optional"):
+    """The phase's scoring program and references; ``tasks`` keeps only those (a track).
+
+    ``record``: what the scorer requires besides predictions. Most scorer tests put prediction
+    files straight into res/, so by default it requires nothing, as in a results phase; the
+    builder's own rule for code phases is kept with ``record=None``."""
     plan = embedded_phase(phase, budget_seconds=budget_seconds)
     if tasks is not None:
         plan = dataclasses.replace(plan, tasks=tuple(t for t in plan.tasks if t.name in tasks))
     assemble_scoring_program(plan, root / "program")
+    if record is not None:
+        config_file = root / "program" / CONFIG_NAME
+        config = json.loads(config_file.read_text())
+        config_file.write_text(json.dumps({**config, "record": record}))
     stage_reference_data(plan, root / "ref")
     return plan
 

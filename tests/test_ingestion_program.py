@@ -5,6 +5,7 @@ After every run no process of the run may be left, and the record must say what 
 """
 import json
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -379,3 +380,45 @@ def test_probe_reports_a_sandbox_user_that_cannot_start_python(monkeypatch):
     monkeypatch.setattr(sandbox.sys, "executable", "/nonexistent/python3")
     problem = sandbox._probe_sandbox_user(65534, 65534)
     assert problem and "cannot start /nonexistent/python3" in problem and "runs as root" in problem
+
+
+def _forge_unsigned(res: Path) -> None:
+    record = json.loads((res / "ingestion_record.json").read_text())
+    record.pop("signature")
+    (res / "ingestion_record.json").write_text(json.dumps(record))
+
+
+def _swap_prediction(res: Path) -> None:
+    probs = np.load(res / "digits_probs.npy")
+    probs[0] = np.eye(probs.shape[1])[0]          # the first point now sure of class 0
+    np.save(res / "digits_probs.npy", probs)
+
+
+@pytest.mark.parametrize("tamper, message", [
+    (lambda res: (res / "ingestion_record.json").unlink(), "holds no readable ingestion_record.json"),
+    (_forge_unsigned, "ingestion_record.json is not signed"),
+    (_swap_prediction, "digits_probs.npy differs from what the ingestion program wrote"),
+])
+def test_scorer_refuses_output_that_is_not_the_ingestions(prepared, tmp_path, tamper, message):
+    """On CodaLab a zip without metadata skips the ingestion and its files are scored as they
+    are: in a code phase the scorer accepts only what the ingestion signed."""
+    from bundle.phase_plan import embedded_phase
+    from bundle.programs import assemble_scoring_program
+    from scoring_harness import new_run as new_scoring_run, read_scores, run_scoring
+    import shutil
+    run, _, record = ingest(prepared, tmp_path / "ingest", submission("return uniform(task)"))
+    assert record.signature and set(record.files) == {"iris_probs.npy", "digits_probs.npy"}
+    plan = embedded_phase("development", code_submission=True, budget_seconds=BUDGET_SECONDS)
+    assemble_scoring_program(plan, tmp_path / "scoring" / "program")
+    shutil.copytree(prepared / "hidden_ref", tmp_path / "scoring" / "ref")
+    scoring = new_scoring_run(tmp_path / "scoring", tmp_path / "score")
+    shutil.rmtree(scoring / "input" / "res")
+    shutil.copytree(run / "run" / "output", scoring / "input" / "res")
+    tamper(scoring / "input" / "res")
+    outcome = run_scoring(scoring)
+    assert outcome.returncode == 0, outcome.stderr
+    for task in ("iris", "digits"):
+        assert f"task {task} penalised: training run invalid: this phase scores what your code" \
+            in outcome.stderr
+    assert message in outcome.stderr and "prediction files are not accepted" in outcome.stderr
+    assert read_scores(scoring)["iris_agreement"] == 0.0

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
-from competition_formats import (RECORD_NAME, FormatError, RunRecord, TaskRun, read_task_inputs,
-                                 write_run_record)
+from competition_formats import (RECORD_NAME, FormatError, RunRecord, TaskRun, file_digest,
+                                 read_record_key, read_task_inputs, write_run_record)
 
 from .config import CONFIG_NAME, ConfigError, IngestionConfig, TaskSpec, load_config
 from .hardware import describe_hardware
@@ -243,9 +243,14 @@ def ingest(input_dir: Path, output_dir: Path, program_dir: Path, submission_dir:
     if planted:
         _say(f"removed from the output folder what a child put there: {', '.join(planted)}")
     runs = {task.name: _task_run(outcome) for task, outcome in done}
-    write_run_record(output_dir / RECORD_NAME, RunRecord(runs, hardware))
+    files = {f"{task.prediction_stem}.npy": file_digest(output_dir / f"{task.prediction_stem}.npy")
+             for task, outcome in done if outcome.predictions is not None}
+    key = read_record_key(hidden_dir)
+    write_run_record(output_dir / RECORD_NAME, RunRecord(runs, hardware, files), key)
     ok = sum(run.status == "ok" for run in runs.values())
-    _say(f"done: {ok} of {len(runs)} task(s) ok; record written to {RECORD_NAME}")
+    _say(f"done: {ok} of {len(runs)} task(s) ok; record written to {RECORD_NAME}, "
+         + ("signed with the phase's key" if key else
+            "unsigned (no key in the hidden data: none is mounted for this program here)"))
     return 0
 
 

@@ -18,6 +18,7 @@ from .score_types import CLASSIFICATION, REGRESSION, SCORE_TYPES, score_type
 CONFIG_NAME = "scoring_config.json"
 CONFIG_FORMAT = "scoring-config/1"
 STATISTICS = ("value", "std", "train_seconds", "weighted_loss")
+RECORD_RULES = ("optional", "required", "signed")
 
 
 class ConfigError(ValueError):
@@ -65,6 +66,9 @@ class ScoringConfig:
     phase: str
     tasks: tuple[TaskConfig, ...]
     columns: tuple[Column, ...]
+    # What res/ must hold besides predictions: nothing (results phases), the ingestion's
+    # record, or the record signed with the key in ref/ (where the ingestion can read it).
+    record: str = "optional"
 
     def task(self, name: str) -> TaskConfig:
         return next(task for task in self.tasks if task.name == name)
@@ -140,7 +144,10 @@ def parse_config(raw: dict, source: str = CONFIG_NAME) -> ScoringConfig:
     duplicates = sorted({key for key in keys if keys.count(key) > 1})
     if duplicates:
         raise ConfigError(f"{source}: duplicate column keys {duplicates}")
-    return ScoringConfig(_require(raw, "phase", str, source), tasks, columns)
+    record = raw.get("record", "optional")
+    if record not in RECORD_RULES:
+        raise ConfigError(f"{source}: record must be one of {RECORD_RULES}, found {record!r}")
+    return ScoringConfig(_require(raw, "phase", str, source), tasks, columns, record)
 
 
 def load_config(path: Path):

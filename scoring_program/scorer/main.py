@@ -16,7 +16,8 @@ import sys
 import traceback
 from pathlib import Path
 
-from competition_formats import RECORD_NAME, FormatError, read_run_record
+from competition_formats import (RECORD_KEY_NAME, RECORD_NAME, FormatError, RunRecord, TaskRun,
+                                 read_record_key, read_run_record, signature_problem)
 
 from .config import CONFIG_NAME, ConfigError, load_config
 from .parallel_scoring import score_all
@@ -44,6 +45,39 @@ def _run_record(res: Path, problems: list[str]):
         return None
 
 
+NOT_A_TRAINING_RUN = ("this phase scores what your code predicts when the ingestion program runs "
+                      "it; {why}. A zip without a root 'metadata' file is taken by CodaLab for "
+                      "prediction files and its code never runs: prediction files are not "
+                      "accepted in this phase")
+
+
+def record_refusal(config, ref: Path, res: Path, record) -> str | None:
+    """Why ``res/`` cannot be taken for the output of a training run, where the phase needs
+    one; None when it can (or the phase takes prediction files)."""
+    if config.record == "optional":
+        return None
+    if record is None:
+        return NOT_A_TRAINING_RUN.format(why=f"the output holds no readable {RECORD_NAME}")
+    if config.record == "signed":
+        try:
+            key = read_record_key(ref)
+        except FormatError as error:
+            raise ReferenceDataError(str(error)) from None
+        if key is None:
+            raise ReferenceDataError(f"{ref / RECORD_KEY_NAME}: missing; it checks the "
+                                     "ingestion record (rebuild the bundle)")
+        problem = signature_problem(res / RECORD_NAME, key)
+        if problem:
+            return NOT_A_TRAINING_RUN.format(why=problem)
+    return None
+
+
+def _refused_record(config, reason: str) -> RunRecord:
+    """Every task as a run that delivered nothing, so each is penalised with the reason."""
+    return RunRecord({task.name: TaskRun("invalid", float(task.budget_seconds or 0.0),
+                                         message=reason) for task in config.tasks})
+
+
 def score(input_dir: Path, output_dir: Path, program_dir: Path) -> int:
     config = load_config(program_dir / CONFIG_NAME)
     ref, res = input_dir / "ref", input_dir / "res"
@@ -52,6 +86,9 @@ def score(input_dir: Path, output_dir: Path, program_dir: Path) -> int:
             raise ReferenceDataError(f"{folder}: missing ({what} folder)")
     problems: list[str] = []
     record = _run_record(res, problems)
+    refusal = record_refusal(config, ref, res, record)
+    if refusal:
+        record = _refused_record(config, refusal)
     results = score_all(config, ref, res, record)
     for result in results:
         if result.penalised:
