@@ -13,9 +13,9 @@ from pathlib import Path
 
 import numpy as np
 
-from competition_formats import (RECORD_KEY_NAME, file_digest, read_chain_probs, read_chain_samples,
-                                 read_classification_probs, read_matrix, read_regression_samples, read_task_inputs,
-                                 write_task_inputs)
+from competition_formats import (RECORD_KEY_NAME, file_digest, read_chain_probs,
+                                 read_chain_samples, read_classification_probs, read_matrix,
+                                 read_regression_samples, read_task_inputs, write_task_inputs)
 from competition_formats.loader import SAMPLES_BY_POINTS
 from scoring_program.scorer.exact_posterior import expectation_document
 
