@@ -98,8 +98,8 @@ def test_committed_results_table_shows_baselines_beating_the_trivial_submission(
             else:
                 assert metrics["w2"]["value"] < trivial["w2"]["value"], (task, method)
                 assert metrics["w1"]["value"] < trivial["w1"]["value"]
-        for ceiling in entry["noise_ceiling"].values():
-            assert np.isfinite(ceiling["mean"])
+        for expected in entry["exact_posterior_expectation"].values():
+            assert np.isfinite(expected["value"])
 
 
 def test_results_run_has_exactly_the_leaderboards_keys(tmp_path):
