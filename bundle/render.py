@@ -208,7 +208,13 @@ def _baseline_table(plan: PhasePlan, results: dict | None):
                 cells.append(f"{value['value']:.3f}" + (f" ± {value['chain_std']:.3f}"
                                                         if value["chain_std"] else ""))
             rows.append([task.name, metric, *cells, f"{expected['value']:.3f}"])
-    note = (f"Baselines of the starting kit with a {results['budget_seconds']:g} s budget per task; "
+    budgets = sorted({results["budgets"][task.name] for task in plan.tasks
+                      if task.name in results.get("budgets", {})})
+    trained = (f"trained with a {budgets[0]:g} s budget per task" if len(budgets) == 1 else
+               "trained with each task's budget")
+    if not plan.code_submission:
+        trained += " on the organizers' machine (this phase takes prediction files)"
+    note = (f"Baselines of the starting kit, {trained}; "
             "± is the standard deviation over HMC chains; the exact-posterior expectation is what "
             "an exact sampler's submission is expected to score against this finite HMC reference "
             "(not a bound: a submission may land on either side of it by chance).")
@@ -311,7 +317,8 @@ def page_contexts(spec: CompetitionSpec, phase: PhaseSpec, plan: PhasePlan,
         "evaluation": {**common, "heading": "Evaluation", "metrics": metrics,
                        "error_bars": "Each score is also computed with each HMC chain alone as the "
                                      "target; the standard deviation over chains is its error bar "
-                                     "(the *_std columns). The exact-posterior expectation, in the "
+                                     "(the leaderboard's sd columns, keys ending in _std). The "
+                                     "exact-posterior expectation, in the "
                                      "detailed results, is the score an exact sampler's submission "
                                      "(the exact model average; for regression as many exact draws as "
                                      "a submission holds) is expected to get: the reference is a finite "
@@ -322,8 +329,14 @@ def page_contexts(spec: CompetitionSpec, phase: PhaseSpec, plan: PhasePlan,
                        "penalties": "A task whose predictions are missing, malformed or invalid, or "
                                     "whose training run failed or timed out without a checkpoint, gets "
                                     "the worst value of every metric (agreement 0, total variation 1, "
-                                    "Wasserstein distances 10 reference standard deviations); the "
-                                    "reason is in the detailed results. Other tasks are scored normally.",
+                                    "Wasserstein distances 10 reference standard deviations; its sd "
+                                    "the metric's whole range, its training time the task's budget); "
+                                    "the reason is in the detailed results. Other tasks are scored "
+                                    "normally, and a failed task never fails the whole submission. "
+                                    + ("Only predictions the ingestion program wrote are scored: a "
+                                       "zip of prediction files, which CodaLab takes a zip without "
+                                       "its metadata file for, is penalised on every task."
+                                       if phase.code_submission else ""),
                        "budget_lines": budget_lines, "facts": facts,
                        "columns": [{"label": c.label, "key": c.key, "sort": c.sort,
                                     "description": c.description} for c in columns],

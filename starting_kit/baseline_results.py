@@ -29,8 +29,17 @@ PHASES = ("development", "evaluation")
 RESULTS_FILE = KIT / "baseline_results.json"
 
 
-def collect(budget: float) -> dict:
-    table = {"budget_seconds": budget, "methods": METHODS, "tasks": {}}
+def spec_budgets() -> dict[str, float]:
+    from bundle.spec import DEFAULT_SPEC, load_spec
+    return dict(load_spec(DEFAULT_SPEC).budgets)
+
+
+def collect(budget: float | None) -> dict:
+    """``budget``: seconds for every task; None: each task's budget in the default spec."""
+    budgets = spec_budgets()
+    if budget is not None:
+        budgets = {task: budget for task in budgets}
+    table = {"budgets": budgets, "methods": METHODS, "tasks": {}}
     for method in METHODS:
         for phase in PHASES:
             with tempfile.TemporaryDirectory(prefix=f"{method}-") as work:
