@@ -5,7 +5,6 @@ or bloats CodaLab bundles (G1, G2) is never written.
 """
 from __future__ import annotations
 
-import hashlib
 import zipfile
 from pathlib import Path
 
@@ -46,7 +45,3 @@ def write_zip(destination: Path, members: dict[str, bytes | Path]) -> Path:
 def zip_folder(folder: Path, destination: Path) -> Path:
     """The folder's contents at the zip root (never the folder itself: G1)."""
     return write_zip(destination, folder_members(folder))
-
-
-def sha256_of(path: Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()

@@ -5,20 +5,11 @@ generator (or a truncated checkout) is caught by a test instead of by a wrong le
 """
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 
-from competition_formats import read_matrix, read_task_inputs
+from competition_formats import file_digest, read_matrix, read_task_inputs
 from competition_formats.matrix_files import load_npy
-
-
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as stream:
-        for block in iter(lambda: stream.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def array_shapes(path: Path) -> dict | list | None:
@@ -34,7 +25,7 @@ def array_shapes(path: Path) -> dict | list | None:
 
 
 def describe(path: Path) -> dict:
-    entry = {"bytes": path.stat().st_size, "sha256": sha256_of(path)}
+    entry = {"bytes": path.stat().st_size, "sha256": file_digest(path)}
     shapes = array_shapes(path)
     if shapes is not None:
         entry["shape"] = shapes
