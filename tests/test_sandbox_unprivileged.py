@@ -21,6 +21,8 @@ from ingestion_harness import (SETPRIV, new_run, prepare, processes_of, run_inge
                                staging_root, worker_command)
 from ingestion_program.ingest import confine
 
+REPO = Path(__file__).resolve().parents[1]
+
 pytestmark = pytest.mark.slow
 
 
@@ -236,6 +238,25 @@ return uniform(task)""", prelude="import os, threading, time")
     assert np.load(tmp_path / "run" / "output" / "iris_probs.npy").shape == (50, 3)
 
 
+SCRATCH = ("/tmp", "/var/tmp", "/dev/shm")
+
+
+def private_scratch(kept: Path, visible: list[Path]) -> str:
+    """Shell lines, for a private mount namespace, that put an empty tmpfs on each scratch
+    folder while the ``visible`` paths (this checkout, wherever CI cloned it) stay reachable:
+    their scratch folder is first bound aside under ``kept``, then each is bound back."""
+    lines = []
+    for index, folder in enumerate(SCRATCH):
+        inside = [path.resolve() for path in visible if path.resolve().is_relative_to(folder)]
+        aside = kept / str(index)
+        if inside:
+            lines.append(f'mkdir -p "{aside}" && mount --bind "{folder}" "{aside}"')
+        lines.append(f'mount -t tmpfs tmpfs "{folder}"')
+        lines += [f'mkdir -p "{path}" && mount --bind "{aside / path.relative_to(folder)}" "{path}"'
+                  for path in inside]
+    return " && ".join(lines) + "; "
+
+
 @needs_setpriv
 def test_scratch_files_are_counted_and_removed_without_landlock(prepared, tmp_path):
     """Without Landlock the child can write /tmp, /var/tmp and /dev/shm: all of it is removed,
@@ -254,7 +275,7 @@ os.chmod("/tmp/locked", 0)
 return uniform(task)""", prelude="import os")
         run = new_run(prepared, root, code)
         staging = staging_root(root)
-        script = ('for f in /tmp /var/tmp /dev/shm; do mount -t tmpfs tmpfs "$f"; done; '
+        script = (private_scratch(root / "kept", [REPO]) +
                   'mkdir -p "$TMPDIR"; chmod 755 "$TMPDIR"; exec "$@"')
         command = ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh",
                    *SETPRIV, *worker_command(run), ]
