@@ -20,7 +20,7 @@ from typing import Callable, Iterator
 import yaml
 
 from ingestion_program.ingest.config import CONFIG_NAME as INGESTION_CONFIG
-from ingestion_program.ingest.config import OVERHEAD_SECONDS_PER_TASK
+from ingestion_program.ingest.config import OVERHEAD_SECONDS_PER_TASK, worst_case_seconds
 from scoring_program.scorer.config import CONFIG_NAME as SCORING_CONFIG
 
 
@@ -607,7 +607,7 @@ def _ingestion_seconds(config: dict) -> tuple[float, str]:
     if not budgets or not all(isinstance(x, int | float) and not isinstance(x, bool)
                               for x in [*budgets, grace]):
         raise ValueError(f"budgets {budgets} and grace_seconds {grace!r} must be numbers")
-    total = sum(budget + grace + OVERHEAD_SECONDS_PER_TASK for budget in budgets)
+    total = worst_case_seconds(budgets, grace)
     return total, (f"{len(budgets)} tasks: sum of (budget + grace {grace:g} s + "
                    f"{OVERHEAD_SECONDS_PER_TASK:g} s) = {total:g} s for budgets {budgets}")
 

@@ -15,6 +15,7 @@ from typing import Callable, Iterator
 import yaml
 
 from .checks import CheckFailure, _command_problems, _ingestion_seconds, _walk
+from .codabench import DEFAULT_QUEUE_LIMIT_SECONDS
 
 TOP_KEYS = {"version", "title", "image", "terms", "pages", "tasks", "solutions", "phases",
             "leaderboards", "description", "registration_auto_approve", "docker_image",
@@ -39,7 +40,6 @@ KEY_LIMIT, TITLE_LIMIT, BOARD_TITLE_LIMIT = 36, 36, 64
 IMAGE_MAGIC = {b"\x89PNG": "png", b"\xff\xd8\xff": "jpeg", b"GIF8": "gif", b"RIFF": "webp"}
 PROGRAM_VARIABLES = frozenset({"program", "input", "output", "tmp", "shared", "predictions",
                                "ingestion_program", "submission_program", "hidden"})
-DEFAULT_QUEUE_LIMIT_SECONDS = 600
 
 Problem = tuple[str, str]        # (message, fix)
 

@@ -22,11 +22,11 @@ from pathlib import Path
 
 import yaml
 
+from .codabench import DEFAULT_QUEUE_LIMIT_SECONDS
 from .worker import (CODABENCH, CODALAB, WorkerCommandError, dispatch_submission,
                      penalised_tasks, read_scores, run_program)
 
 SAMPLES = {True: "sample_code_submission.zip", False: "sample_result_submission.zip"}
-CODABENCH_DEFAULT_QUEUE_LIMIT = 600
 SETPRIV = "/usr/bin/setpriv"
 # How Codabench starts containers: every capability dropped, no-new-privileges (§3.4).
 NO_CAPABILITIES = (SETPRIV, "--no-new-privs", "--inh-caps=-all", "--ambient-caps=-all",
@@ -286,7 +286,7 @@ def _codabench_predict(bundle: Path, name: str, task: dict, submission_zip: Path
 def _run_phase_codabench(bundle: Path, phase: dict, task: dict, keys: list[str], python: str,
                          work: Path, submission_zip: Path | None) -> list[StepResult]:
     name = phase.get("name", "phase")
-    limit = float(min(phase.get("execution_time_limit", 600), CODABENCH_DEFAULT_QUEUE_LIMIT))
+    limit = float(min(phase.get("execution_time_limit", 600), DEFAULT_QUEUE_LIMIT_SECONDS))
     kit = _unzip(bundle / phase["starting_kit"], work / "starting_kit")
     submission_zip = submission_zip or kit / SAMPLES[bool(task.get("ingestion_program"))]
     # Exit codes of the prediction step are not checked: scoring always follows (§3.7).

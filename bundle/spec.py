@@ -15,14 +15,12 @@ from pathlib import Path
 import jsonschema
 import yaml
 
+from ingestion_program.ingest.config import OVERHEAD_SECONDS_PER_TASK, worst_case_seconds
 from reference_data.task_files import DEFAULT_ROOT
 
 DEFAULT_SPEC = Path(__file__).resolve().parent / "specs" / "bdl2021_embedded.yaml"
 DATE_PATTERN = r"^\d{4}-\d{2}-\d{2}( \d{2}:\d{2}(:\d{2})?)?$"
 METRICS = ("agreement", "total_variation", "w2", "w1")
-# Per task on top of its budget (ingestion start-up, staging, validation): the same
-# allowance as the ingestion program's total_seconds().
-TASK_OVERHEAD_SECONDS = 5.0
 
 
 class SpecError(ValueError):
@@ -234,13 +232,13 @@ def _meaning_problems(raw: dict, data_root: Path, spec_folder: Path) -> list[str
                                 f"({', '.join(tasks)})")
         starts.append((key, _date(phase["start"])))
         if phase["submission"] == "code":
-            needed = sum(tasks[t]["budget_seconds"] + grace + TASK_OVERHEAD_SECONDS
-                         for t in phase["tasks"] if t in tasks) + margin
+            needed = worst_case_seconds([tasks[t]["budget_seconds"] for t in phase["tasks"]
+                                         if t in tasks], grace) + margin
             if phase["execution_time_limit"] < needed:
                 problems.append(
                     f"phases.{key}.execution_time_limit: found {phase['execution_time_limit']}, "
                     f"expected at least {needed:.0f} s (task budgets + {grace:g} s grace + "
-                    f"{TASK_OVERHEAD_SECONDS:g} s start-up per task + {margin:g} s for scoring)")
+                    f"{OVERHEAD_SECONDS_PER_TASK:g} s start-up per task + {margin:g} s for scoring)")
     for (before, first), (after, second) in zip(starts, starts[1:]):
         if second <= first:
             problems.append(f"phases.{after}.start: found {second}, expected a start after "

@@ -57,8 +57,13 @@ class IngestionConfig:
 
     def total_seconds(self) -> float:
         """Worst case wall time of a whole ingestion run."""
-        return sum(t.budget_seconds + self.limits.grace_seconds + OVERHEAD_SECONDS_PER_TASK
-                   for t in self.tasks)
+        return worst_case_seconds([t.budget_seconds for t in self.tasks], self.limits.grace_seconds)
+
+
+def worst_case_seconds(budgets, grace_seconds: float) -> float:
+    """The longest an ingestion run of tasks with these budgets can take: the one formula the
+    builder's checks and the spec's validation use too."""
+    return sum(budget + grace_seconds + OVERHEAD_SECONDS_PER_TASK for budget in budgets)
 
 
 def _field(raw: dict, key: str, kind, where: str):
