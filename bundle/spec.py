@@ -18,9 +18,17 @@ import yaml
 from ingestion_program.ingest.config import OVERHEAD_SECONDS_PER_TASK, worst_case_seconds
 from reference_data.task_files import DEFAULT_ROOT
 
+from .phase_plan import DEFAULT_WEIGHTS
+from .programs import DEFAULT_LIMITS
+
 DEFAULT_SPEC = Path(__file__).resolve().parent / "specs" / "bdl2021_embedded.yaml"
 DATE_PATTERN = r"^\d{4}-\d{2}-\d{2}( \d{2}:\d{2}(:\d{2})?)?$"
 METRICS = ("agreement", "total_variation", "w2", "w1")
+# The spec's sandbox keys, in its units, defaulting to the ingestion limits the builder uses.
+SANDBOX_DEFAULTS = {"memory_gib": DEFAULT_LIMITS["memory_bytes"] / 2**30,
+                    "max_file_mib": DEFAULT_LIMITS["max_file_bytes"] / 2**20,
+                    "disk_mib": DEFAULT_LIMITS["disk_bytes"] / 2**20,
+                    "grace_seconds": DEFAULT_LIMITS["grace_seconds"]}
 
 
 class SpecError(ValueError):
@@ -222,7 +230,7 @@ def _meaning_problems(raw: dict, data_root: Path, spec_folder: Path) -> list[str
     if problems:
         return problems
     tasks = raw["tasks"]
-    grace = raw.get("sandbox", {}).get("grace_seconds", 2)
+    grace = raw.get("sandbox", {}).get("grace_seconds", SANDBOX_DEFAULTS["grace_seconds"])
     margin = raw.get("scoring_margin_seconds", 60)
     starts = []
     for key, phase in raw["phases"].items():
@@ -275,8 +283,7 @@ def load_spec(path: Path = DEFAULT_SPEC, data_root: Path | None = None) -> Compe
     problems = _meaning_problems(plain, Path(data_root), path.parent)
     if problems:
         raise SpecError(path, problems)
-    sandbox = {"memory_gib": 4, "max_file_mib": 256, "disk_mib": 1024, "grace_seconds": 2,
-               **plain.get("sandbox", {})}
+    sandbox = {**SANDBOX_DEFAULTS, **plain.get("sandbox", {})}
     return CompetitionSpec(
         path=path, slug=plain["slug"], title=plain["title"],
         description=plain.get("description", ""), organizers=tuple(plain.get("organizers", ())),
@@ -285,8 +292,7 @@ def load_spec(path: Path = DEFAULT_SPEC, data_root: Path | None = None) -> Compe
         end_date=_date(plain["end_date"]) if plain.get("end_date") else None,
         data_root=Path(data_root),
         budgets={name: float(task["budget_seconds"]) for name, task in plain["tasks"].items()},
-        weights={"agreement": 1.0, "total_variation": 1.0, "w2": 1.0, "w1": 0.0,
-                 **plain.get("metric_weights", {})},
+        weights={**DEFAULT_WEIGHTS, **plain.get("metric_weights", {})},
         phases=tuple(PhaseSpec(key, p["label"], p.get("description", ""), _date(p["start"]),
                                p["submission"] == "code", tuple(p["tasks"]),
                                p["execution_time_limit"], p.get("max_submissions", 100),
