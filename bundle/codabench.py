@@ -9,12 +9,10 @@ tasks) or the task's primary metric (one task) ranks instead.
 """
 from __future__ import annotations
 
-import json
-
 import yaml
 
 from .leaderboard import LeaderboardColumn
-from .render import environment
+from .render import environment, yaml_scalar
 from .spec import CompetitionSpec, PhaseSpec
 
 LEADERBOARD_KEY = "results"
@@ -28,13 +26,7 @@ TERMS_FILE = "pages/terms.html"
 
 def quoted(value) -> str:
     """A YAML scalar for Codabench: strings and dates quoted (dates as UTC text)."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return repr(value)
-    if hasattr(value, "strftime"):
-        return json.dumps(value.strftime("%Y-%m-%d %H:%M:%S"))
-    return json.dumps(str(value), ensure_ascii=False)
+    return yaml_scalar(value, quote_dates=True)
 
 
 def ranked_columns(columns: list[LeaderboardColumn]) -> list[LeaderboardColumn]:

@@ -63,14 +63,17 @@ def environment() -> jinja2.Environment:
                               autoescape=jinja2.select_autoescape(["html.j2"]))
 
 
-def yaml_scalar(value) -> str:
-    """A value as the site's PyYAML must read it: dates unquoted (G8), strings quoted."""
+def yaml_scalar(value, quote_dates: bool = False) -> str:
+    """A value as the platform's YAML loader must read it: strings quoted; dates unquoted for
+    CodaLab (G8: a quoted date fails there), quoted UTC text for Codabench (an unquoted one
+    loses its time of day there)."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (int, float)):
         return repr(value)
-    if isinstance(value, dt.datetime):
-        return value.strftime("%Y-%m-%d %H:%M:%S")
+    if isinstance(value, (dt.date, dt.datetime)):
+        text = value.strftime("%Y-%m-%d %H:%M:%S")
+        return json.dumps(text) if quote_dates else text
     return json.dumps(str(value), ensure_ascii=False)     # a valid YAML double-quoted string
 
 
