@@ -33,19 +33,29 @@ def check_predictions(array, kind: str, n_points: int, width: int,
                           f"expected finite numbers ({len(bad)} non-finite in all)")
     if kind != "classification":
         return array, ()
-    negative = np.argwhere(array < 0)
+    notes = check_probability_rows(array, lambda row, column=None: f"{what}: row {row}" + (
+        f", column {column}" if column is not None else "") + " (0-based)", what)
+    return array, notes
+
+
+def check_probability_rows(probs: np.ndarray, where, name: str) -> tuple[str, ...]:
+    """The one probability rule of ingestion and scorer: entries >= 0, each row summing to 1
+    within ROW_SUM_TOLERANCE; rows off by less are renormalised in place (returns the note).
+    ``where(row, column=None)`` says where a problem is, in the caller's terms."""
+    negative = np.argwhere(probs < 0)
     if len(negative):
         row, column = (int(v) for v in negative[0])
-        raise FormatError(f"{what}: row {row}, column {column} (0-based) is "
-                          f"{array[row, column]!r}; probabilities must be >= 0")
-    deviation = np.abs(array.sum(axis=1) - 1.0)
-    if deviation.max() > ROW_SUM_TOLERANCE:
-        row = int(deviation.argmax())
-        raise FormatError(f"{what}: row {row} (0-based) sums to {array[row].sum():.6g}; each row "
-                          f"must sum to 1 (within {ROW_SUM_TOLERANCE:g})")
+        raise FormatError(f"{where(row, column)}: expected a probability >= 0, found "
+                          f"{probs[row, column]!r} ({len(negative)} negative entries in all)")
+    deviation = np.abs(probs.sum(axis=1) - 1.0)
+    worst = int(deviation.argmax())
+    if deviation[worst] > ROW_SUM_TOLERANCE:
+        raise FormatError(f"{where(worst)}: probabilities sum to {probs[worst].sum():.6g}, "
+                          f"expected 1 (within {ROW_SUM_TOLERANCE:g}); "
+                          f"{int((deviation > ROW_SUM_TOLERANCE).sum())} rows are off")
     off = deviation > 1e-12
     if not off.any():
-        return array, ()
-    array[off] /= array[off].sum(axis=1, keepdims=True)
-    return array, (f"{what}: renormalised {int(off.sum())} rows whose sums were off by up to "
-                   f"{deviation.max():.2g}",)
+        return ()
+    probs[off] /= probs[off].sum(axis=1, keepdims=True)
+    return (f"{name}: renormalised {int(off.sum())} rows whose sums were off by up to "
+            f"{deviation.max():.2g}",)

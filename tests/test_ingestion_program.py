@@ -249,7 +249,7 @@ return uniform(task)""", prelude="import sys")
 @pytest.mark.parametrize("body, message", [
     ("return np.ones((50, 4)) / 4", "expected shape (50, 3) = (test points, classes), found (50, 4)"),
     ("p = uniform(task); p[3, 1] = float('nan'); return p", "row 3, column 1 (0-based) is nan"),
-    ("p = uniform(task); p[7] = [2.0, -1.0, 0.0]; return p", "probabilities must be >= 0"),
+    ("p = uniform(task); p[7] = [2.0, -1.0, 0.0]; return p", "expected a probability >= 0"),
     ("return 'not an array'", "not a numeric array"),
     ("return {'probs': 1}", "predict() returned something that is not a numeric array "
                             "(TypeError: float() argument must be a string or a real number, "

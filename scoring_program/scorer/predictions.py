@@ -13,7 +13,7 @@ import numpy as np
 from competition_formats import (MATRIX_EXTENSIONS, FormatError, describe_position,
                                  read_classification_probs, read_regression_samples)
 from competition_formats.loader import POINTS_BY_SAMPLES
-from competition_formats.prediction_arrays import ROW_SUM_TOLERANCE
+from competition_formats.prediction_arrays import check_probability_rows
 
 from .config import TaskConfig
 from .score_types import CLASSIFICATION
@@ -54,28 +54,10 @@ def find_submission_file(task: TaskConfig, res: Path) -> Path:
                           "of the submission zip")
 
 
-def _check_probabilities(task: TaskConfig, path: Path, probs: np.ndarray) -> tuple[str, ...]:
-    """Reject negative entries and rows far from summing to 1; renormalise the rest in place."""
-    negative = np.argwhere(probs < 0)
-    if len(negative):
-        row, column = (int(v) for v in negative[0])
-        raise SubmissionError(f"{describe_position(path, row, column)}: expected a probability "
-                              f">= 0, found {probs[row, column]!r} ({len(negative)} negative "
-                              "entries in all)")
-    deviation = np.abs(probs.sum(axis=1) - 1.0)
-    worst = int(deviation.argmax())
-    if deviation[worst] > ROW_SUM_TOLERANCE:
-        position = describe_position(path, worst)
-        raise SubmissionError(
-            f"{position}: probabilities sum to {probs[worst].sum():.6g}, expected 1 "
-            f"(within {ROW_SUM_TOLERANCE:g}); {int((deviation > ROW_SUM_TOLERANCE).sum())} "
-            "rows are off")
-    off = deviation > 1e-12
-    if not off.any():
-        return ()
-    probs[off] /= probs[off].sum(axis=1, keepdims=True)
-    return (f"{path.name}: renormalised {int(off.sum())} rows whose sums were off by up to "
-            f"{deviation.max():.2g}",)
+def _check_probabilities(path: Path, probs: np.ndarray) -> tuple[str, ...]:
+    """The shared probability rule, with errors placed by file line and column."""
+    return check_probability_rows(
+        probs, lambda row, column=None: describe_position(path, row, column), path.name)
 
 
 def load_submission(task: TaskConfig, res: Path) -> Submission:
@@ -84,7 +66,7 @@ def load_submission(task: TaskConfig, res: Path) -> Submission:
         if task.kind == CLASSIFICATION:
             predictions = read_classification_probs(path, n_points=task.n_test,
                                                     n_classes=task.num_classes)
-            return Submission(path, predictions, _check_probabilities(task, path, predictions))
+            return Submission(path, predictions, _check_probabilities(path, predictions))
         predictions = read_regression_samples(path, layout=POINTS_BY_SAMPLES,
                                               n_points=task.n_test, n_samples=task.num_samples)
         return Submission(path, predictions)
