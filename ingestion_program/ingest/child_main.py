@@ -48,10 +48,10 @@ class Task:
         return f"Task({self.name!r}, {self.kind}, {self.seconds:g} s)"
 
 
-def _send_array(fd, kind, predictions, numpy):
+def _send_array(fd, frame_type, predictions, numpy):
     buffer = io.BytesIO()
     numpy.save(buffer, numpy.asarray(predictions, dtype=numpy.float64), allow_pickle=False)
-    write_frame(fd, kind, buffer.getvalue())
+    write_frame(fd, frame_type, buffer.getvalue())
 
 
 def _theirs(frame):

@@ -8,15 +8,15 @@ source is also sent to the child, whose environment is the participant's.
 import os
 import struct
 
-MAGIC = b"BDL1"
-HEADER = struct.Struct("<4scQ")          # magic, kind, payload length
+MAGIC = b"ING1"
+HEADER = struct.Struct("<4scQ")          # magic, frame type, payload length
 CHECKPOINT, FINAL, ERROR = b"C", b"F", b"E"
 PROTECTIONS = b"P"       # JSON: what the child installed on itself; only as the first frame
-KINDS = (CHECKPOINT, FINAL, ERROR, PROTECTIONS)
+FRAME_TYPES = (CHECKPOINT, FINAL, ERROR, PROTECTIONS)
 
 
-def write_frame(fd, kind, payload):
-    data = HEADER.pack(MAGIC, kind, len(payload)) + payload
+def write_frame(fd, frame_type, payload):
+    data = HEADER.pack(MAGIC, frame_type, len(payload)) + payload
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view):]

@@ -25,7 +25,7 @@ from competition_formats.prediction_arrays import check_predictions
 
 from .config import Limits, TaskSpec
 from .confine import LANDLOCK_FILES
-from .frames import CHECKPOINT, FINAL, HEADER, KINDS, MAGIC, PROTECTIONS
+from .frames import CHECKPOINT, FINAL, FRAME_TYPES, HEADER, MAGIC, PROTECTIONS
 from .processes import signal_group, sweep, wait_exit
 from .sandbox import Protections, preexec
 from .scratch import ScratchWatch, force_remove, tree_bytes
@@ -87,9 +87,9 @@ class FrameReader:
             return
         self.buffer += chunk
         while len(self.buffer) >= HEADER.size:
-            magic, kind, length = HEADER.unpack_from(self.buffer)
-            if magic != MAGIC or kind not in KINDS or length > self.max_payload:
-                self.violation = (f"malformed result frame (kind {kind!r}, {length} bytes; at most "
+            magic, frame_type, length = HEADER.unpack_from(self.buffer)
+            if magic != MAGIC or frame_type not in FRAME_TYPES or length > self.max_payload:
+                self.violation = (f"malformed result frame (type {frame_type!r}, {length} bytes; at most "
                                   f"{self.max_payload} expected)")
                 self.buffer.clear()
                 return
@@ -98,11 +98,11 @@ class FrameReader:
             payload = bytes(self.buffer[HEADER.size:HEADER.size + length])
             del self.buffer[:HEADER.size + length]
             self.frames += 1
-            if kind == PROTECTIONS:
+            if frame_type == PROTECTIONS:
                 self._protections(payload)
-            elif kind == CHECKPOINT:
+            elif frame_type == CHECKPOINT:
                 self.checkpoint, self.checkpoints = payload, self.checkpoints + 1
-            elif kind == FINAL:
+            elif frame_type == FINAL:
                 if self.final is None:
                     self.final_at = time.monotonic()
                 self.final = payload
