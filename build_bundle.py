@@ -22,7 +22,7 @@ import yaml
 
 from bundle.build import BuildError, build_bundle
 from bundle.checks import check_bundle
-from bundle.checks_v2 import check_bundle_v2
+from bundle.checks_codabench import check_bundle_v2
 from bundle.dry_run import NOT_CHECKED, StepResult, dry_run, dry_run_codabench, table
 from bundle.spec import DEFAULT_SPEC, SpecError, load_spec
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Callable
 
 from .checks import check_bundle
-from .checks_v2 import check_bundle_v2
+from .checks_codabench import check_bundle_v2
 from .codabench import DEFAULT_QUEUE_LIMIT_SECONDS, PAGE_FILES, TERMS_FILE, competition_yaml_v2
 from .leaderboard import phase_columns
 from .phase_data import leakage_problems, stage_input_data, stage_public_data, stage_reference_data

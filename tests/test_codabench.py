@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bundle.checks_v2 import check_bundle_v2
+from bundle.checks_codabench import check_bundle_v2
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
