@@ -41,6 +41,9 @@ class TaskRun:
     signal: str | None = None
     peak_memory_mb: float | None = None
     stderr_tail: str = ""
+    # A task run in units (PGDL: one per network, each with a hard limit): the seconds each
+    # had and the names of those that timed out, failed or were not reached; None otherwise.
+    units: dict | None = None
 
     @property
     def has_prediction(self) -> bool:
@@ -125,6 +128,8 @@ def _task_run(path: Path, name: str, raw) -> TaskRun:
     seconds = raw.get("wall_seconds")
     if not isinstance(seconds, (int, float)) or isinstance(seconds, bool) or seconds < 0:
         raise FormatError(f"{where}.wall_seconds: expected a non-negative number, found {seconds!r}")
+    if not isinstance(raw.get("units"), (dict, type(None))):
+        raise FormatError(f"{where}.units: expected an object or null, found {raw.get('units')!r}")
     return TaskRun(**raw)
 
 

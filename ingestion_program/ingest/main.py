@@ -31,6 +31,7 @@ from .confine import LANDLOCK_FILES
 from .sandbox import Protections, describe, lock_down, probe
 from .scratch import force_remove, new_staging_folder, remove_abandoned_staging
 from .supervisor import Staging, TaskOutcome, clean_workdir, run_task
+from .units import run_in_units, unit_plan
 
 USAGE = ("usage: ingestion.py INPUT_DIR OUTPUT_DIR INGESTION_PROGRAM_DIR SUBMISSION_DIR "
          "[HIDDEN_DIR]")
@@ -143,7 +144,8 @@ def _task_run(outcome: TaskOutcome) -> TaskRun:
                    prediction=outcome.prediction,
                    message="; ".join(filter(None, [outcome.message, *outcome.notes])),
                    exit_code=outcome.exit_code, signal=outcome.signal,
-                   peak_memory_mb=outcome.peak_memory_mb, stderr_tail=outcome.stderr_tail[-4000:])
+                   peak_memory_mb=outcome.peak_memory_mb, stderr_tail=outcome.stderr_tail[-4000:],
+                   units=outcome.units)
 
 
 def _confinement_lines(outcome: TaskOutcome, protections: Protections) -> list[str]:
@@ -168,6 +170,11 @@ def _report(task: TaskSpec, outcome: TaskOutcome, protections: Protections) -> N
          + (f"; prediction: {outcome.prediction}" if outcome.prediction else "; no prediction"))
     for line in _confinement_lines(outcome, protections):
         _say(f"[{task.name}]   {line}")
+    if outcome.units:
+        counts = ", ".join(f"{len(outcome.units[state])} {state.replace('_', ' ')}"
+                           for state in ("timed_out", "failed", "not_reached"))
+        _say(f"[{task.name}]   run one unit at a time, each killed after "
+             f"{outcome.units['seconds']:g} s: {counts}")
     if outcome.scratch:
         _say(f"[{task.name}]   {outcome.scratch}")
     for line in filter(None, [outcome.message, *outcome.notes]):
@@ -213,8 +220,11 @@ def _run_tasks(config: IngestionConfig, base: Path, dirs: dict[str, Path | None]
         started = time.monotonic()
         staging = _stage_task(base, task, dirs["input"], sources, submission, protections.uid,
                               forbidden, contract)
-        outcome = run_task(task, staging, protections, config.limits,
-                           (config.entry_module, config.entry_function), contract)
+        entry = (config.entry_module, config.entry_function)
+        units = unit_plan(task, contract)
+        outcome = (run_in_units(task, staging, protections, config.limits, entry, contract, units)
+                   if units else run_task(task, staging, protections, config.limits, entry,
+                                          contract))
         if not clean_workdir(staging.workdir):
             outcome.notes.append("its working folder could not be removed")
         _write_outputs(dirs["output"], task, outcome)

@@ -80,6 +80,7 @@ class FrameReader:
         self.frames = 0
         self.final_at: float | None = None
         self.protections: list | None = None     # what the child installed, from its first frame
+        self.progress_at: float | None = None    # its set-up report or last checkpoint arrived
 
     def feed(self, chunk: bytes) -> None:
         if self.violation:
@@ -99,8 +100,10 @@ class FrameReader:
             self.frames += 1
             if frame_type == PROTECTIONS:
                 self._protections(payload)
+                self.progress_at = time.monotonic()
             elif frame_type == CHECKPOINT:
                 self.checkpoint, self.checkpoints = payload, self.checkpoints + 1
+                self.progress_at = time.monotonic()
             elif frame_type == FINAL:
                 if self.final is None:
                     self.final_at = time.monotonic()
@@ -139,6 +142,9 @@ class TaskOutcome:
     deadline_to_gone_seconds: float | None = None   # kill latency, when the budget ran out
     protections: list | None = None      # (name, installed, detail) as the child reported them
     scratch: str | None = None           # what it left in /tmp, /var/tmp, /dev/shm, removed
+    units_done: int = 0                  # checkpoints received: units finished (see units.py)
+    resumable: bool = False              # it stopped inside a unit, at that unit's cost only
+    units: dict | None = None            # per-unit statuses, for a task run in units
 
 
 @dataclass(frozen=True)
@@ -149,6 +155,20 @@ class Staging:
     workdir: Path          # the child's own writable folder
     forbidden: tuple[Path, ...] = ()   # never readable: hidden data, output, input, programs
     base: Path | None = None           # the staging folder (not the child's scratch)
+
+
+@dataclass(frozen=True)
+class UnitWindow:
+    """One child's share of a task run in units (``units.py``): the units from ``first`` on,
+    each with ``seconds``, all before the task's ``deadline`` (monotonic clock)."""
+    names: tuple[str, ...]
+    seconds: float
+    first: int
+    deadline: float
+
+    def name(self, done: int) -> str:
+        index = self.first + done
+        return self.names[index] if index < len(self.names) else f"unit {index}"
 
 
 def _child_environment(workdir: Path, cores: int | None) -> dict[str, str]:
@@ -180,8 +200,8 @@ class _Run:
     """The state of one supervised child; ``loop`` drives it to the end."""
 
     def __init__(self, task: TaskSpec, staging: Staging, protections: Protections,
-                 limits: Limits, entry: tuple[str, str], contract):
-        self.task, self.limits = task, limits
+                 limits: Limits, entry: tuple[str, str], contract, units: UnitWindow | None):
+        self.task, self.limits, self.units = task, limits, units
         self.stdout, self.stderr = OutputCapture(limits.output_bytes), OutputCapture(limits.output_bytes)
         self.frames = FrameReader(max_payload=contract.output_bytes(task))
         read_fd, write_fd = os.pipe()
@@ -189,10 +209,11 @@ class _Run:
                 "budget_seconds": task.budget_seconds,
                 "data": str(staging.data), "result_fd": write_fd,
                 "entry_module": entry[0], "entry_function": entry[1],
+                "first_unit": units.first if units else 0,
                 "confine": _confinement_plan(staging, protections.disabled)}
         self.scratch = ScratchWatch(staging.base or staging.workdir, protections.uid)
         self.started = time.monotonic()
-        self.deadline = self.started + task.budget_seconds
+        self.deadline = units.deadline if units else self.started + task.budget_seconds
         try:
             self.process = subprocess.Popen(
                 [sys.executable, "-c", BOOTSTRAP, json.dumps(spec), str(staging.runtime),
@@ -217,6 +238,7 @@ class _Run:
         self.exit_status = self.usage = self.exited_at = None
         self.terminated_at = self.killed_at = None
         self.stop_reason: str | None = None      # why we stopped it, other than the budget
+        self.unit_overrun = False                # killed: a unit ran past its own limit
         self.killed: set[int] = set()            # distinct leftover processes we killed
         self.next_disk_check = self.started + DISK_CHECK_SECONDS
 
@@ -254,6 +276,9 @@ class _Run:
                 self._stop(f"sent malformed results: {self.frames.violation}")
             elif self.frames.final_at is not None and now >= self.frames.final_at + LINGER_SECONDS:
                 self._stop(None)     # it returned; whatever it left running is not waited for
+            elif not self.unit_overrun and self._unit_overran(now):
+                self.unit_overrun = True
+                self._stop(None)     # no grace: the next unit's time is not this one's
             elif now >= self.next_disk_check:
                 self.next_disk_check = now + DISK_CHECK_SECONDS
                 if self._disk_usage() > self.limits.disk_bytes:
@@ -264,6 +289,13 @@ class _Run:
             self._stop(None)
         if self.exit_status is not None and now >= self.exited_at + LINGER_SECONDS:
             self._sweep()   # they hold the pipes
+
+    def _unit_overran(self, now: float) -> bool:
+        """The unit under way has had its seconds since the child's set-up report or its last
+        checkpoint (so the first unit's clock includes importing the participant's module)."""
+        started = self.frames.progress_at
+        return (self.units is not None and started is not None and self.frames.final_at is None
+                and now >= started + self.units.seconds)
 
     def loop(self) -> None:
         while True:
@@ -303,6 +335,9 @@ def _failure_message(run: _Run, limits: Limits) -> tuple[str, str]:
     if run.stop_reason:
         status = "invalid" if run.stop_reason.startswith("sent malformed") else "failed"
         return status, run.stop_reason
+    if run.unit_overrun:
+        return "timed_out", (f"{run.units.name(run.frames.checkpoints)} did not finish within its "
+                             f"{run.units.seconds:g} s and was killed")
     if run.terminated_at is not None:
         how = ("ignored SIGTERM and was killed after the "
                f"{limits.grace_seconds:g} s grace period" if run.killed_at else "stopped by SIGTERM")
@@ -324,10 +359,11 @@ def _failure_message(run: _Run, limits: Limits) -> tuple[str, str]:
 
 
 def run_task(task: TaskSpec, staging: Staging, protections: Protections, limits: Limits,
-             entry: tuple[str, str], contract) -> TaskOutcome:
-    """``contract``: the kind's runtime ``ingestion`` module (output size and checks)."""
+             entry: tuple[str, str], contract, units: UnitWindow | None = None) -> TaskOutcome:
+    """``contract``: the kind's runtime ``ingestion`` module (output size and checks);
+    ``units``: the part of a task run in units this child runs, else the whole task."""
     try:
-        run = _Run(task, staging, protections, limits, entry, contract)
+        run = _Run(task, staging, protections, limits, entry, contract, units)
     except (OSError, subprocess.SubprocessError) as error:
         return TaskOutcome(status="failed", wall_seconds=0.0,
                            message=f"the ingestion could not start the task's process ({error}); "
@@ -345,7 +381,8 @@ def run_task(task: TaskSpec, staging: Staging, protections: Protections, limits:
         stdout=run.stdout.text(), stderr=run.stderr.text(), stderr_tail=run.stderr.last_lines(),
         killed_descendants=len(run.killed),
         deadline_to_gone_seconds=(run.ended - run.deadline) if run.terminated_at else None,
-        protections=run.frames.protections, scratch=_clean_scratch(run))
+        protections=run.frames.protections, scratch=_clean_scratch(run),
+        units_done=run.frames.checkpoints)
     valid_final = None
     if run.frames.final_at is not None and run.frames.final_at < run.deadline \
             and not run.stop_reason:
@@ -359,6 +396,7 @@ def run_task(task: TaskSpec, staging: Staging, protections: Protections, limits:
         outcome.prediction, outcome.notes = "final", list(notes)
         return outcome
     outcome.status, outcome.message = _failure_message(run, limits)
+    outcome.resumable = _stopped_inside_a_unit(run)
     if run.frames.checkpoint is not None and outcome.status != "invalid":
         try:
             outcome.predictions, notes = _decode(run.frames.checkpoint, task, contract,
@@ -368,6 +406,16 @@ def run_task(task: TaskSpec, staging: Staging, protections: Protections, limits:
         except FormatError as error:
             outcome.notes.append(f"its last checkpoint was unusable: {error}")
     return outcome
+
+
+def _stopped_inside_a_unit(run: _Run) -> bool:
+    """Killed at a unit's limit, or died in one without reporting an error (a crash, a signal,
+    an exit from their code): a fresh child may go on with the next unit. Not so for an error
+    report (their module does not import, ...), a stop for cause, or the task's budget."""
+    if run.units is None or run.frames.protections is None:
+        return False
+    return run.unit_overrun or (run.frames.error is None and run.stop_reason is None
+                                and run.terminated_at is None)
 
 
 def _clean_scratch(run: _Run) -> str | None:

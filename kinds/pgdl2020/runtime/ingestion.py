@@ -22,6 +22,11 @@ def stage_inputs(task, input_dir: Path, folder: Path) -> Path:
     return staged
 
 
+def units(task) -> tuple[list[str], float]:
+    """One unit per network, each with its share of the task's budget as a hard limit."""
+    return task.contract["model_ids"], task.contract["seconds_per_model"]
+
+
 def output_bytes(task) -> int:
     return len(task.contract["model_ids"]) * 8 + 4096
 

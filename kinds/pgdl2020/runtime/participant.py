@@ -334,26 +334,30 @@ def _as_float(value):
 
 
 def call(function, spec, started, checkpoint):
-    """Calls ``function(model, dataset)`` for each model of the task, in order.
+    """Calls ``function(model, dataset)`` for each model of the task, in order, from
+    ``spec["first_unit"]`` on (the ingestion starts a fresh process there after killing one
+    whose call ran past its limit or died).
 
     ``spec["data"]``: the staged task folder (``model_*/`` and ``dataset_1/train.npz``);
     ``spec["contract"]``: ``{"model_ids": [...], "seconds_per_model": s}``. Returns the float64
     vector of the values, NaN for a model whose value is not a number, whose call raised or
-    took longer than ``seconds_per_model``; ``checkpoint(values)`` follows every model (NaN for
-    those not reached yet). If every call raised, the first error is raised again.
+    took longer than ``seconds_per_model``, or that this process did not measure;
+    ``checkpoint(values)`` follows every model: the parent counts them to know which model is
+    under way. If every call raised, the first error is raised again.
     """
     contract = spec["contract"]
     model_ids = list(contract["model_ids"])
     limit = float(contract["seconds_per_model"])
+    first = int(spec.get("first_unit", 0))
     data = spec["data"]
     values = numpy.full(len(model_ids), numpy.nan, dtype=numpy.float64)
-    first_model = Model(_model_folder(data, model_ids[0])) if model_ids else None
+    first_model = Model(_model_folder(data, model_ids[first])) if first < len(model_ids) else None
     dataset = Dataset(os.path.join(data, "dataset_1"),
                       num_classes=first_model.num_classes if first_model else None)
     name = getattr(function, "__name__", "complexity")
     errors, numbers = [], 0
-    for index, model_id in enumerate(model_ids):
-        model = first_model if index == 0 else Model(_model_folder(data, model_id))
+    for index, model_id in enumerate(model_ids[first:], start=first):
+        model = first_model if index == first else Model(_model_folder(data, model_id))
         first_model = None
         began = time.monotonic()
         try:
@@ -380,6 +384,6 @@ def call(function, spec, started, checkpoint):
                     sys.stderr.write(f"[{model_id}] {name}() returned {number}\n")
         sys.stderr.flush()
         checkpoint(values.copy())
-    if errors and numbers == 0 and len(errors) == len(model_ids):
+    if errors and numbers == 0 and len(errors) == len(model_ids) - first:
         raise errors[0]
     return values

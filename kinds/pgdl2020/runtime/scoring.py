@@ -97,14 +97,26 @@ def _measure(task: TaskConfig, res: Path, ids) -> np.ndarray:
     return values
 
 
-def _unscored(values: np.ndarray, ids) -> str | None:
-    """PGDL scored a task 0 when any model was not measured; we penalise that task alone."""
+UNIT_STATES = {"timed_out": "killed at the {seconds:g} s limit", "failed": "process died",
+               "not_reached": "not reached"}
+
+
+def _shown(names) -> str:
+    return ", ".join(names[:5]) + (" ..." if len(names) > 5 else "")
+
+
+def _unscored(values: np.ndarray, ids, run: TaskRun | None) -> str | None:
+    """PGDL scored a task 0 when any model was not measured; we penalise that task alone.
+    The ingestion's record says why networks went unmeasured, where it knows."""
     missing = [model for model, value in zip(ids, values) if not np.isfinite(value)]
     if not missing:
         return None
-    shown = ", ".join(missing[:5]) + (" ..." if len(missing) > 5 else "")
-    return (f"{len(missing)} of {len(ids)} networks have no finite measure ({shown}): a task "
-            "is scored only when every network of its zoo is")
+    units = (run.units if run else None) or {}
+    why = [f"{UNIT_STATES[state].format(seconds=units.get('seconds', 0))}: "
+           f"{_shown(units[state])}" for state in UNIT_STATES if units.get(state)]
+    return (f"{len(missing)} of {len(ids)} networks have no finite measure ({_shown(missing)})"
+            + (f" ({'; '.join(why)})" if why else "")
+            + ": a task is scored only when every network of its zoo is")
 
 
 def score_task(task: TaskConfig, ref: Path, res: Path, run: TaskRun | None) -> TaskResult:
@@ -117,7 +129,7 @@ def score_task(task: TaskConfig, ref: Path, res: Path, run: TaskRun | None) -> T
         measure = _measure(task, res, zoo.ids)
     except SubmissionError as error:
         return penalised(task, str(error), seconds)
-    problem = _unscored(measure, zoo.ids)
+    problem = _unscored(measure, zoo.ids, run)
     if problem:
         return penalised(task, problem, seconds)
     arrays = {"measure": measure, "gaps": zoo.gaps, "hparams": zoo.hparams,

@@ -1,0 +1,122 @@
+"""Tasks run in units, each unit under its own hard time limit.
+
+A kind may split a task into units (PGDL: one per trained network): its ingestion contract's
+``units(task)`` gives their names and the seconds each may take. One child runs the units in
+order and sends a checkpoint after each, holding the whole output so far (one row per unit,
+rows not yet measured as the kind fills them). A unit that runs past its seconds is killed
+with its child, and a child that dies inside a unit without reporting an error costs that unit
+too; either way a fresh child goes on with the next unit, until every unit was tried or the
+task's own budget is spent. So one hung or crashing network costs that network, not the zoo.
+"""
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import numpy as np
+
+from competition_formats import FormatError
+
+from .config import Limits, TaskSpec
+from .sandbox import Protections
+from .supervisor import Staging, TaskOutcome, UnitWindow, run_task
+
+DONE, TIMED_OUT, FAILED, NOT_REACHED = "done", "timed_out", "failed", "not_reached"
+
+
+def unit_plan(task: TaskSpec, contract) -> tuple[tuple[str, ...], float] | None:
+    """(unit names, seconds per unit) when the kind runs this task in units, else None."""
+    declared = getattr(contract, "units", None)
+    if declared is None:
+        return None
+    names, seconds = declared(task)
+    return tuple(names), float(seconds)
+
+
+def _merge(merged: np.ndarray | None, rows: np.ndarray | None, first: int):
+    """Rows before ``first`` come from earlier children, the rest from this one."""
+    if rows is None:
+        return merged
+    if merged is None:
+        return rows.copy()
+    merged = merged.copy()
+    merged[first:] = rows[first:]
+    return merged
+
+
+def run_in_units(task: TaskSpec, staging: Staging, protections: Protections, limits: Limits,
+                 entry: tuple[str, str], contract, plan: tuple[tuple[str, ...], float]
+                 ) -> TaskOutcome:
+    names, seconds = plan
+    deadline = time.monotonic() + task.budget_seconds
+    states = [NOT_REACHED] * len(names)
+    children: list[tuple[int, TaskOutcome]] = []
+    merged, first = None, 0
+    while first < len(names) and time.monotonic() < deadline:
+        outcome = run_task(task, staging, protections, limits, entry, contract,
+                           UnitWindow(names, seconds, first, deadline))
+        children.append((first, outcome))
+        merged = _merge(merged, outcome.predictions, first)
+        final = outcome.prediction == "final"
+        finished = len(names) if final else min(first + outcome.units_done, len(names))
+        states[first:finished] = [DONE] * (finished - first)
+        if final or finished == len(names):
+            break
+        if outcome.protections is not None:        # it was set up: the unit under way was hit
+            states[finished] = TIMED_OUT if outcome.status == "timed_out" else FAILED
+        if not outcome.resumable:
+            break
+        first = finished + 1
+    return _combined(task, contract, children, states, merged, plan)
+
+
+def _unit_notes(children: list[tuple[int, TaskOutcome]], names) -> list[str]:
+    """One line per child that ended inside a unit: which unit, and how."""
+    notes = []
+    for first, child in children:
+        index = first + child.units_done
+        if child.prediction != "final" and index < len(names) and child.resumable:
+            text = child.message.removeprefix(f"{names[index]} ")
+            notes.append(f"{names[index]}: {text}; a fresh process went on with the next one"
+                         if index + 1 < len(names) else f"{names[index]}: {text}")
+    return notes
+
+
+def _combined(task: TaskSpec, contract, children: list[tuple[int, TaskOutcome]],
+              states: list[str], merged, plan) -> TaskOutcome:
+    """The task's outcome from its children's: complete when every unit was tried."""
+    names, seconds = plan
+    outcomes = [child for _, child in children]
+    last = outcomes[-1]
+    complete = NOT_REACHED not in states and (last.prediction == "final" or last.resumable)
+    combined = dataclasses.replace(
+        last, wall_seconds=round(sum(o.wall_seconds for o in outcomes), 3),
+        peak_memory_mb=max((o.peak_memory_mb for o in outcomes if o.peak_memory_mb),
+                           default=None),
+        stdout=_joined([o.stdout for o in outcomes]), stderr=_joined([o.stderr for o in outcomes]),
+        killed_descendants=sum(o.killed_descendants for o in outcomes),
+        protections=outcomes[0].protections,
+        scratch="; ".join(o.scratch for o in outcomes if o.scratch) or None,
+        units_done=states.count(DONE), resumable=False,
+        units={"seconds": seconds, **{state: [n for n, s in zip(names, states) if s == state]
+                                      for state in (TIMED_OUT, FAILED, NOT_REACHED)}})
+    notes = _unit_notes(children, names)
+    if states.count(NOT_REACHED):
+        notes.append(f"{states.count(NOT_REACHED)} of {len(names)} not reached")
+    if complete:
+        combined.status, combined.message = "ok", ""
+    if merged is not None:
+        try:
+            combined.predictions, checked = contract.check_output(merged, task, "the results")
+            notes = list(checked) + notes
+        except FormatError as error:   # each part passed the same check: report, do not crash
+            combined.predictions, notes = None, notes + [f"the merged results are unusable: {error}"]
+    combined.prediction = None if combined.predictions is None else (
+        "final" if complete else "anytime")
+    combined.notes = notes + (["the task's budget ended before every unit was tried"]
+                              if not complete and last.status == "timed_out" else [])
+    return combined
+
+
+def _joined(texts: list[str]) -> str:
+    return "".join(text if text.endswith("\n") or not text else text + "\n" for text in texts)
