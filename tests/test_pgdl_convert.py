@@ -1,0 +1,381 @@
+"""PGDL's original task files (Keras HDF5 weights, TFRecord data) converted into the kind's
+layout: the converted arrays equal those written, the networks give the logits of a numpy
+forward pass, the converted root builds, and broken inputs are refused with the file named.
+
+The TFRecord and protobuf bytes are written by a small encoder of this file's own (bitwise
+CRC32C, hand-rolled varints), not by the module under test, so a decoder bug cannot cancel
+out against the same bug in the encoder."""
+import json
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+import yaml
+
+from kinds.pgdl2020.reference import tfrecord
+from kinds.pgdl2020.runtime.participant import Model
+from reference_data.__main__ import main as reference_main
+
+REPO = Path(__file__).resolve().parents[1]
+SPEC = REPO / "kinds" / "pgdl2020" / "default_spec.yaml"
+EMBEDDED = REPO / "kinds" / "pgdl2020" / "reference" / "embedded"
+
+
+# --- the test's own encoder ----------------------------------------------------------------
+
+def crc32c_bitwise(data: bytes) -> int:
+    crc = 0xFFFFFFFF
+    for byte in data:
+        crc ^= byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 * (crc & 1))
+    return crc ^ 0xFFFFFFFF
+
+
+def masked(data: bytes) -> int:
+    crc = crc32c_bitwise(data)
+    return ((((crc >> 15) | (crc << 17)) & 0xFFFFFFFF) + 0xA282EAD8) & 0xFFFFFFFF
+
+
+def varint(value: int) -> bytes:
+    value &= (1 << 64) - 1            # negative integers as 10-byte two's complement
+    out = bytearray()
+    while True:
+        low, value = value & 0x7F, value >> 7
+        out.append(low | (0x80 if value else 0))
+        if not value:
+            return bytes(out)
+
+
+def tag(number: int, wire: int) -> bytes:
+    return varint(number << 3 | wire)
+
+
+def length_field(number: int, payload: bytes) -> bytes:
+    return tag(number, 2) + varint(len(payload)) + payload
+
+
+def varint_field(number: int, value: int) -> bytes:
+    return tag(number, 0) + varint(value)
+
+
+def tensor_proto(array: np.ndarray, style: str = "content") -> bytes:
+    """A TensorProto: tensor_content, or the typed value lists (packed or not)."""
+    dtype = {np.dtype("float32"): 1, np.dtype("float64"): 2, np.dtype("int32"): 3,
+             np.dtype("int64"): 9}[array.dtype]
+    shape = b"".join(length_field(2, varint_field(1, size)) for size in array.shape)
+    message = varint_field(1, dtype) + length_field(2, shape)
+    flat = array.reshape(-1)
+    if style == "content":
+        return message + length_field(4, array.astype(array.dtype.newbyteorder("<")).tobytes())
+    if array.dtype == np.float32:
+        packed = struct.pack(f"<{flat.size}f", *flat.tolist())
+        if style == "packed":
+            return message + length_field(5, packed)
+        return message + b"".join(tag(5, 5) + struct.pack("<f", v) for v in flat.tolist())
+    number = 7 if array.dtype == np.int32 else 10
+    if style == "packed":
+        return message + length_field(number, b"".join(varint(int(v)) for v in flat))
+    return message + b"".join(varint_field(number, int(v)) for v in flat)
+
+
+def example(inputs: np.ndarray, label: int, style: str = "content") -> bytes:
+    def bytes_feature(payload):
+        return length_field(1, length_field(1, payload))      # Feature.bytes_list.value
+    entries = b"".join(length_field(1, length_field(1, key.encode()) + length_field(2, value))
+                       for key, value in (("inputs", bytes_feature(tensor_proto(inputs, style))),
+                                          ("output", bytes_feature(tensor_proto(
+                                              np.array(label, dtype=np.int32), style)))))
+    return length_field(1, entries)                            # Example.features
+
+
+def tfrecord_bytes(records: list[bytes]) -> bytes:
+    out = bytearray()
+    for data in records:
+        header = struct.pack("<Q", len(data))
+        out += header + struct.pack("<I", masked(header)) + data + struct.pack("<I", masked(data))
+    return bytes(out)
+
+
+def write_keras_weights(path: Path, dense: list[tuple[np.ndarray, np.ndarray]],
+                        layers: list[dict]) -> None:
+    """Keras save_weights' layout: root layer_names, per group weight_names, nested datasets."""
+    names, k, dropout = [], 0, 0
+    with h5py.File(path, "w") as handle:
+        for layer in layers:
+            if layer["layer_name"] == "Dense":
+                name = "dense" if k == 0 else f"dense_{k}"
+                group = handle.create_group(name)
+                weight_names = [f"{name}/kernel:0", f"{name}/bias:0"]
+                group.attrs["weight_names"] = np.array([w.encode() for w in weight_names])
+                group[weight_names[0]], group[weight_names[1]] = dense[k]
+                k += 1
+            else:
+                name = layer["layer_name"].lower() + (f"_{dropout}" if dropout else "")
+                dropout += 1
+                group = handle.create_group(name)
+                group.attrs["weight_names"] = np.array([], dtype="S1")
+            names.append(name)
+        handle.attrs["layer_names"] = np.array([n.encode() for n in names])
+        handle.attrs["backend"] = b"tensorflow"
+
+
+# --- a PGDL task in the original layout ----------------------------------------------------
+
+GRID = {"width": [4, 8], "dropout": [0.0, 0.25]}
+CLASSES = 3
+
+
+def forward(x: np.ndarray, dense) -> np.ndarray:
+    a = x.reshape(len(x), -1).astype(np.float64)
+    for k, (kernel, bias) in enumerate(dense):
+        a = a @ kernel.astype(np.float64) + bias.astype(np.float64)
+        if k < len(dense) - 1:
+            a = np.maximum(a, 0.0)
+    return a
+
+
+def write_pgdl_task(root: Path, name: str, shape=(5,), seed=0, n_train=23, n_test=11,
+                    shards=2) -> dict:
+    """input_data/<name>/ and reference_data/<name>/ as PGDL's zips held them; returns what
+    was written (weights, data) for comparison."""
+    rng = np.random.default_rng(seed)
+    task = root / "input_data" / name
+    d = int(np.prod(shape))
+    data = {split: (rng.normal(size=(n, *shape)).astype(np.float32),
+                    rng.integers(0, CLASSES, n).astype(np.int32))
+            for split, n in (("train", n_train), ("test", n_test))}
+    for split, (x, y) in data.items():
+        folder = task / "dataset_1" / split
+        folder.mkdir(parents=True)
+        for s in range(shards):
+            records = [example(x[i], int(y[i])) for i in range(s, len(y), shards)]
+            (folder / f"shard_{s}.tfrecord").write_bytes(tfrecord_bytes(records))
+    # Shards hold interleaved examples: the converted order is shard by shard.
+    order = np.concatenate([np.arange(s, n_train, shards) for s in range(shards)])
+    test_order = np.concatenate([np.arange(s, n_test, shards) for s in range(shards)])
+    expected = {"train": (data["train"][0][order], data["train"][1][order]),
+                "test": (data["test"][0][test_order], data["test"][1][test_order])}
+    configs, weights = {}, {}
+    for model_id, (width, rate) in enumerate((w, r) for w in GRID["width"]
+                                             for r in GRID["dropout"]):
+        layers = ([{"layer_name": "Flatten"}] if len(shape) > 1 else []) + [
+            {"layer_name": "Dense", "units": width, "activation": "relu"},
+            {"layer_name": "Dropout", "rate": rate},
+            {"layer_name": "Dense", "units": CLASSES, "activation": None}]
+        folder = task / f"model_{model_id}"
+        folder.mkdir()
+        (folder / "config.json").write_text(json.dumps({"model_config": layers,
+                                                        "input_shape": list(shape)}))
+        trained = [(rng.normal(size=(d, width)).astype(np.float32),
+                    rng.normal(size=width).astype(np.float32)),
+                   (rng.normal(size=(width, CLASSES)).astype(np.float32),
+                    rng.normal(size=CLASSES).astype(np.float32))]
+        initial = [(k * 0.5, b * 0.0) for k, b in trained]
+        write_keras_weights(folder / "weights.hdf5", trained, layers)
+        write_keras_weights(folder / "weights_init.hdf5", initial, layers)
+        weights[f"model_{model_id}"] = (trained, initial)
+        accuracy = lambda split: float((forward(expected[split][0], trained).argmax(1)  # noqa
+                                        == expected[split][1]).mean())
+        configs[str(model_id)] = {
+            "hparams": {"width": {"possible_values": GRID["width"], "current_value": width},
+                        "dropout": {"possible_values": GRID["dropout"], "current_value": rate}},
+            "metrics": {"train_acc": accuracy("train"), "test_acc": accuracy("test")}}
+    reference = root / "reference_data" / name
+    reference.mkdir(parents=True)
+    (reference / "model_configs.json").write_text(json.dumps(configs, indent=2))
+    return {"folder": task, "weights": weights, "data": expected, "configs": reference}
+
+
+def run_convert(*args) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "reference_data", "--kind", "pgdl2020",
+                           "convert", *map(str, args)], cwd=REPO, capture_output=True,
+                          text=True, timeout=300)
+
+
+# --- tests ---------------------------------------------------------------------------------
+
+def test_crc32c_known_answer_from_both_implementations():
+    assert crc32c_bitwise(b"123456789") == 0xE3069283
+    assert tfrecord.crc32c(b"123456789") == 0xE3069283
+    blob = bytes(range(256)) * 3
+    assert tfrecord.masked_crc32c(blob) == masked(blob)
+
+
+@pytest.mark.parametrize("style", ["content", "packed", "unpacked"])
+def test_examples_decode_in_every_encoding_of_their_tensors(style, tmp_path):
+    x = np.array([[1.5, -2.0, 0.0], [3.25, 1e-3, -7.0]], dtype=np.float32)
+    path = tmp_path / "one.tfrecord"
+    path.write_bytes(tfrecord_bytes([example(x, 2, style), example(x[::-1].copy(), 0, style)]))
+    records = tfrecord.read_records(path)
+    assert len(records) == 2
+    features = tfrecord.parse_example(records[0])
+    assert set(features) == {"inputs", "output"} and features["inputs"][0] == "bytes"
+    decoded = tfrecord.parse_tensor(features["inputs"][1][0])
+    assert decoded.dtype == np.float32 and np.array_equal(decoded, x)
+    assert tfrecord.parse_tensor(features["output"][1][0]).item() == 2
+    negative = np.array([-3, 5, -(2 ** 40)], dtype=np.int64)
+    assert np.array_equal(tfrecord.parse_tensor(tensor_proto(negative, style)), negative)
+
+
+def test_pgdl_task_folders_convert_to_the_kinds_layout(tmp_path, capsys):
+    flat = write_pgdl_task(tmp_path / "pgdl", "mlp_flat", shape=(5,), seed=1)
+    image = write_pgdl_task(tmp_path / "pgdl", "mlp_image", shape=(2, 3), seed=2, shards=3)
+    out = tmp_path / "data"
+    code = reference_main(["--kind", "pgdl2020", "convert", str(flat["folder"]),
+                           str(image["folder"]), "--out", str(out), "--phase", "phase1"])
+    printed = capsys.readouterr()
+    assert code == 0, printed.err
+    assert "mlp_flat: 4 models (4 with initial weights), 23 train / 11 test" in printed.out
+    assert "matches model_configs.json for 4 of 4 models" in printed.out
+    assert sorted(p.name for p in out.iterdir()) == ["mlp_flat", "mlp_image"]   # no leftovers
+    embedded_keys = set(json.loads((EMBEDDED / "wine_mlp" / "wine_mlp_task.json").read_text()))
+    for written, shape in ((flat, (5,)), (image, (2, 3))):
+        task = out / written["folder"].name
+        for split in ("train", "test"):
+            with np.load(task / "dataset_1" / f"{split}.npz") as stored:
+                x, y = written["data"][split]
+                assert stored["inputs"].dtype == np.float32 and stored["outputs"].dtype == np.int32
+                assert np.array_equal(stored["inputs"], x) and np.array_equal(stored["outputs"], y)
+        for model_id, (trained, initial) in written["weights"].items():
+            for file, dense in (("weights.npz", trained), ("weights_init.npz", initial)):
+                with np.load(task / model_id / file) as stored:
+                    assert sorted(stored.files) == sorted(f"dense_{k}/{part}" for k in range(2)
+                                                          for part in ("kernel", "bias"))
+                    for k, (kernel, bias) in enumerate(dense):
+                        assert stored[f"dense_{k}/kernel"].dtype == np.float32
+                        assert np.array_equal(stored[f"dense_{k}/kernel"], kernel)
+                        assert np.array_equal(stored[f"dense_{k}/bias"], bias)
+            model = Model(task / model_id)
+            x = written["data"]["train"][0]
+            assert model.input_shape == shape and model.num_classes == CLASSES
+            assert [layer["name"] for layer in model.layers] == ["Dense", "Dropout", "Dense"]
+            np.testing.assert_allclose(model.logits(x), forward(x, trained), rtol=1e-12)
+        assert (task / "model_configs.json").read_bytes() == \
+            (written["configs"] / "model_configs.json").read_bytes()
+        declared = json.loads((task / f"{task.name}_task.json").read_text())
+        assert set(declared) == embedded_keys
+        assert declared["phase"] == "phase1" and declared["task_type"] == "zoo"
+        assert declared["hyperparameters"] == GRID and declared["num_models"] == 4
+        assert declared["input_shape"] == list(shape) and declared["num_classes"] == CLASSES
+        assert (declared["n_train"], declared["n_test"]) == (23, 11)
+        assert declared["stopping_rule"].startswith("unknown")
+
+
+def test_an_existing_task_folder_is_kept_unless_forced(tmp_path):
+    task = write_pgdl_task(tmp_path / "pgdl", "mlp", n_train=6, n_test=4)
+    out = tmp_path / "data"
+    (out / "mlp").mkdir(parents=True)
+    (out / "mlp" / "mine.txt").write_text("keep")
+    result = run_convert(task["folder"], "--out", out)
+    assert result.returncode == 1 and "exists already" in result.stderr
+    assert (out / "mlp" / "mine.txt").is_file()
+    assert run_convert(task["folder"], "--out", out, "--force").returncode == 0
+    assert not (out / "mlp" / "mine.txt").exists() and (out / "mlp" / "mlp_task.json").is_file()
+    assert sorted(p.name for p in out.iterdir()) == ["mlp"]
+
+
+def test_model_configs_elsewhere_is_named_or_found(tmp_path):
+    task = write_pgdl_task(tmp_path / "pgdl", "mlp", n_train=6, n_test=4)
+    moved = tmp_path / "kept" / "configs.json"
+    moved.parent.mkdir()
+    (task["configs"] / "model_configs.json").rename(moved)
+    missing = run_convert(task["folder"], "--out", tmp_path / "data")
+    assert missing.returncode == 1 and "no model_configs.json found" in missing.stderr
+    assert "--model-configs" in missing.stderr and "Traceback" not in missing.stderr
+    found = run_convert(task["folder"], "--out", tmp_path / "data", "--model-configs", moved)
+    assert found.returncode == 0, found.stderr
+    assert (tmp_path / "data" / "mlp" / "model_configs.json").read_bytes() == moved.read_bytes()
+
+
+@pytest.mark.slow
+def test_a_converted_root_builds_and_dry_runs(tmp_path):
+    for name, seed in (("mlp_public", 3), ("mlp_private", 4)):
+        task = write_pgdl_task(tmp_path / "pgdl", name, seed=seed)
+        assert run_convert(task["folder"], "--out", tmp_path / "data").returncode == 0
+    spec = yaml.safe_load(SPEC.read_text())
+    spec.pop("logo")
+    spec.update(data_root=str(tmp_path / "data"),
+                tasks={"mlp_public": {"budget_seconds": 20}, "mlp_private": {"budget_seconds": 20}})
+    phases = spec["phases"]
+    phases["public"]["tasks"] = ["mlp_public"]
+    phases["phase1"]["tasks"] = ["mlp_private"]
+    phases.pop("phase2")
+    (tmp_path / "spec.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    result = subprocess.run([sys.executable, str(REPO / "build_bundle.py"), "--config",
+                             str(tmp_path / "spec.yaml"), "--phase", "all", "--check", "--out",
+                             str(tmp_path / "out")], cwd=REPO, capture_output=True, text=True,
+                            timeout=900)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert list((tmp_path / "out").rglob("*.zip"))
+
+
+def _conv_layer(task):
+    config = task["folder"] / "model_2" / "config.json"
+    raw = json.loads(config.read_text())
+    raw["model_config"].insert(1, {"layer_name": "Conv2D", "filters": 4, "kernel_size": 3})
+    config.write_text(json.dumps(raw))
+    return "model_2/config.json: layer 1 is Conv2D; this kind's runtime evaluates Dense"
+
+
+def _kernel_shape(task):
+    path = task["folder"] / "model_1" / "weights.hdf5"
+    with h5py.File(path, "r+") as handle:
+        del handle["dense/dense/kernel:0"]
+        handle["dense"]["dense/kernel:0"] = np.zeros((7, 4), dtype=np.float32)
+    return "model_1/weights.hdf5: layer 'dense' (Dense 0): kernel (7, 4)"
+
+
+def _truncated(task):
+    path = task["folder"] / "dataset_1" / "train" / "shard_1.tfrecord"
+    path.write_bytes(path.read_bytes()[:-9])
+    return "train/shard_1.tfrecord: record 10"
+
+
+def _crc_mismatch(task):
+    path = task["folder"] / "dataset_1" / "test" / "shard_0.tfrecord"
+    content = bytearray(path.read_bytes())
+    content[30] ^= 0x01                       # inside the first record's data
+    path.write_bytes(bytes(content))
+    return "test/shard_0.tfrecord: record 0 (byte 0): the data's CRC32C does not match"
+
+
+def _not_an_example(task):
+    path = task["folder"] / "dataset_1" / "train" / "shard_0.tfrecord"
+    records = [example(np.zeros(5, np.float32), 1), b"\x08\x01"]    # features as a varint
+    path.write_bytes(tfrecord_bytes(records))
+    return "train/shard_0.tfrecord: record 1: field 1 should be a message"
+
+
+def _missing_weights(task):
+    (task["folder"] / "model_3" / "weights.hdf5").unlink()
+    return "model_3/weights.hdf5: missing"
+
+
+def _incomplete_grid(task):
+    path = task["configs"] / "model_configs.json"
+    raw = json.loads(path.read_text())
+    raw.pop("2")
+    path.write_text(json.dumps(raw))
+    return "model_configs.json: the hyperparameter grid is incomplete"
+
+
+@pytest.mark.parametrize("breakage", [_conv_layer, _kernel_shape, _truncated, _crc_mismatch,
+                                      _not_an_example, _missing_weights, _incomplete_grid])
+def test_broken_inputs_are_refused_naming_the_file(breakage, tmp_path):
+    task = write_pgdl_task(tmp_path / "pgdl", "mlp", seed=5)
+    good = write_pgdl_task(tmp_path / "pgdl", "fine", seed=6)
+    expected = breakage(task)
+    out = tmp_path / "data"
+    result = run_convert(task["folder"], good["folder"], "--out", out)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+    assert expected in result.stderr, result.stderr
+    problems = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+    assert len(problems) == 1, result.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["fine"]     # nothing half written
+    assert "fine: 4 models" in result.stdout
