@@ -22,7 +22,7 @@ def stage_input_data(plan: PhasePlan, destination: Path) -> Path:
     destination = Path(destination)
     destination.mkdir(parents=True, exist_ok=True)
     kind = kind_of(plan)
-    for task in plan.tasks:
+    for task in (*plan.gate, *plan.tasks):
         kind.stage_inputs(task, destination)
     return destination
 

@@ -31,6 +31,10 @@ class PhasePlan:
     tasks: tuple[PlannedTask, ...]
     code_submission: bool                      # training code run by the ingestion program
     weights: dict[str, float] = field(default_factory=dict)
+    # Tasks of an earlier phase the code must complete first (the spec's ``gate``); run by
+    # the ingestion only, never scored in this phase.
+    gate: tuple[PlannedTask, ...] = ()
+    gate_label: str | None = None
 
 
 def declaration_path(root: Path, name: str) -> Path:
@@ -98,10 +102,21 @@ def phase_plan(spec, phase_key: str, track_key: str | None = None, *,
     phase = spec.phase(phase_key)
     names = spec.track(track_key).tasks if track_key else phase.tasks
     code = phase.code_submission if code_submission is None else code_submission
-    return PhasePlan(phase_key, spec.kind, tuple(
-        load_planned_task(spec.kind, name, spec.data_root,
-                          (budget_seconds or spec.budgets[name]) if code else None)
-        for name in names), code, dict(spec.weights))
+
+    def planned(names):
+        return tuple(load_planned_task(spec.kind, name, spec.data_root,
+                                       (budget_seconds or spec.budgets[name]) if code else None)
+                     for name in names)
+    gate = spec.phase(phase.gate) if phase.gate and code else None   # never with tracks
+    return PhasePlan(phase_key, spec.kind, planned(names), code, dict(spec.weights),
+                     planned(gate.tasks) if gate else (), gate.label if gate else None)
+
+
+def with_budget(plan: PhasePlan, seconds: float) -> PhasePlan:
+    """Every task of the plan, its gate's included, with this budget (local runs, tests)."""
+    def budgeted(tasks):
+        return tuple(dataclasses.replace(task, budget_seconds=seconds) for task in tasks)
+    return dataclasses.replace(plan, tasks=budgeted(plan.tasks), gate=budgeted(plan.gate))
 
 
 def code_variant(spec, plan: PhasePlan) -> PhasePlan:

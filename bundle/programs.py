@@ -80,19 +80,24 @@ DEFAULT_LIMITS = {"memory_bytes": 4 * 2**30, "max_file_bytes": 256 * 2**20,
                   "grace_seconds": 2.0, "output_bytes": 128 * 2**10, "cores": None}
 
 
+def _ingestion_task(kind, task) -> dict:
+    if task.budget_seconds is None:
+        raise ValueError(f"task {task.name}: a code phase needs a budget in seconds")
+    return {"name": task.name, "task_type": task.task_type,
+            "inputs": kind.input_file(task), "prediction_stem": kind.prediction_stem(task),
+            "budget_seconds": task.budget_seconds, "contract": kind.ingestion_contract(task)}
+
+
 def ingestion_config(plan: PhasePlan, limits: dict | None = None) -> dict:
-    kind, tasks = kind_of(plan), []
-    for task in plan.tasks:
-        if task.budget_seconds is None:
-            raise ValueError(f"task {task.name}: a code phase needs a budget in seconds")
-        tasks.append({"name": task.name, "task_type": task.task_type,
-                      "inputs": kind.input_file(task), "prediction_stem": kind.prediction_stem(task),
-                      "budget_seconds": task.budget_seconds,
-                      "contract": kind.ingestion_contract(task)})
+    kind = kind_of(plan)
     module, function = entry(kind)
     config = {"format": INGESTION_CONFIG_FORMAT, "phase": plan.name, "kind": plan.kind,
-              "tasks": tasks, "entry_module": module, "entry_function": function,
+              "tasks": [_ingestion_task(kind, task) for task in plan.tasks],
+              "entry_module": module, "entry_function": function,
               "limits": {**DEFAULT_LIMITS, **(limits or {})}}
+    if plan.gate:
+        config["gate"] = {"label": plan.gate_label,
+                          "tasks": [_ingestion_task(kind, task) for task in plan.gate]}
     parse_ingestion_config(config, "generated ingestion config")
     return config
 

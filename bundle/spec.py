@@ -103,6 +103,7 @@ SCHEMA = _object({
                    "execution_time_limit": _number(minimum=1, integer=True),
                    "max_submissions": _number(minimum=1, integer=True),
                    "max_submissions_per_day": _number(minimum=1, integer=True),
+                   "gate": {"type": "string"},
                }, ["label", "start", "submission", "tasks", "execution_time_limit"])},
     "tracks": {"type": "object", "additionalProperties": _object(
         {"label": {"type": "string", "minLength": 1, "maxLength": 50}, "tasks": TASK_LIST},
@@ -133,6 +134,7 @@ class PhaseSpec:
     execution_time_limit: int
     max_submissions: int
     max_submissions_per_day: int
+    gate: str | None = None        # an earlier code phase whose tasks must complete first
 
 
 @dataclass(frozen=True)
@@ -300,6 +302,28 @@ def _image_problem(path: Path, shown: str) -> str | None:
     return None
 
 
+def _gate_problems(raw: dict, key: str) -> list[str]:
+    """A gate is an earlier code phase, gating a code phase, with tasks of its own."""
+    phases, gate = raw["phases"], raw["phases"][key].get("gate")
+    if gate is None:
+        return []
+    where, order = f"phases.{key}.gate", list(phases)
+    if phases[key]["submission"] != "code":
+        return [f"{where}: only a code phase can have a gate (this phase scores uploaded files)"]
+    if raw.get("tracks"):
+        return [f"{where}: not with tracks (a track's code phases all run the track's tasks, "
+                "so the gate would run them twice)"]
+    if gate not in phases or order.index(gate) >= order.index(key):
+        return [f"{where}: found {gate!r}, expected an earlier phase "
+                f"({', '.join(order[:order.index(key)]) or 'there is none'})"]
+    if phases[gate]["submission"] != "code":
+        return [f"{where}: phase {gate!r} scores uploaded files; the gate runs code, so it "
+                "must be a code phase"]
+    shared = sorted(set(phases[gate]["tasks"]) & set(phases[key]["tasks"]))
+    return [f"{where}: tasks {shared} are in both phases; the gate's tasks run first and are "
+            "not scored here"] if shared else []
+
+
 def _leak_problems(raw: dict, data_root: Path) -> list[str]:
     """A task scored in a results phase (whose references the kind may publish there) and in
     a code phase (where they are hidden) gives the code phase's answers away."""
@@ -366,13 +390,16 @@ def _meaning_problems(raw: dict, data_root: Path, spec_folder: Path) -> list[str
                 problems.append(f"phases.{key}.tasks: {task!r} is not in tasks "
                                 f"({', '.join(tasks)})")
         starts.append((key, _date(phase["start"])))
+        problems += _gate_problems(raw, key)
         if phase["submission"] == "code":
-            needed = worst_case_seconds([tasks[t]["budget_seconds"] for t in phase["tasks"]
+            gate = raw["phases"].get(phase.get("gate"), {}).get("tasks", [])
+            needed = worst_case_seconds([tasks[t]["budget_seconds"] for t in [*gate, *phase["tasks"]]
                                          if t in tasks], grace) + margin
             if phase["execution_time_limit"] < needed:
                 problems.append(
                     f"phases.{key}.execution_time_limit: found {phase['execution_time_limit']}, "
-                    f"expected at least {needed:.0f} s (task budgets + {grace:g} s grace + "
+                    f"expected at least {needed:.0f} s (task budgets{' with the gate' if gate else ''}"
+                    f" + {grace:g} s grace + "
                     f"{OVERHEAD_SECONDS_PER_TASK:g} s start-up per task + {margin:g} s for scoring)")
     for (before, first), (after, second) in zip(starts, starts[1:]):
         if second <= first:
@@ -439,7 +466,8 @@ def load_spec(path: Path = DEFAULT_SPEC, data_root: Path | None = None) -> Compe
                                p.get("max_submissions", DEFAULT_MAX_SUBMISSIONS),
                                p.get("max_submissions_per_day",
                                      min(DEFAULT_MAX_PER_DAY,
-                                         p.get("max_submissions", DEFAULT_MAX_SUBMISSIONS))))
+                                         p.get("max_submissions", DEFAULT_MAX_SUBMISSIONS))),
+                               p.get("gate"))
                      for key, p in plain["phases"].items()),
         tracks=tuple(TrackSpec(key, t["label"], tuple(t["tasks"]))
                      for key, t in plain.get("tracks", {}).items()),

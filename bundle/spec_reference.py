@@ -132,6 +132,13 @@ DOCS: dict[str, Doc] = {
         "How many submissions a participant may make in this phase per day; at most "
         "`max_submissions`.",
         default=lambda spec: _first_phase(spec).max_submissions_per_day),
+    "phases.<phase>.gate": Doc(
+        "An earlier code phase whose tasks a submission to this code phase runs first, under "
+        "their budgets (PGDL's final phase rule); only if it completes every one of them does "
+        "it run on this phase's tasks. Otherwise the submission fails on both platforms, and "
+        "failed submissions do not count toward the limits. The gate's tasks are not scored "
+        "here; `execution_time_limit` must cover them too. Not with `tracks`.",
+        default="no gate", example="phase1"),
     "tracks": Doc("Tracks: other task sets for the code phases, each built as its own "
                   "competition (`--track <track>`) with its own leaderboard.", default="no tracks"),
     "tracks.<track>": Doc("One track, keyed by its name."),

@@ -57,6 +57,16 @@ class RunRecord:
     hardware: dict = field(default_factory=dict)
     files: dict[str, str] = field(default_factory=dict)     # prediction file -> SHA-256
     signature: str | None = None
+    # A phase with a gate: {"label": the earlier phase, "passed": bool, "reason": why not,
+    # "tasks": {name: run}}; the code ran on this phase's tasks only if it passed.
+    gate: dict | None = None
+
+    @property
+    def gate_failure(self) -> str | None:
+        """Why the code was not run on this phase's tasks, when its gate stopped it."""
+        if self.gate is None or self.gate.get("passed") is True:
+            return None
+        return str(self.gate.get("reason") or "it did not complete the gate's tasks")
 
 
 def file_digest(path: PathLike) -> str:
@@ -89,6 +99,8 @@ def write_run_record(path: PathLike, record: RunRecord, key: bytes | None = None
     content = {"format": RECORD_FORMAT, "hardware": record.hardware,
                "tasks": {name: asdict(run) for name, run in sorted(record.tasks.items())},
                "files": dict(sorted(record.files.items()))}
+    if record.gate is not None:
+        content["gate"] = record.gate
     if key is not None:
         content["signature"] = _signature(content, key)
     Path(path).write_text(json.dumps(content, indent=1, sort_keys=True) + "\n", encoding="utf-8")
@@ -144,5 +156,8 @@ def read_run_record(path: PathLike) -> RunRecord:
     files = raw.get("files") or {}
     if not isinstance(files, dict) or not all(isinstance(v, str) for v in files.values()):
         raise FormatError(f"{path}: 'files' must map file names to SHA-256 digests")
+    gate = raw.get("gate")
+    if gate is not None and not (isinstance(gate, dict) and isinstance(gate.get("passed"), bool)):
+        raise FormatError(f"{path}: 'gate' must be an object with a boolean 'passed'")
     return RunRecord({name: _task_run(path, name, run) for name, run in tasks.items()},
-                     raw.get("hardware") or {}, files, raw.get("signature"))
+                     raw.get("hardware") or {}, files, raw.get("signature"), gate)

@@ -28,7 +28,6 @@ task files), with that spec's tasks and budgets (--budget overrides them).
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
 import shutil
@@ -101,7 +100,7 @@ def repository_layout(phase: str | None, budget_seconds: float | None, work: Pat
     from bundle.kinds import entry_file, kind_of, support_modules
     from bundle.leaderboard import phase_columns
     from bundle.phase_data import stage_input_data, stage_reference_data
-    from bundle.phase_plan import code_variant, phase_plan
+    from bundle.phase_plan import code_variant, phase_plan, with_budget
     from bundle.programs import assemble_ingestion_program, assemble_scoring_program
     phase = phase or spec.phases[0].key
     if phase not in {p.key for p in spec.phases}:
@@ -110,8 +109,7 @@ def repository_layout(phase: str | None, budget_seconds: float | None, work: Pat
     plan = phase_plan(spec, phase, None)
     code_plan = code_variant(spec, plan)
     if budget_seconds is not None:
-        code_plan = dataclasses.replace(code_plan, tasks=tuple(
-            dataclasses.replace(task, budget_seconds=budget_seconds) for task in code_plan.tasks))
+        code_plan = with_budget(code_plan, budget_seconds)
     parts = work / "parts"
     assemble_ingestion_program(code_plan, parts / "ingestion_program", ingestion_limits(spec))
     assemble_scoring_program(plan, parts / "scoring_program", platform)

@@ -23,7 +23,8 @@ DEFAULT_TIME_LIMIT = 300                 # CodaLab's default execution_time_limi
 
 def _ingestion_seconds(config: dict) -> tuple[float, str]:
     grace = config["limits"]["grace_seconds"]
-    budgets = [task["budget_seconds"] for task in config["tasks"]]
+    gate = config.get("gate", {}).get("tasks", [])      # an earlier phase's, run first
+    budgets = [task["budget_seconds"] for task in [*gate, *config["tasks"]]]
     if not budgets or not all(isinstance(x, int | float) and not isinstance(x, bool)
                               for x in [*budgets, grace]):
         raise ValueError(f"budgets {budgets} and grace_seconds {grace!r} must be numbers")

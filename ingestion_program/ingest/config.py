@@ -52,10 +52,15 @@ class IngestionConfig:
     limits: Limits
     entry_module: str = "submission"
     entry_function: str = "predict"
+    # An earlier phase's tasks the code must complete before this phase's run (PGDL's final
+    # phase rule); they are not scored here.
+    gate_tasks: tuple[TaskSpec, ...] = ()
+    gate_label: str | None = None
 
     def total_seconds(self) -> float:
         """Worst case wall time of a whole ingestion run."""
-        return worst_case_seconds([t.budget_seconds for t in self.tasks], self.limits.grace_seconds)
+        return worst_case_seconds([t.budget_seconds for t in (*self.gate_tasks, *self.tasks)],
+                                  self.limits.grace_seconds)
 
 
 def worst_case_seconds(budgets, grace_seconds: float) -> float:
@@ -79,22 +84,30 @@ def parse_config(raw: dict, source: str = CONFIG_NAME) -> IngestionConfig:
                     grace_seconds=float(_field(limits_raw, "grace_seconds", number,
                                                f"{source}: limits")),
                     cores=limits_raw.get("cores"))
-    tasks = []
-    for index, task in enumerate(_field(raw, "tasks", list, source)):
-        where = f"{source}: tasks[{index}]"
-        budget = float(_field(task, "budget_seconds", number, where))
-        if budget <= 0:
-            raise ConfigError(f"{where}.budget_seconds: must be positive, found {budget}")
-        tasks.append(TaskSpec(_field(task, "name", str, where),
-                              _field(task, "task_type", str, where),
-                              _field(task, "inputs", str, where),
-                              _field(task, "prediction_stem", str, where),
-                              budget, _field(task, "contract", dict, where)))
+    tasks = _tasks(_field(raw, "tasks", list, source), f"{source}: tasks")
     if not tasks:
         raise ConfigError(f"{source}: no tasks")
+    gate = _field(raw, "gate", dict, source) if "gate" in raw else None
+    gate_tasks = _tasks(_field(gate, "tasks", list, f"{source}: gate"),
+                        f"{source}: gate.tasks") if gate else ()
     return IngestionConfig(_field(raw, "phase", str, source), _field(raw, "kind", str, source),
-                           tuple(tasks), limits,
-                           raw.get("entry_module", "submission"), raw.get("entry_function", "predict"))
+                           tasks, limits,
+                           raw.get("entry_module", "submission"), raw.get("entry_function", "predict"),
+                           gate_tasks, _field(gate, "label", str, f"{source}: gate") if gate else None)
+
+
+def _tasks(raw: list, where: str) -> tuple[TaskSpec, ...]:
+    tasks = []
+    for index, task in enumerate(raw):
+        at = f"{where}[{index}]"
+        budget = float(_field(task, "budget_seconds", (int, float), at))
+        if budget <= 0:
+            raise ConfigError(f"{at}.budget_seconds: must be positive, found {budget}")
+        tasks.append(TaskSpec(_field(task, "name", str, at), _field(task, "task_type", str, at),
+                              _field(task, "inputs", str, at),
+                              _field(task, "prediction_stem", str, at),
+                              budget, _field(task, "contract", dict, at)))
+    return tuple(tasks)
 
 
 def load_config(path: Path) -> IngestionConfig:

@@ -5,9 +5,14 @@
 For each task of the phase: stage its inputs (as the competition kind says) and a read-only
 copy of the submission, run the participant's function in a sandboxed child under the task's
 budget through the kind's contract, validate what comes back (the kind's checks), write
-``<output>/<stem>.npy`` and the run record ``ingestion_record.json`` that the scorer reads. One task's failure never stops the others.
+``<output>/<stem>.npy`` and the run record ``ingestion_record.json`` that the scorer reads.
+One task's failure never stops the others. A phase with a gate first runs an earlier phase's
+tasks the same way, writing nothing of them but the record, and runs its own only if the code
+completed every one.
 Exit status: 0 when the run completed (even if tasks failed: the scorer penalises them),
-1 for an unusable config or input, 2 for bad arguments or an internal error.
+1 for an unusable config or input, 2 for bad arguments or an internal error, 3 when the code
+did not complete the gate's tasks (the platform then marks the submission failed, and failed
+submissions do not count toward the limits).
 """
 from __future__ import annotations
 
@@ -17,6 +22,7 @@ import signal
 import sys
 import time
 import traceback
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -38,6 +44,7 @@ USAGE = ("usage: ingestion.py INPUT_DIR OUTPUT_DIR INGESTION_PROGRAM_DIR SUBMISS
 RUNTIME_PACKAGE = "ingest_runtime"
 RUNTIME_FILES = ("frames.py", "child_main.py", "confine.py")
 CONTRACT_FILE = "participant.py"         # the kind's child side, staged next to them
+GATE_FAILED = 3
 STOPPING_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
@@ -210,13 +217,14 @@ def _announce(config: IngestionConfig, hardware: dict, dirs: dict[str, Path | No
     return protections
 
 
-def _run_tasks(config: IngestionConfig, base: Path, dirs: dict[str, Path | None],
-               protections: Protections, contract) -> list[tuple[TaskSpec, TaskOutcome]]:
+def _run_tasks(tasks: tuple[TaskSpec, ...], config: IngestionConfig, base: Path,
+               dirs: dict[str, Path | None], protections: Protections, contract,
+               shared: tuple[dict, Path], write: bool = True
+               ) -> list[tuple[TaskSpec, TaskOutcome]]:
     forbidden = tuple(p for p in (*dirs.values(), base) if p)
-    sources = _runtime_sources(dirs["program"], contract)
-    submission = _stage_common(base, dirs["submission"])
+    sources, submission = shared
     done = []
-    for task in config.tasks:
+    for task in tasks:
         started = time.monotonic()
         staging = _stage_task(base, task, dirs["input"], sources, submission, protections.uid,
                               forbidden, contract)
@@ -227,12 +235,47 @@ def _run_tasks(config: IngestionConfig, base: Path, dirs: dict[str, Path | None]
                                           contract))
         if not clean_workdir(staging.workdir):
             outcome.notes.append("its working folder could not be removed")
-        _write_outputs(dirs["output"], task, outcome)
+        if write:
+            _write_outputs(dirs["output"], task, outcome)
         done.append((task, outcome))
         _report(task, outcome, protections)
         overhead = time.monotonic() - started - outcome.wall_seconds
         _say(f"[{task.name}]   staging, validation and writing took {overhead:.2f} s")
     return done
+
+
+def _gate_problem(task: TaskSpec, outcome: TaskOutcome, contract) -> str | None:
+    """Why a gate task was not completed: it must end ok with its final output, every unit
+    done within its limit, and pass the kind's own test (PGDL: every network measured)."""
+    if outcome.status != "ok" or outcome.prediction != "final":
+        return (f"{task.name}: {outcome.status.replace('_', ' ')}"
+                + (f" ({outcome.message})" if outcome.message else ""))
+    units = outcome.units or {}
+    stuck = [f"{state.replace('_', ' ')}: {', '.join(units[state])}"
+             for state in ("timed_out", "failed", "not_reached") if units.get(state)]
+    if stuck:
+        return f"{task.name}: {'; '.join(stuck)}"
+    check = getattr(contract, "gate_problem", None)
+    problem = check(outcome.predictions, task) if check else None
+    return f"{task.name}: {problem}" if problem else None
+
+
+def _run_gate(config: IngestionConfig, base: Path, dirs: dict[str, Path | None],
+              protections: Protections, contract, shared) -> dict | None:
+    """The gate's tasks, run as this phase's are; None when the phase has no gate."""
+    if not config.gate_tasks:
+        return None
+    names = ", ".join(task.name for task in config.gate_tasks)
+    _say(f"gate: your code first runs on the tasks of {config.gate_label} ({names}); it runs "
+         "on this phase's tasks only if it completes every one of them")
+    done = _run_tasks(config.gate_tasks, config, base, dirs, protections, contract, shared,
+                      write=False)
+    problems = list(filter(None, (_gate_problem(task, outcome, contract)
+                                  for task, outcome in done)))
+    _say("gate: passed" if not problems else
+         f"gate: NOT passed ({'; '.join(problems)}): this phase's tasks were not run")
+    return {"label": config.gate_label, "passed": not problems, "reason": "; ".join(problems),
+            "tasks": {task.name: asdict(_task_run(outcome)) for task, outcome in done}}
 
 
 def ingest(input_dir: Path, output_dir: Path, program_dir: Path, submission_dir: Path,
@@ -251,7 +294,11 @@ def ingest(input_dir: Path, output_dir: Path, program_dir: Path, submission_dir:
     before = set(os.listdir(output_dir))
     done: list[tuple[TaskSpec, TaskOutcome]] = []
     try:
-        done = _run_tasks(config, base, dirs, protections, contract)
+        shared = (_runtime_sources(dirs["program"], contract),
+                  _stage_common(base, dirs["submission"]))
+        gate = _run_gate(config, base, dirs, protections, contract, shared)
+        if gate is None or gate["passed"]:
+            done = _run_tasks(config.tasks, config, base, dirs, protections, contract, shared)
     finally:
         if not force_remove(base):
             _say(f"could not remove the staging folder {base}")
@@ -262,7 +309,12 @@ def ingest(input_dir: Path, output_dir: Path, program_dir: Path, submission_dir:
     files = {f"{task.prediction_stem}.npy": file_digest(output_dir / f"{task.prediction_stem}.npy")
              for task, outcome in done if outcome.predictions is not None}
     key = read_record_key(hidden_dir)
-    write_run_record(output_dir / RECORD_NAME, RunRecord(runs, hardware, files), key)
+    write_run_record(output_dir / RECORD_NAME, RunRecord(runs, hardware, files, gate=gate), key)
+    if gate is not None and not gate["passed"]:
+        print(f"your code did not complete the tasks of {config.gate_label}, which it must "
+              f"before it runs on this phase's: {gate['reason']}. The submission fails; failed "
+              "submissions do not count toward the limits", file=sys.stderr)
+        return GATE_FAILED
     ok = sum(run.status == "ok" for run in runs.values())
     _say(f"done: {ok} of {len(runs)} task(s) ok; record written to {RECORD_NAME}, "
          + ("signed with the phase's key" if key else

@@ -158,7 +158,8 @@ def _baseline_table(plan, results: dict | None) -> dict:
 
 
 def reference_cli(argv: list[str]) -> int:
-    """``python -m reference_data --kind pgdl2020 {generate,verify}``: the embedded zoos."""
+    """``python -m reference_data --kind pgdl2020 {generate,verify,convert}``: the embedded
+    zoos, and an organizer's zoos in PGDL's original formats (docs/pgdl_data.md)."""
     from .reference.cli import main
     return main(argv)
 

@@ -4,7 +4,10 @@ Reads ``$input/ref`` (hidden references) and ``$input/res`` (the submission's fi
 what the ingestion program wrote) by name only: the worker leaves other files in both
 (codalab_v1.md G21). Writes ``$output/scores.txt`` and ``$output/detailed_results.html``.
 Exit status: 0 scored; 1 reference data or config broken (the organizer's to fix); 2 bad
-arguments or an internal error. A participant's failure never fails the run: a task with no
+arguments or an internal error; 3 the code did not complete the phase's gate (an earlier
+phase's tasks it must finish first: the submission fails, as it would have on CodaLab, whose
+worker fails it at the ingestion's exit). Apart from the gate, a participant's failure never
+fails the run: a task with no
 usable prediction gets the worst value of every column, even when it is the only task (the
 light track), so the platform shows a score and the report says why. Every failure is
 explained on stderr in one line first.
@@ -78,6 +81,9 @@ def _refused_record(config, reason: str) -> RunRecord:
                                          message=reason) for task in config.tasks})
 
 
+GATE_FAILED = 3      # the code did not complete the gate's tasks: the submission must fail
+
+
 def score(input_dir: Path, output_dir: Path, program_dir: Path) -> int:
     config = load_config(program_dir / CONFIG_NAME)
     ref, res = input_dir / "ref", input_dir / "res"
@@ -89,6 +95,12 @@ def score(input_dir: Path, output_dir: Path, program_dir: Path) -> int:
     refusal = record_refusal(config, ref, res, record)
     if refusal:
         record = _refused_record(config, refusal)
+    elif record is not None and record.gate_failure:
+        _say(f"not scored: your code did not complete the tasks of "
+             f"{record.gate.get('label', 'the gate')}, which it must before it runs on this "
+             f"phase's ({record.gate_failure}). The submission fails; failed submissions do not "
+             "count toward the limits")
+        return GATE_FAILED
     results = score_all(config, ref, res, record)
     for result in results:
         if result.penalised:

@@ -27,6 +27,17 @@ def units(task) -> tuple[list[str], float]:
     return task.contract["model_ids"], task.contract["seconds_per_model"]
 
 
+def gate_problem(values, task) -> str | None:
+    """A gate task is complete when every network has a finite measure: PGDL ran the final
+    phase only for code that finished the first phase's tasks."""
+    ids = task.contract["model_ids"]
+    missing = [model for model, value in zip(ids, values) if not np.isfinite(value)]
+    if not missing:
+        return None
+    return (f"{len(missing)} of {len(ids)} networks without a finite measure "
+            f"({', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''})")
+
+
 def output_bytes(task) -> int:
     return len(task.contract["model_ids"]) * 8 + 4096
 

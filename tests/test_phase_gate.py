@@ -1,0 +1,131 @@
+"""A phase's gate (PGDL's final phase rule): a submission first runs on an earlier code phase's
+tasks, and on the phase's own only if it completed every one; otherwise the submission fails on
+both platforms (CodaLab at the ingestion's exit, Codabench at the scorer's), so it does not
+count toward the limits. The spec refuses gates that cannot mean that."""
+import json
+import shutil
+import zipfile
+
+import pytest
+import yaml
+
+from bundle.phase_plan import phase_plan
+from bundle.programs import ingestion_config
+from bundle.spec import SpecError, load_spec
+from local_runs import REPO, run_local
+from test_pgdl_kind import build
+
+SPEC = REPO / "kinds" / "pgdl2020" / "default_spec.yaml"
+GATE_TASK = "breast_cancer_mlp"       # phase1's zoo, the default spec's gate of phase2
+
+# Hangs on one network of the gate's zoo only (its inputs have 30 features).
+HANGS_ON_THE_GATE = '''
+import time
+def complexity(model, dataset):
+    if model.id == "model_2" and dataset.inputs.shape[1] == 30:
+        time.sleep(10_000)
+    return float(sum((kernel ** 2).sum() for kernel, _ in model.weights))
+'''
+SUM_OF_SQUARES = REPO / "kinds" / "pgdl2020" / "kit" / "baselines" / "sum_of_squares.py"
+
+
+def spec_with(tmp_path, **phase2):
+    raw = yaml.safe_load(SPEC.read_text())
+    shutil.copyfile(SPEC.parent / raw["logo"], tmp_path / raw["logo"])
+    raw["phases"]["phase2"].update(phase2)
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(raw, sort_keys=False))
+    return path
+
+
+@pytest.mark.parametrize("gate, message", [
+    ("phase3", "phases.phase2.gate: found 'phase3', expected an earlier phase (public, phase1)"),
+    ("phase2", "phases.phase2.gate: found 'phase2', expected an earlier phase"),
+    ("public", "phases.phase2.gate: phase 'public' scores uploaded files"),
+])
+def test_a_gate_is_an_earlier_code_phase(tmp_path, gate, message):
+    with pytest.raises(SpecError) as error:
+        load_spec(spec_with(tmp_path, gate=gate))
+    assert message in str(error.value)
+
+
+def test_a_gate_shares_no_task_and_its_budgets_count_in_the_time_limit(tmp_path):
+    with pytest.raises(SpecError) as error:
+        load_spec(spec_with(tmp_path, tasks=["wine_mlp", GATE_TASK]))
+    assert f"phases.phase2.gate: tasks ['{GATE_TASK}'] are in both phases" in str(error.value)
+    with pytest.raises(SpecError) as error:      # 64 + 64 + 32 s of budgets, + 3 x 7 s, + 60 s
+        load_spec(spec_with(tmp_path, execution_time_limit=200))
+    assert "phases.phase2.execution_time_limit: found 200, expected at least 241 s (task " \
+           "budgets with the gate" in str(error.value)
+
+
+def test_the_gate_runs_first_in_the_ingestion_config_and_is_not_scored():
+    plan = phase_plan(load_spec(SPEC), "phase2")
+    assert [t.name for t in plan.gate] == [GATE_TASK] and plan.gate_label == "Phase 1"
+    assert GATE_TASK not in [t.name for t in plan.tasks]
+    config = ingestion_config(plan)
+    assert [t["name"] for t in config["gate"]["tasks"]] == [GATE_TASK]
+    assert sorted(t["name"] for t in config["tasks"]) == ["digits_deep", "wine_mlp"]
+    assert phase_plan(load_spec(SPEC), "phase1").gate == ()
+
+
+def _local(tmp_path, code):
+    (tmp_path / "complexity.py").write_text(code)
+    return run_local("--config", str(SPEC), "--phase", "phase2", "--budget", "32",
+                     "--code", str(tmp_path / "complexity.py"), "--out", str(tmp_path / "run"))
+
+
+def _record(tmp_path):
+    output = tmp_path / "run" / "ingestion" / "run" / "output"
+    return json.loads((output / "ingestion_record.json").read_text()), output
+
+
+def test_code_that_completes_the_gate_runs_on_the_phase(tmp_path):
+    result = _local(tmp_path, SUM_OF_SQUARES.read_text())
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    record, output = _record(tmp_path)
+    assert record["gate"]["passed"] is True and record["gate"]["label"] == "Phase 1"
+    assert record["gate"]["tasks"][GATE_TASK]["status"] == "ok"
+    assert set(record["tasks"]) == {"wine_mlp", "digits_deep"}
+    assert not (output / f"{GATE_TASK}.npy").exists()       # the gate's output is not scored
+    assert "gate: passed" in result.stdout and "wine_mlp_cmi:" in result.stdout
+
+
+def test_code_that_hangs_on_the_gate_never_runs_on_the_phase(tmp_path):
+    result = _local(tmp_path, HANGS_ON_THE_GATE)
+    log = result.stdout + result.stderr
+    assert result.returncode == 1 and "Traceback" not in log
+    record, output = _record(tmp_path)
+    assert record["gate"]["passed"] is False and record["tasks"] == {}
+    assert record["gate"]["reason"] == f"{GATE_TASK}: timed out: model_2"
+    assert "gate: NOT passed" in log and "failed submissions do not count" in log
+    assert "the ingestion program failed (exit 3)" in log
+    assert not list(output.glob("*.npy"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("platform, failing_steps", [
+    ("codalab", ["ingestion"]),                  # the worker fails it at the ingestion's exit
+    ("codabench", ["ingestion", "scoring"]),     # exit not checked there: the scorer fails it
+])
+def test_both_platforms_fail_a_submission_that_misses_the_gate(tmp_path, platform,
+                                                                failing_steps):
+    out = tmp_path / "out"
+    built = build("--config", str(SPEC), "--platform", platform, "--phase", "phase2",
+                  "--out", str(out))
+    assert built.returncode == 0, built.stderr[-2000:]
+    submission = tmp_path / "submission.zip"
+    with zipfile.ZipFile(submission, "w") as archive:
+        archive.writestr("complexity.py", HANGS_ON_THE_GATE)
+        archive.writestr("metadata", "description: misses the gate\n")
+    bundle = next(out.glob("*.zip"))
+    result = build("--check", str(bundle), "--submission", str(submission))
+    assert result.returncode == 1
+    rows = [line.split() for line in result.stdout.splitlines()
+            if line.startswith("Phase 2 (private)") and line.split()[-1] == "failed"]
+    assert [row[-3] for row in rows] == failing_steps, result.stdout[-3000:]
+    assert "did not complete the tasks of Phase 1" in result.stdout + result.stderr
+    with zipfile.ZipFile(bundle) as archive:      # the page says so, in the phase's facts
+        pages = " ".join(archive.read(name).decode() for name in archive.namelist()
+                         if name.endswith(".html"))
+    assert "your code first runs on the tasks of Phase 1: breast_cancer_mlp (64 s)" in pages
