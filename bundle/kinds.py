@@ -7,7 +7,9 @@ A kind's ``kind.py`` (build time) provides, as module attributes:
   ``BASELINE_RESULTS``, ``DEFAULT_WEIGHTS``, ``AGGREGATE_DESCRIPTION`` and, optionally,
   ``ZEROED_PUBLIC_ARRAYS`` (placeholders the leakage check proves all zeros) and
   ``RANKS_BY_AGGREGATE`` (rank by the weighted loss, not the average rank over tasks) and
-  ``ENTRY`` (the module and function a code submission defines; default submission.predict);
+  ``ENTRY`` (the module and function a code submission defines; default submission.predict)
+  and ``EPOCH_UNIT`` (what an epoch is, for a budget in epochs; its runtime ``ingestion``
+  then provides ``epoch_seconds(task, data)``);
 - ``task_type(declaration)``; ``prediction_stem(task)``; ``has_std(task)`` and
   ``std_description(task, metric)`` (the leaderboard's sd columns);
 - ``scoring_settings(task)`` and ``ingestion_contract(task)``: its part of the program configs;

@@ -22,6 +22,17 @@ class PlannedTask:
     declaration: dict
     folder: Path
     budget_seconds: float | None = None
+    # A budget stated in epochs of the kind's reference training, converted to seconds on the
+    # worker; budget_seconds is then its ceiling.
+    budget_epochs: float | None = None
+    epoch_unit: str = "epochs"        # what an epoch is, in the kind's words (its EPOCH_UNIT)
+
+    def budget_text(self) -> str:
+        """The budget as the pages state it."""
+        if self.budget_epochs is None:
+            return f"{self.budget_seconds:g} s"
+        return (f"{self.budget_epochs:g} {self.epoch_unit}, timed on the worker just before "
+                f"your code runs (at most {self.budget_seconds:g} s)")
 
 
 @dataclass(frozen=True)
@@ -104,8 +115,11 @@ def phase_plan(spec, phase_key: str, track_key: str | None = None, *,
     code = phase.code_submission if code_submission is None else code_submission
 
     def planned(names):
-        return tuple(load_planned_task(spec.kind, name, spec.data_root,
-                                       (budget_seconds or spec.budgets[name]) if code else None)
+        return tuple(dataclasses.replace(
+            load_planned_task(spec.kind, name, spec.data_root,
+                              (budget_seconds or spec.budgets[name]) if code else None),
+            budget_epochs=spec.epochs.get(name) if code and not budget_seconds else None,
+            epoch_unit=getattr(kind_definition(spec.kind), "EPOCH_UNIT", "epochs"))
                      for name in names)
     gate = spec.phase(phase.gate) if phase.gate and code else None   # never with tracks
     return PhasePlan(phase_key, spec.kind, planned(names), code, dict(spec.weights),
@@ -115,11 +129,13 @@ def phase_plan(spec, phase_key: str, track_key: str | None = None, *,
 def with_budget(plan: PhasePlan, seconds: float) -> PhasePlan:
     """Every task of the plan, its gate's included, with this budget (local runs, tests)."""
     def budgeted(tasks):
-        return tuple(dataclasses.replace(task, budget_seconds=seconds) for task in tasks)
+        return tuple(dataclasses.replace(task, budget_seconds=seconds, budget_epochs=None)
+                     for task in tasks)
     return dataclasses.replace(plan, tasks=budgeted(plan.tasks), gate=budgeted(plan.gate))
 
 
 def code_variant(spec, plan: PhasePlan) -> PhasePlan:
     """The phase's tasks run as code with the spec's budgets (the starting kit's local runs)."""
     return dataclasses.replace(plan, code_submission=True, tasks=tuple(
-        dataclasses.replace(task, budget_seconds=spec.budgets[task.name]) for task in plan.tasks))
+        dataclasses.replace(task, budget_seconds=spec.budgets[task.name],
+                            budget_epochs=spec.epochs.get(task.name)) for task in plan.tasks))

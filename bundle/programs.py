@@ -85,7 +85,8 @@ def _ingestion_task(kind, task) -> dict:
         raise ValueError(f"task {task.name}: a code phase needs a budget in seconds")
     return {"name": task.name, "task_type": task.task_type,
             "inputs": kind.input_file(task), "prediction_stem": kind.prediction_stem(task),
-            "budget_seconds": task.budget_seconds, "contract": kind.ingestion_contract(task)}
+            "budget_seconds": task.budget_seconds, "contract": kind.ingestion_contract(task),
+            **({"budget_epochs": task.budget_epochs} if task.budget_epochs else {})}
 
 
 def ingestion_config(plan: PhasePlan, limits: dict | None = None) -> dict:

@@ -161,7 +161,7 @@ def _phase_facts(spec: CompetitionSpec, phases: list[PhaseSpec], index: int,
         facts.append(("Execution time limit", f"{phase.execution_time_limit} s for each program "
                       "run: the run of your code (all tasks) and its scoring are limited separately"))
         facts.append(("Training time budget per task",
-                      ", ".join(f"{task.name} {task.budget_seconds:g} s" for task in plan.tasks)))
+                      ", ".join(f"{task.name} {task.budget_text()}" for task in plan.tasks)))
         if plan.gate:
             facts.append(("Runs first", _gate_fact(plan)))
     else:
@@ -174,7 +174,7 @@ def _phase_facts(spec: CompetitionSpec, phases: list[PhaseSpec], index: int,
 def _gate_fact(plan: PhasePlan) -> str:
     """The same on both platforms: CodaLab fails the submission at the ingestion's exit
     status, Codabench at the scorer's, and neither counts failed submissions."""
-    tasks = ", ".join(f"{task.name} ({task.budget_seconds:g} s)" for task in plan.gate)
+    tasks = ", ".join(f"{task.name} ({task.budget_text()})" for task in plan.gate)
     return (f"your code first runs on the tasks of {plan.gate_label}: {tasks}, under the same "
             "rules; only if it completes every one of them is it run on this phase's tasks. "
             "Otherwise the submission fails and the log says why; failed submissions do not "

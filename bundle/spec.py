@@ -30,7 +30,7 @@ import jsonschema
 import yaml
 
 from ingestion_program.ingest.config import OVERHEAD_SECONDS_PER_TASK, worst_case_seconds
-from kinds import DEFAULT_KIND, KINDS
+from kinds import DEFAULT_KIND, KINDS, runtime
 
 from .kinds import kind_definition
 from .phase_plan import declaration_path, load_planned_task, task_data_problems
@@ -90,7 +90,8 @@ SCHEMA = _object({
     "tasks": {"type": "object", "minProperties": 1,
               "propertyNames": {"pattern": "^[a-z][a-z0-9_]{0,30}$"},
               "additionalProperties": _object(
-                  {"budget_seconds": _number(exclusive=0, maximum=86400)}, ["budget_seconds"])},
+                  {"budget_seconds": _number(exclusive=0, maximum=86400),
+                   "budget_epochs": _number(exclusive=0)}, ["budget_seconds"])},
     "metric_weights": {"type": "object", "additionalProperties": _number(minimum=0)},
     "phases": {"type": "object", "minProperties": 1,
                "propertyNames": {"pattern": "^[a-z][a-z0-9_]{0,30}$"},
@@ -158,6 +159,7 @@ class CompetitionSpec:
     end_date: dt.datetime | None
     data_root: Path
     budgets: dict[str, float]
+    epochs: dict[str, float]       # tasks whose budget is stated in epochs (budgets: the ceiling)
     weights: dict[str, float]
     phases: tuple[PhaseSpec, ...]
     tracks: tuple[TrackSpec, ...]
@@ -302,6 +304,15 @@ def _image_problem(path: Path, shown: str) -> str | None:
     return None
 
 
+def _epoch_problems(raw: dict) -> list[str]:
+    """A budget in epochs needs a kind that times an epoch of its reference training."""
+    epochs = [name for name, task in raw["tasks"].items() if "budget_epochs" in task]
+    if not epochs or hasattr(runtime(raw["kind"], "ingestion"), "epoch_seconds"):
+        return []
+    return [f"tasks.{name}.budget_epochs: kind {raw['kind']} has no reference training to time "
+            "an epoch of; state the budget in seconds only" for name in epochs]
+
+
 def _gate_problems(raw: dict, key: str) -> list[str]:
     """A gate is an earlier code phase, gating a code phase, with tasks of its own."""
     phases, gate = raw["phases"], raw["phases"][key].get("gate")
@@ -421,6 +432,7 @@ def _meaning_problems(raw: dict, data_root: Path, spec_folder: Path) -> list[str
         if name not in weights:
             problems.append(f"metric_weights.{name}: not a metric of kind {raw['kind']}; "
                             f"expected one of {', '.join(weights)}")
+    problems += _epoch_problems(raw)
     for task in tasks:
         declaration = declaration_path(data_root, task)
         if not declaration.is_file():
@@ -459,6 +471,8 @@ def load_spec(path: Path = DEFAULT_SPEC, data_root: Path | None = None) -> Compe
         end_date=_date(plain["end_date"]) if plain.get("end_date") else None,
         data_root=Path(data_root),
         budgets={name: float(task["budget_seconds"]) for name, task in plain["tasks"].items()},
+        epochs={name: float(task["budget_epochs"]) for name, task in plain["tasks"].items()
+                if "budget_epochs" in task},
         weights={**kind.DEFAULT_WEIGHTS, **plain.get("metric_weights", {})},
         phases=tuple(PhaseSpec(key, p["label"], p.get("description", ""), _date(p["start"]),
                                p["submission"] == "code", tuple(p["tasks"]),

@@ -104,7 +104,15 @@ DOCS: dict[str, Doc] = {
     "tasks.<task>": Doc("One task: the name is lowercase (`[a-z][a-z0-9_]{0,30}`)."),
     "tasks.<task>.budget_seconds": Doc(
         "The participant's training time for this task in a code phase, in seconds; the sandbox "
-        "stops the participant's code at the budget (plus `sandbox.grace_seconds`)."),
+        "stops the participant's code at the budget (plus `sandbox.grace_seconds`). With "
+        "`budget_epochs`, the most the converted budget may be."),
+    "tasks.<task>.budget_epochs": Doc(
+        "The budget in epochs of the kind's reference training (BDL: plain SGD on the declared "
+        "model, as the 2021 rules stated it), instead of seconds: before the participant's code "
+        "runs, the ingestion program times that training on the worker and converts, capped at "
+        "`budget_seconds`, which is then the worst case the time limits are checked against. "
+        "The run record, the log and the detailed results give the conversion.",
+        default="none: the budget is `budget_seconds`", example=3000),
     "metric_weights": Doc("Weights of the kind's metrics in the leaderboard's weighted loss; only "
                           "the metrics given are changed.", default=_weights_default),
     "metric_weights.<metric>": Doc("The weight of one of the kind's metrics (0 leaves it out of "

@@ -44,6 +44,9 @@ class TaskRun:
     # A task run in units (PGDL: one per network, each with a hard limit): the seconds each
     # had and the names of those that timed out, failed or were not reached; None otherwise.
     units: dict | None = None
+    # A budget stated in epochs: the epochs, the seconds one took on this machine (the median
+    # of the timed samples), the samples, the budget in seconds it gave and its ceiling.
+    calibration: dict | None = None
 
     @property
     def has_prediction(self) -> bool:
@@ -67,6 +70,17 @@ class RunRecord:
         if self.gate is None or self.gate.get("passed") is True:
             return None
         return str(self.gate.get("reason") or "it did not complete the gate's tasks")
+
+
+def calibration_text(calibration: dict) -> str:
+    """A budget in epochs and how it became seconds, for the ingestion log and the report."""
+    text = (f"budget {calibration['epochs']:g} epochs x {calibration['seconds_per_epoch']:.3g} s "
+            f"per epoch on this machine (median of {len(calibration['samples'])} timed samples)"
+            f" = {calibration['budget_seconds']:g} s")
+    if calibration["capped"]:
+        text += (f", capped at the competition's ceiling of {calibration['ceiling_seconds']:g} s "
+                 "(this machine is slower than the organizers' worst case)")
+    return text
 
 
 def file_digest(path: PathLike) -> str:
@@ -140,8 +154,9 @@ def _task_run(path: Path, name: str, raw) -> TaskRun:
     seconds = raw.get("wall_seconds")
     if not isinstance(seconds, (int, float)) or isinstance(seconds, bool) or seconds < 0:
         raise FormatError(f"{where}.wall_seconds: expected a non-negative number, found {seconds!r}")
-    if not isinstance(raw.get("units"), (dict, type(None))):
-        raise FormatError(f"{where}.units: expected an object or null, found {raw.get('units')!r}")
+    for key in ("units", "calibration"):
+        if not isinstance(raw.get(key), (dict, type(None))):
+            raise FormatError(f"{where}.{key}: expected an object or null, found {raw.get(key)!r}")
     return TaskRun(**raw)
 
 

@@ -49,7 +49,7 @@ def test_baseline_beats_trivial_on_every_task(baseline, phase, trivial_scores, t
 def load_baseline(name, tmp_path):
     """The baseline as a submission sees it: declared_model.py next to training.py."""
     (tmp_path / "declared_model.py").write_text(
-        (REPO / "kinds" / "bdl2021" / "reference" / "mlp.py").read_text())
+        (REPO / "kinds" / "bdl2021" / "runtime" / "declared_model.py").read_text())
     names = ("declared_model", "training", name)
     saved = {module: sys.modules.pop(module) for module in names if module in sys.modules}
     sys.path[:0] = [str(BASELINES), str(tmp_path)]

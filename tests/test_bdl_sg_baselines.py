@@ -37,7 +37,7 @@ def baseline_module(monkeypatch):
     """A baseline imported as in the kit, where the declared model sits next to it."""
     import importlib.util
     spec = importlib.util.spec_from_file_location(
-        "declared_model", REPO / "kinds" / "bdl2021" / "reference" / "mlp.py")
+        "declared_model", REPO / "kinds" / "bdl2021" / "runtime" / "declared_model.py")
     declared_model = importlib.util.module_from_spec(spec)
     monkeypatch.setitem(sys.modules, "declared_model", declared_model)
     spec.loader.exec_module(declared_model)

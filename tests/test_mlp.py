@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from kinds.bdl2021.reference.mlp import MLP, Posterior, predictive_probabilities
+from kinds.bdl2021.runtime.declared_model import MLP, Posterior, predictive_probabilities
 
 
 def numerical_gradient(fn, theta, eps=1e-6):

@@ -42,7 +42,7 @@ BAD_SPECS = [
     ("slug", "My Competition", "slug: found \"My Competition\", expected text matching"),
     ("docker_image", "codalab/codalab_legacy:py312", "docker_image: found \"codalab/codalab_legacy:py312\""),
     ("tasks.wine.budget_seconds", -5, "tasks.wine.budget_seconds: found -5, expected a number > 0"),
-    ("tasks.wine.budget", 5, "tasks.wine: unknown key 'budget' (did you mean 'budget_seconds'?)"),
+    ("tasks.wine.budget_second", 5, "tasks.wine: unknown key 'budget_second' (did you mean 'budget_seconds'?)"),
     ("phases.evaluation.submission", "upload", "phases.evaluation.submission: found \"upload\", expected one of ['results', 'code']"),
     ("phases.evaluation.start", "next spring", "phases.evaluation.start: found \"next spring\", expected a date, YYYY-MM-DD HH:MM:SS (UTC)"),
     ("phases.evaluation.start", "2027-02-30 00:00:00", "phases.evaluation.start: found '2027-02-30 00:00:00', which is not a real date"),

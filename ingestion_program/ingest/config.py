@@ -40,8 +40,10 @@ class TaskSpec:
     task_type: str               # one of the kind's task types
     inputs: str                  # the task's file in $input
     prediction_stem: str         # written as <stem>.npy into $output
-    budget_seconds: float
+    budget_seconds: float        # with budget_epochs: the most the converted budget may be
     contract: dict               # the kind's own: what its participant code and checks read
+    budget_epochs: float | None = None   # epochs of the kind's reference training (calibration.py)
+    calibration: dict | None = None      # how the epochs became budget_seconds on this machine
 
 
 @dataclass(frozen=True)
@@ -103,10 +105,14 @@ def _tasks(raw: list, where: str) -> tuple[TaskSpec, ...]:
         budget = float(_field(task, "budget_seconds", (int, float), at))
         if budget <= 0:
             raise ConfigError(f"{at}.budget_seconds: must be positive, found {budget}")
+        epochs = task.get("budget_epochs")
+        if epochs is not None and (not isinstance(epochs, (int, float)) or epochs <= 0):
+            raise ConfigError(f"{at}.budget_epochs: must be a positive number, found {epochs!r}")
         tasks.append(TaskSpec(_field(task, "name", str, at), _field(task, "task_type", str, at),
                               _field(task, "inputs", str, at),
                               _field(task, "prediction_stem", str, at),
-                              budget, _field(task, "contract", dict, at)))
+                              budget, _field(task, "contract", dict, at),
+                              float(epochs) if epochs is not None else None))
     return tuple(tasks)
 
 

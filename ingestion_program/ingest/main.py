@@ -27,8 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
-from competition_formats import (RECORD_NAME, FormatError, RunRecord, TaskRun, file_digest,
-                                 read_record_key, write_run_record)
+from competition_formats import (RECORD_NAME, FormatError, RunRecord, TaskRun,
+                                 calibration_text, file_digest, read_record_key, write_run_record)
 from kinds import UnknownKind, runtime
 
 from .config import CONFIG_NAME, ConfigError, IngestionConfig, TaskSpec, load_config
@@ -38,6 +38,7 @@ from .sandbox import Protections, describe, lock_down, probe
 from .scratch import force_remove, new_staging_folder, remove_abandoned_staging
 from .supervisor import Staging, TaskOutcome, clean_workdir, run_task
 from .units import run_in_units, unit_plan
+from .calibration import calibrate
 
 USAGE = ("usage: ingestion.py INPUT_DIR OUTPUT_DIR INGESTION_PROGRAM_DIR SUBMISSION_DIR "
          "[HIDDEN_DIR]")
@@ -152,7 +153,7 @@ def _task_run(outcome: TaskOutcome) -> TaskRun:
                    message="; ".join(filter(None, [outcome.message, *outcome.notes])),
                    exit_code=outcome.exit_code, signal=outcome.signal,
                    peak_memory_mb=outcome.peak_memory_mb, stderr_tail=outcome.stderr_tail[-4000:],
-                   units=outcome.units)
+                   units=outcome.units, calibration=outcome.calibration)
 
 
 def _confinement_lines(outcome: TaskOutcome, protections: Protections) -> list[str]:
@@ -177,6 +178,8 @@ def _report(task: TaskSpec, outcome: TaskOutcome, protections: Protections) -> N
          + (f"; prediction: {outcome.prediction}" if outcome.prediction else "; no prediction"))
     for line in _confinement_lines(outcome, protections):
         _say(f"[{task.name}]   {line}")
+    if outcome.calibration:
+        _say(f"[{task.name}]   {calibration_text(outcome.calibration)}")
     if outcome.units:
         counts = ", ".join(f"{len(outcome.units[state])} {state.replace('_', ' ')}"
                            for state in ("timed_out", "failed", "not_reached"))
@@ -228,11 +231,13 @@ def _run_tasks(tasks: tuple[TaskSpec, ...], config: IngestionConfig, base: Path,
         started = time.monotonic()
         staging = _stage_task(base, task, dirs["input"], sources, submission, protections.uid,
                               forbidden, contract)
+        task = calibrate(task, staging.data, contract)
         entry = (config.entry_module, config.entry_function)
         units = unit_plan(task, contract)
         outcome = (run_in_units(task, staging, protections, config.limits, entry, contract, units)
                    if units else run_task(task, staging, protections, config.limits, entry,
                                           contract))
+        outcome.calibration = task.calibration
         if not clean_workdir(staging.workdir):
             outcome.notes.append("its working folder could not be removed")
         if write:

@@ -145,6 +145,7 @@ class TaskOutcome:
     units_done: int = 0                  # checkpoints received: units finished (see units.py)
     resumable: bool = False              # it stopped inside a unit, at that unit's cost only
     units: dict | None = None            # per-unit statuses, for a task run in units
+    calibration: dict | None = None      # a budget in epochs: how it became seconds here
 
 
 @dataclass(frozen=True)
@@ -209,7 +210,7 @@ class _Run:
                 "budget_seconds": task.budget_seconds,
                 "data": str(staging.data), "result_fd": write_fd,
                 "entry_module": entry[0], "entry_function": entry[1],
-                "first_unit": units.first if units else 0,
+                "first_unit": units.first if units else 0, "calibration": task.calibration,
                 "confine": _confinement_plan(staging, protections.disabled)}
         self.scratch = ScratchWatch(staging.base or staging.workdir, protections.uid)
         self.started = time.monotonic()

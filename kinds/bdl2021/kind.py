@@ -33,7 +33,9 @@ BASELINE_RESULTS = KIT / "baseline_results.json"
 DEFAULT_WEIGHTS = {"agreement": 1.0, "total_variation": 1.0, "w2": 1.0, "w1": 0.0}
 AGGREGATE_DESCRIPTION = ("Weighted average over tasks of 1 - agreement, total variation and W2 "
                          "(the proposal's score)")
-DECLARED_MODEL = HERE / "reference" / "mlp.py"
+DECLARED_MODEL = HERE / "runtime" / "declared_model.py"
+# A task budget stated in epochs (the 2021 rules): timed on the worker by runtime/calibration.py.
+EPOCH_UNIT = "epochs of plain SGD on the declared model"
 # Arrays of the public .npz files that stand in for hidden values: the leakage check proves
 # them all zeros.
 ZEROED_PUBLIC_ARRAYS = ("y_test",)
@@ -220,7 +222,7 @@ def _kit_task(task) -> dict:
                      else f"{width} samples of y per test point"),
             "shape": f"{d['n_test']} x {width}",
             "prediction_file": f"{prediction_stem(task)}.csv",
-            "budget": f"{task.budget_seconds:g} s" if task.budget_seconds else "-",
+            "budget": task.budget_text() if task.budget_seconds else "-",
             "summary": d.get("summary", ""),
             "blocks": ", ".join(f"`{b}`" for b in blocks) if len(blocks) > 1 else ""}
 
@@ -228,13 +230,13 @@ def _kit_task(task) -> dict:
 def kit_guide_context(plan, baseline_table: bool) -> dict:
     """What README.md.j2 shows for this phase plan (the template only loops)."""
     types = {task.task_type for task in plan.tasks}
-    budgets = sorted({task.budget_seconds for task in plan.tasks if task.budget_seconds})
+    budgets = sorted({task.budget_text() for task in plan.tasks if task.budget_seconds})
     sample = "sample_code_submission" if plan.code_submission else "sample_result_submission"
     return {"phase": plan.name, "code": plan.code_submission,
             "tasks": [_kit_task(task) for task in plan.tasks],
             "classification": CLASSIFICATION in types,
             "regression": any(t != CLASSIFICATION for t in types),
-            "budget": f"{budgets[0]:g} s" if len(budgets) == 1 else "",
+            "budget": budgets[0] if len(budgets) == 1 else "",
             "references_public": not plan.code_submission
             and all(has_public_references(task) for task in plan.tasks),
             "has_std": any(has_std(task) for task in plan.tasks),

@@ -49,7 +49,7 @@ def _task_rows(plan, phase) -> list[dict]:
             "model": f"{'-'.join(map(str, d['model']['layer_sizes']))} tanh MLP "
                      f"({d['model']['num_parameters']})",
             "prior_variance": f"{d['prior']['variance']:g}",
-            "budget": (f"{task.budget_seconds:g} s" if phase.code_submission and task.budget_seconds
+            "budget": (task.budget_text() if phase.code_submission and task.budget_seconds
                        else "-"),
             "summary": d.get("summary", "")})
     return rows

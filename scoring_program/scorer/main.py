@@ -14,13 +14,15 @@ explained on stderr in one line first.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 import traceback
 from pathlib import Path
 
 from competition_formats import (RECORD_KEY_NAME, RECORD_NAME, FormatError, RunRecord, TaskRun,
-                                 read_record_key, read_run_record, signature_problem)
+                                 calibration_text, read_record_key, read_run_record,
+                                 signature_problem)
 
 from kinds.scoring import ReferenceDataError, result_summary
 
@@ -84,6 +86,20 @@ def _refused_record(config, reason: str) -> RunRecord:
 GATE_FAILED = 3      # the code did not complete the gate's tasks: the submission must fail
 
 
+def _calibration(result, record) -> dict:
+    """The task's budget in epochs and its conversion, from the signed record, if any."""
+    run = record.tasks.get(result.task.name) if record else None
+    return {"calibration": run.calibration} if run is not None and run.calibration else {}
+
+
+def _with_calibration(result, record):
+    """The report says what a budget in epochs came to on the worker that ran the code."""
+    calibration = _calibration(result, record).get("calibration")
+    if calibration is None:
+        return result
+    return dataclasses.replace(result, notes=(*result.notes, calibration_text(calibration)))
+
+
 def score(input_dir: Path, output_dir: Path, program_dir: Path) -> int:
     config = load_config(program_dir / CONFIG_NAME)
     ref, res = input_dir / "ref", input_dir / "res"
@@ -101,7 +117,7 @@ def score(input_dir: Path, output_dir: Path, program_dir: Path) -> int:
              f"phase's ({record.gate_failure}). The submission fails; failed submissions do not "
              "count toward the limits")
         return GATE_FAILED
-    results = score_all(config, ref, res, record)
+    results = [_with_calibration(result, record) for result in score_all(config, ref, res, record)]
     for result in results:
         if result.penalised:
             _say(f"task {result.task.name} penalised: {result.penalty}")
@@ -119,7 +135,8 @@ def score(input_dir: Path, output_dir: Path, program_dir: Path) -> int:
         encoding="utf-8")
     (output_dir / DETAILS_NAME).write_text(json.dumps(
         {"phase": config.phase, "weighted_loss": loss, "problems": problems,
-         "tasks": {r.task.name: result_summary(r) for r in results}}, indent=1) + "\n",
+         "tasks": {r.task.name: {**result_summary(r), **_calibration(r, record)}
+                   for r in results}}, indent=1) + "\n",
         encoding="utf-8")
     for problem in problems:
         _say(problem)

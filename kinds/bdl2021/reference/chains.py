@@ -11,7 +11,7 @@ import numpy as np
 
 from .datasets import PreparedTask
 from .hmc import ChainConfig, ProgressFn, run_chain
-from .mlp import MLP, Posterior, output_size, predictive_mean_and_scale, predictive_probabilities
+from ..runtime.declared_model import MLP, Posterior, output_size, predictive_mean_and_scale, predictive_probabilities
 from .tasks import REGRESSION_SAMPLES, TaskDeclaration
 
 

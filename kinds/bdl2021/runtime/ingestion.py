@@ -10,6 +10,7 @@ import numpy as np
 from competition_formats import FormatError
 from competition_formats.prediction_arrays import check_probability_rows
 
+from .calibration import task_epoch_seconds
 from .formats import read_task_inputs
 from .score_types import CLASSIFICATION
 
@@ -21,6 +22,14 @@ def stage_inputs(task, input_dir: Path, folder: Path) -> Path:
     np.savez(data, x_train=inputs.x_train, y_train=inputs.y_train, x_test=inputs.x_test)
     os.chmod(data, 0o644)
     return data
+
+
+def epoch_seconds(task, data: Path) -> list[float]:
+    """Seconds per epoch of plain SGD on the declared model and the task's training data, on
+    this machine (``calibration.py``): what a budget in epochs is converted with."""
+    with np.load(data, allow_pickle=False) as arrays:
+        x_train, y_train = arrays["x_train"], arrays["y_train"]
+    return task_epoch_seconds(task.contract["declaration"], x_train, y_train)
 
 
 def output_bytes(task) -> int:

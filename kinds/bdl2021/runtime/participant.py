@@ -26,6 +26,11 @@ class Task:
         self.num_classes = contract["width"] if self.task_type == "classification" else None
         self.num_samples = contract["width"] if self.task_type == "regression" else None
         self.seconds = spec["budget_seconds"]
+        # A budget stated in epochs of plain SGD on the declared model: the epochs, and the
+        # seconds one took on this machine just before your code started (None otherwise).
+        calibration = spec.get("calibration") or {}
+        self.epochs = calibration.get("epochs")
+        self.seconds_per_epoch = calibration.get("seconds_per_epoch")
         self.model = declaration.get("model", {})
         self.likelihood = declaration.get("likelihood", {})
         self.prior = declaration.get("prior", {})

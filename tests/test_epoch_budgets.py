@@ -1,0 +1,113 @@
+"""Budgets in epochs (the 2021 rules bounded training by SGD epochs): the ingestion times plain
+SGD on the declared model on the machine that runs the code, converts the epochs to seconds,
+caps them at the spec's ceiling, stops the code at the converted seconds, and the record, the
+log, the pages and the detailed results give the conversion."""
+import json
+import shutil
+import types
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from bundle.phase_plan import phase_plan
+from bundle.programs import ingestion_config
+from bundle.spec import SpecError, load_spec
+from ingestion_program.ingest.calibration import calibrate
+from ingestion_program.ingest.config import TaskSpec
+from kinds.bdl2021.runtime import calibration
+from local_runs import REPO, run_local
+
+BDL_SPEC = REPO / "kinds" / "bdl2021" / "default_spec.yaml"
+WINE = REPO / "kinds" / "bdl2021" / "reference" / "embedded" / "wine"
+EPOCHS = 3000
+
+SLEEPS_THROUGH = '''
+import time
+def predict(task, x_train, y_train, x_test, checkpoint):
+    print(f"budget {task.seconds} s = {task.epochs} epochs x {task.seconds_per_epoch}", flush=True)
+    time.sleep(task.seconds)          # exactly its budget, then on: it is stopped there
+    time.sleep(1000)
+'''
+
+
+def spec_with_epochs(tmp_path, kind_spec=BDL_SPEC, task="wine", epochs=EPOCHS, ceiling=30):
+    raw = yaml.safe_load(kind_spec.read_text())
+    shutil.copyfile(kind_spec.parent / raw["logo"], tmp_path / raw["logo"])
+    for other in raw["tasks"]:          # the phase's other tasks: short, not under test
+        raw["tasks"][other] = {"budget_seconds": 1}
+    raw["tasks"][task] = {"budget_seconds": ceiling, "budget_epochs": epochs}
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(raw, sort_keys=False))
+    return path
+
+
+def _task(epochs, ceiling):
+    return TaskSpec("t", "classification", "t", "t", ceiling, {}, epochs)
+
+
+def test_the_median_epoch_converts_the_budget_and_the_ceiling_caps_it():
+    contract = types.SimpleNamespace(epoch_seconds=lambda task, data: [0.03, 0.01, 0.02])
+    task = calibrate(_task(100, 30.0), Path("data"), contract)
+    assert task.budget_seconds == pytest.approx(2.0)
+    assert task.calibration == {"epochs": 100, "seconds_per_epoch": 0.02,
+                                "samples": [0.03, 0.01, 0.02], "budget_seconds": 2.0,
+                                "ceiling_seconds": 30.0, "capped": False}
+    capped = calibrate(_task(100, 1.5), Path("data"), contract)
+    assert capped.budget_seconds == 1.5 and capped.calibration["capped"] is True
+    assert calibrate(_task(None, 7.0), Path("data"), contract).budget_seconds == 7.0
+
+
+def test_the_reference_sgd_is_timed_in_whole_epochs_and_stops_at_its_cap():
+    with np.load(WINE / "wine.npz") as arrays:
+        x, y = arrays["x_train"], arrays["y_train"]
+    samples = calibration.sgd_epoch_seconds([13, 16, 3], "softmax", 0.2, x, y)
+    assert len(samples) == calibration.SAMPLES and all(s > 0 for s in samples)
+    ticks = iter(range(0, 10_000, 10))              # a clock where every epoch takes 10 s
+    slow = calibration.sgd_epoch_seconds([13, 16, 3], "softmax", 0.2, x, y,
+                                         clock=lambda: float(next(ticks)))
+    assert len(slow) == 1                           # over the time cap after one sample
+    regression = calibration.sgd_epoch_seconds([13, 8, 2], "gaussian", 1.0, x, x[:, 0])
+    assert all(np.isfinite(regression))
+
+
+def test_only_a_kind_that_times_an_epoch_accepts_budgets_in_epochs(tmp_path):
+    pgdl = REPO / "kinds" / "pgdl2020" / "default_spec.yaml"
+    with pytest.raises(SpecError) as error:
+        load_spec(spec_with_epochs(tmp_path, pgdl, task="wine_mlp"))
+    assert "tasks.wine_mlp.budget_epochs: kind pgdl2020 has no reference training" \
+        in str(error.value)
+
+
+def test_the_config_and_pages_state_the_epochs_and_the_ceiling(tmp_path):
+    plan = phase_plan(load_spec(spec_with_epochs(tmp_path)), "evaluation")
+    wine = next(task for task in plan.tasks if task.name == "wine")
+    assert wine.budget_text() == ("3000 epochs of plain SGD on the declared model, timed on "
+                                  "the worker just before your code runs (at most 30 s)")
+    config = next(t for t in ingestion_config(plan)["tasks"] if t["name"] == "wine")
+    assert config["budget_epochs"] == EPOCHS and config["budget_seconds"] == 30
+
+
+def test_code_sleeping_its_budget_is_stopped_at_the_converted_seconds(tmp_path):
+    (tmp_path / "submission.py").write_text(SLEEPS_THROUGH)
+    result = run_local("--config", str(spec_with_epochs(tmp_path)), "--phase", "evaluation",
+                       "--code", str(tmp_path / "submission.py"), "--out", str(tmp_path / "run"))
+    output = tmp_path / "run" / "ingestion" / "run" / "output"
+    run = json.loads((output / "ingestion_record.json").read_text())["tasks"]["wine"]
+    calibrated = run["calibration"]
+    budget = calibrated["budget_seconds"]
+    assert calibrated["epochs"] == EPOCHS and len(calibrated["samples"]) == calibration.SAMPLES
+    assert budget == pytest.approx(EPOCHS * calibrated["seconds_per_epoch"], abs=1e-3)
+    assert not calibrated["capped"] and budget < 30
+    assert run["status"] == "timed_out" and budget <= run["wall_seconds"] < budget + 2.5
+    assert f"did not finish within its budget of {budget:g} s" in run["message"]
+    stdout = (output / "wine_stdout.txt").read_text()
+    assert f"budget {budget} s = {float(EPOCHS)} epochs" in stdout       # what the code was told
+    log = result.stdout + result.stderr
+    assert f"budget {EPOCHS} epochs x" in log and f"= {budget:g} s" in log
+    details = json.loads((tmp_path / "run" / "scoring" / "run" / "output"
+                          / "detailed_results.json").read_text())
+    assert details["tasks"]["wine"]["calibration"] == calibrated
+    report = (tmp_path / "run" / "scoring" / "run" / "output" / "detailed_results.html").read_text()
+    assert f"budget {EPOCHS} epochs x" in report
