@@ -26,7 +26,7 @@ from typing import Callable
 
 from .rules import check_bundle
 from .codabench import DEFAULT_QUEUE_LIMIT_SECONDS, PAGE_FILES, TERMS_FILE, competition_yaml_v2
-from .leaderboard import competition_columns, phase_columns
+from .leaderboard import competition_columns, written_keys
 from .phase_data import leakage_problems, stage_input_data, stage_public_data, stage_reference_data
 from .kinds import kind_of
 from .phase_plan import PhasePlan, TaskDataError, code_variant, phase_plan
@@ -84,7 +84,7 @@ def _zip_members(work: Path, plan: PhasePlan, spec: CompetitionSpec,
              ("public_data", lambda d: stage_public_data(plan, d)),
              ("starting_kit", lambda d: stage_starting_kit(
                  plan, d, code_variant(spec, plan), ingestion_limits(spec), platform,
-                 [c.key for c in phase_columns(plan) if not c.computed]))]
+                 written_keys(plan, platform)))]
     if plan.code_submission:
         steps += [("ingestion_program",
                    lambda d: assemble_ingestion_program(plan, d, ingestion_limits(spec))),
@@ -115,8 +115,10 @@ def _size_warnings(members: dict[str, bytes]) -> list[str]:
     return warnings
 
 
-def _codalab_documents(spec, phases, columns, files, pages) -> dict[str, bytes]:
-    members = {"competition.yaml": competition_yaml(spec, phases, files, columns,
+def _codalab_documents(spec, phases, plans, columns, files, pages) -> dict[str, bytes]:
+    """v1.5 has no hidden columns (codalab_v1.md §2.4): full figures go to the private output."""
+    shown = [column for column in columns if not column.hidden]
+    members = {"competition.yaml": competition_yaml(spec, phases, files, shown,
                                                     spec.title).encode("utf-8")}
     members.update({name: html.encode("utf-8") for name, html in pages.items()})
     if spec.logo:
@@ -124,11 +126,13 @@ def _codalab_documents(spec, phases, columns, files, pages) -> dict[str, bytes]:
     return members
 
 
-def _codabench_documents(spec, phases, columns, files, pages) -> dict[str, bytes]:
+def _codabench_documents(spec, phases, plans, columns, files, pages) -> dict[str, bytes]:
     if not spec.logo:
         raise BuildError("Codabench requires a logo (image): set logo: in the spec")
+    hide_scores = [any(task.public_rows for task in plan.tasks) for plan in plans]
     members = {"competition.yaml": competition_yaml_v2(spec, phases, files, columns,
-                                                       logo_member(spec)).encode("utf-8"),
+                                                       logo_member(spec),
+                                                       hide_scores).encode("utf-8"),
                logo_member(spec): spec.logo.read_bytes(),
                TERMS_FILE: pages["terms.html"].encode("utf-8")}
     for path in PAGE_FILES.values():
@@ -204,7 +208,7 @@ def build_competition(spec: CompetitionSpec, phase_keys: list[str], track_key: s
                                        platform),
                          kind_of(plans[0]).TEMPLATES)
     documents = _codabench_documents if platform == CODABENCH else _codalab_documents
-    members.update(documents(spec, shown, columns, files, pages))
+    members.update(documents(spec, shown, plans, columns, files, pages))
     if any(plan.code_submission for plan in plans):
         say("  leakage check ...")
         leaks = _leaks(plans, files, members)

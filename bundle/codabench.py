@@ -42,7 +42,7 @@ def _phase_end(spec: CompetitionSpec, phases: list[PhaseSpec], index: int):
     return spec.end_date
 
 
-def _phase_fields(spec, phases, index, files) -> list[tuple[str, str]]:
+def _phase_fields(spec, phases, index, files, hide_scores: bool) -> list[tuple[str, str]]:
     phase = phases[index]
     fields = [("name", phase.label), ("description", phase.description), ("start", phase.start)]
     end = _phase_end(spec, phases, index)
@@ -52,6 +52,8 @@ def _phase_fields(spec, phases, index, files) -> list[tuple[str, str]]:
                ("max_submissions_per_day", phase.max_submissions_per_day),
                ("execution_time_limit", phase.execution_time_limit),
                ("public_data", files["public_data"]), ("starting_kit", files["starting_kit"])]
+    if hide_scores:      # its scores.json holds the hidden full figures (issue #1369)
+        fields.append(("hide_score_output", True))
     return [(k, quoted(v)) for k, v in fields] + [("tasks", f"[{index}]")]
 
 
@@ -66,9 +68,12 @@ def _task(index: int, phase: PhaseSpec, files: dict[str, str]) -> dict:
 
 
 def competition_yaml_v2(spec: CompetitionSpec, phases: list[PhaseSpec], files: list[dict],
-                        columns: list[LeaderboardColumn], logo: str) -> str:
+                        columns: list[LeaderboardColumn], logo: str,
+                        hide_scores: list[bool] | None = None) -> str:
     """The version 2 yaml of a competition holding ``phases``, each with its own Codabench
-    task; every phase shares ``leaderboards[0]`` (§1.4)."""
+    task; every phase shares ``leaderboards[0]`` (§1.4). ``hide_scores``: per phase, whether
+    its scoring output holds full figures participants must not read."""
+    hide_scores = hide_scores or [False] * len(phases)
     top_level = [("title", spec.title), ("description", spec.description), ("image", logo),
                  ("terms", TERMS_FILE), ("docker_image", spec.docker_image),
                  ("registration_auto_approve", False), ("enable_detailed_results", True),
@@ -83,13 +88,15 @@ def competition_yaml_v2(spec: CompetitionSpec, phases: list[PhaseSpec], files: l
         "pages": [{"title": quoted(title), "file": quoted(path)} for title, path in PAGE_FILES.items()],
         "tasks": [_task(index, phase, phase_files)
                   for index, (phase, phase_files) in enumerate(zip(phases, files))],
-        "phases": [{"index": index, "fields": _phase_fields(spec, phases, index, phase_files)}
+        "phases": [{"index": index, "fields": _phase_fields(spec, phases, index, phase_files,
+                                                            hide_scores[index])}
                    for index, phase_files in enumerate(files)],
         "leaderboards": [{"title": quoted("Results"), "key": quoted(LEADERBOARD_KEY),
                           "submission_rule": quoted(SUBMISSION_RULE),
                           "columns": [{"index": index, "fields": [
                               ("title", quoted(c.label)), ("key", quoted(c.key)),
-                              ("sorting", quoted(c.sort)), ("precision", quoted(c.numeric_format))]}
+                              ("sorting", quoted(c.sort)), ("precision", quoted(c.numeric_format)),
+                              *([("hidden", quoted(True))] if c.hidden else [])]}
                               for index, c in enumerate(codabench_columns(columns))]}],
     }
     text = environment().get_template("competition_v2.yaml.j2").render(context)

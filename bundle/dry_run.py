@@ -23,6 +23,8 @@ from pathlib import Path
 
 import yaml
 
+from scoring_program.scorer.config import scores_file_keys
+
 from .codabench import DEFAULT_EXECUTION_TIME_LIMIT_SECONDS, DEFAULT_QUEUE_LIMIT_SECONDS
 from .worker import (CODABENCH, CODALAB, WorkerCommandError, dispatch_submission,
                      penalised_tasks, read_scores, run_program)
@@ -129,8 +131,8 @@ def _phase_keys(program: Path, leaderboard_keys: list[str]) -> list[str]:
     other phases' tasks empty; our scoring program names its own keys in its config, which
     the scoring-keys rule has checked against the leaderboard."""
     try:
-        config = json.loads((program / "scoring_config.json").read_text(encoding="utf-8"))
-        keys = [column["key"] for column in config["columns"]]
+        keys = scores_file_keys(json.loads((program / "scoring_config.json").read_text(
+            encoding="utf-8")))
     except (OSError, ValueError, KeyError, TypeError):
         return leaderboard_keys
     return keys if set(keys) <= set(leaderboard_keys) else leaderboard_keys
@@ -212,7 +214,25 @@ def _run_phase(bundle: Path, name: str, phase: dict, keys: list[str], python: st
         "$input": run / "input", "$output": run / "output", "$tmp": run / "temp",
         "$shared": work / "shared"}, python, run, limit, env=_worker_env())
     _score_step(name, step, run / "output", _phase_keys(run / "program", keys), CODALAB)
+    _private_full_scores(step, run / "program", run / "output")
     return results + [step]
+
+
+def _private_full_scores(step: StepResult, program: Path, output: Path) -> None:
+    """§4.6: v1.5 has no hidden columns; the figures on all rows of a task scored on a public
+    part must be in output/private/ (the organizers' private_output.zip), and only there."""
+    if step.status != "ok":
+        return
+    config = json.loads((program / "scoring_config.json").read_text(encoding="utf-8"))
+    hidden = [c["key"] for c in config["columns"] if c["key"] not in scores_file_keys(config)]
+    if not hidden:
+        return
+    private = output / "private" / "full_scores.txt"
+    found = [line.split(":")[0] for line in private.read_text().splitlines()] \
+        if private.is_file() else []
+    if found != hidden:
+        step.status, step.detail = "failed", (f"private/full_scores.txt holds {found}, expected "
+                                              f"the full figures {hidden}")
 
 
 def dry_run(bundle_zip: Path, python: str, submission_zip: Path | None = None) -> list[StepResult]:

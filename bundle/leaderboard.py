@@ -13,6 +13,11 @@ from .kinds import kind_of, task_types
 from .phase_plan import PhasePlan
 
 LABEL_LIMIT = 50
+# Where the scorer writes the full figures of tasks scored on a public part: CodaLab v1.5 has
+# no hidden columns, and keeps $output/private/ from participants (codalab_v1.md §4.6);
+# Codabench hides columns (and the phase's scoring output, see codabench.py).
+FULL_SCORES = {"codalab": "private", "codabench": "columns"}
+FULL_SUFFIX = "full"       # a task's figures on all its test rows, hidden while a part is public
 
 
 @dataclass(frozen=True)
@@ -27,6 +32,9 @@ class LeaderboardColumn:
     metric: str | None = None
     computed_fields: tuple[str, ...] = ()   # CodaLab "Avg" of the ranks of these columns
     selection_default: int = 0
+    # Full figures of a task scored on a public part: a hidden column on Codabench, the
+    # private output on CodaLab v1.5 (no hidden columns there); never shown to participants.
+    hidden: bool = False
 
     @property
     def computed(self) -> bool:
@@ -55,7 +63,18 @@ def _task_columns(plan: PhasePlan, task) -> list[LeaderboardColumn]:
             f"{task.name}_{TRAIN_SECONDS.name}", f"{task.name} {TRAIN_SECONDS.label}",
             TRAIN_SECONDS.sort, TRAIN_SECONDS.precision, TRAIN_SECONDS.description,
             "train_seconds", task.name))
-    return columns
+    return columns + _full_columns(plan, task)
+
+
+def _full_columns(plan: PhasePlan, task) -> list[LeaderboardColumn]:
+    """A task scored on a public part also gets each metric on all its rows, hidden."""
+    if not task.public_rows:
+        return []
+    return [LeaderboardColumn(f"{task.name}_{metric.name}_{FULL_SUFFIX}",
+                              f"{task.name} {metric.label} ({FULL_SUFFIX})", metric.sort,
+                              metric.precision, f"{metric.description}, on all test rows",
+                              "full_value", task.name, metric.name, hidden=True)
+            for metric in task_types(plan.kind)[task.task_type].score_types]
 
 
 def _primary_keys(plan: PhasePlan) -> list[str]:
@@ -68,6 +87,15 @@ def _aggregate(plan: PhasePlan) -> LeaderboardColumn:
                              AGGREGATE.precision, aggregate_description(plan), "weighted_loss")
 
 
+def _full_aggregate(plan: PhasePlan) -> list[LeaderboardColumn]:
+    if not any(task.public_rows for task in plan.tasks):
+        return []
+    return [LeaderboardColumn(f"{AGGREGATE.name}_{FULL_SUFFIX}",
+                              f"{AGGREGATE.label} ({FULL_SUFFIX})", AGGREGATE.sort,
+                              AGGREGATE.precision, aggregate_description(plan) + ", on all test "
+                              "rows", "full_weighted_loss", hidden=True)]
+
+
 def phase_columns(plan: PhasePlan) -> list[LeaderboardColumn]:
     """Scored columns per task, the weighted loss, and (several tasks) the average rank.
 
@@ -77,7 +105,7 @@ def phase_columns(plan: PhasePlan) -> list[LeaderboardColumn]:
     loss instead.
     """
     columns = [column for task in plan.tasks for column in _task_columns(plan, task)]
-    columns.append(_aggregate(plan))
+    columns += [_aggregate(plan), *_full_aggregate(plan)]
     primary = _primary_keys(plan)
     if getattr(kind_of(plan), "RANKS_BY_AGGREGATE", False):
         return _checked([_ranking(c, c.statistic == "weighted_loss") for c in columns])
@@ -89,6 +117,13 @@ def phase_columns(plan: PhasePlan) -> list[LeaderboardColumn]:
     else:
         columns = [_ranking(c, True) if c.key == primary[0] else c for c in columns]
     return _checked(columns)
+
+
+def written_keys(plan: PhasePlan, platform: str) -> list[str]:
+    """The keys the phase's scorer writes to its scores file on ``platform``: the non-computed
+    columns, less the full figures that go to the private output there."""
+    private = FULL_SCORES[platform] == "private"
+    return [c.key for c in phase_columns(plan) if not c.computed and not (c.hidden and private)]
 
 
 def _checked(columns: list[LeaderboardColumn]) -> list[LeaderboardColumn]:

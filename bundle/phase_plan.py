@@ -26,6 +26,9 @@ class PlannedTask:
     # worker; budget_seconds is then its ceiling.
     budget_epochs: float | None = None
     epoch_unit: str = "epochs"        # what an epoch is, in the kind's words (its EPOCH_UNIT)
+    # Scored on its first public_rows test rows for the leaderboard during the competition,
+    # and in full in hidden figures (None: in full only, or once the full figures are revealed)
+    public_rows: int | None = None
 
     def budget_text(self) -> str:
         """The budget as the pages state it."""
@@ -119,7 +122,8 @@ def phase_plan(spec, phase_key: str, track_key: str | None = None, *,
             load_planned_task(spec.kind, name, spec.data_root,
                               (budget_seconds or spec.budgets[name]) if code else None),
             budget_epochs=spec.epochs.get(name) if code and not budget_seconds else None,
-            epoch_unit=getattr(kind_definition(spec.kind), "EPOCH_UNIT", "epochs"))
+            epoch_unit=getattr(kind_definition(spec.kind), "EPOCH_UNIT", "epochs"),
+            public_rows=None if spec.reveal_full_scores else spec.public_rows.get(name))
                      for name in names)
     gate = spec.phase(phase.gate) if phase.gate and code else None   # never with tracks
     return PhasePlan(phase_key, spec.kind, planned(names), code, dict(spec.weights),

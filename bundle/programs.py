@@ -19,7 +19,7 @@ from ingestion_program.ingest.config import CONFIG_NAME as INGESTION_CONFIG_NAME
 from ingestion_program.ingest.config import parse_config as parse_ingestion_config
 
 from .kinds import entry, kind_of, task_types
-from .leaderboard import phase_columns
+from .leaderboard import FULL_SCORES, phase_columns
 from .phase_plan import PhasePlan
 
 REPO = Path(__file__).resolve().parents[1]
@@ -39,13 +39,15 @@ def scoring_config(plan: PhasePlan, platform: str = "codalab") -> dict:
     tasks = [{"name": task.name, "task_type": task.task_type,
               "weights": {metric.name: plan.weights.get(metric.name, 0.0)
                           for metric in types[task.task_type].score_types},
-              "budget_seconds": task.budget_seconds, "settings": kind.scoring_settings(task)}
+              "budget_seconds": task.budget_seconds, "settings": kind.scoring_settings(task),
+              **({"public_rows": task.public_rows} if task.public_rows else {})}
              for task in plan.tasks]
     columns = [{"key": c.key, "statistic": c.statistic, "task": c.task, "metric": c.metric}
                for c in phase_columns(plan) if not c.computed]
     config = {"format": CONFIG_FORMAT, "phase": plan.name, "kind": plan.kind, "tasks": tasks,
               "columns": columns,
-              "record": RECORD_RULE[platform] if plan.code_submission else "optional"}
+              "record": RECORD_RULE[platform] if plan.code_submission else "optional",
+              "full_scores": FULL_SCORES[platform]}
     parse_config(config, "generated scoring config")      # the scorer must accept what we emit
     return config
 

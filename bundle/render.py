@@ -164,6 +164,11 @@ def _phase_facts(spec: CompetitionSpec, phases: list[PhaseSpec], index: int,
                       ", ".join(f"{task.name} {task.budget_text()}" for task in plan.tasks)))
         if plan.gate:
             facts.append(("Runs first", _gate_fact(plan)))
+    public = [task for task in plan.tasks if task.public_rows]
+    if public:
+        facts.append(("Scored during the phase", "; ".join(
+            f"{task.name}: its first {task.public_rows} test rows" for task in public)
+            + ". The leaderboard shows these scores; the final ranking scores all rows"))
     else:
         facts.append(("Execution time limit", f"{phase.execution_time_limit} s for the scoring of "
                       "each submission"))
@@ -221,6 +226,22 @@ def _phase_context(spec, phases, index, plan, baseline_results) -> dict:
             "kind": kind_of(plan).page_context(plan, phase, baseline_results)}
 
 
+# Where the full figures of a task scored on a public part wait, on each platform (issue
+# #1369 on Codabench: hidden columns alone leave them in the scoring output).
+FULL_SCORES_TEXT = {
+    "codalab": ("Tasks scored on a public part of their test rows are also scored on all of "
+                "them for every submission; CodaLab v1.5 has no hidden leaderboard columns, so "
+                "those full figures go to each submission's private output, which only the "
+                "organizers can read. At the end the organizers re-score every submission on "
+                "all rows for the final ranking. Your detailed results and logs show the "
+                "public part only."),
+    "codabench": ("Tasks scored on a public part of their test rows are also scored on all of "
+                  "them for every submission, in leaderboard columns hidden from participants "
+                  "(their names end in _full), and the phase's scoring output is hidden too; "
+                  "the organizers reveal those columns for the final ranking. Your detailed "
+                  "results and logs show the public part only.")}
+
+
 CODABENCH_RANKING = ("Codabench averages values, not ranks, so the average rank over tasks that "
                      "ranks this competition on CodaLab cannot be expressed here: the weighted "
                      "loss ranks instead.")
@@ -241,8 +262,10 @@ def page_contexts(spec: CompetitionSpec, phases: list[PhaseSpec], plans: list[Ph
     and, under ``kind``, what the kind's templates show for it. The leaderboard columns and
     the ranking are the platform's: Codabench has no average-rank column."""
     codabench_differs = platform == "codabench" and any(c.computed for c in columns)
+    full_scores = FULL_SCORES_TEXT[platform] if any(c.hidden for c in columns) else ""
     if platform == "codabench":
         columns = codabench_columns(columns)
+    columns = [column for column in columns if not column.hidden]
     per_phase = [_phase_context(spec, phases, index, plan, baseline_results)
                  for index, plan in enumerate(plans)]
     shared = ("All phases share this one leaderboard (both platforms attach one leaderboard to "
@@ -266,7 +289,8 @@ def page_contexts(spec: CompetitionSpec, phases: list[PhaseSpec], plans: list[Ph
                                     "description": c.description} for c in columns],
                        "ranking": " ".join(filter(None, [
                            _ranking_text(columns, aggregate_description(plans[0])),
-                           CODABENCH_RANKING if codabench_differs else "", shared]))},
+                           CODABENCH_RANKING if codabench_differs else "", shared,
+                           full_scores]))},
         "data": {**common, "heading": "Data"},
         "terms": {**common, "heading": "Terms and conditions",
                   "terms": markdown_html(spec.pages["terms"])},

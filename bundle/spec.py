@@ -33,7 +33,7 @@ from ingestion_program.ingest.config import OVERHEAD_SECONDS_PER_TASK, worst_cas
 from kinds import DEFAULT_KIND, KINDS, runtime
 
 from .kinds import kind_definition
-from .phase_plan import declaration_path, load_planned_task, task_data_problems
+from .phase_plan import TaskDataError, declaration_path, load_planned_task, task_data_problems
 from .programs import DEFAULT_LIMITS
 
 DEFAULT_SPEC = kind_definition(DEFAULT_KIND).DEFAULT_SPEC
@@ -91,7 +91,9 @@ SCHEMA = _object({
               "propertyNames": {"pattern": "^[a-z][a-z0-9_]{0,30}$"},
               "additionalProperties": _object(
                   {"budget_seconds": _number(exclusive=0, maximum=86400),
-                   "budget_epochs": _number(exclusive=0)}, ["budget_seconds"])},
+                   "budget_epochs": _number(exclusive=0),
+                   "public_rows": _number(minimum=1, integer=True)}, ["budget_seconds"])},
+    "reveal_full_scores": {"type": "boolean"},
     "metric_weights": {"type": "object", "additionalProperties": _number(minimum=0)},
     "phases": {"type": "object", "minProperties": 1,
                "propertyNames": {"pattern": "^[a-z][a-z0-9_]{0,30}$"},
@@ -160,6 +162,8 @@ class CompetitionSpec:
     data_root: Path
     budgets: dict[str, float]
     epochs: dict[str, float]       # tasks whose budget is stated in epochs (budgets: the ceiling)
+    public_rows: dict[str, int]    # tasks scored on a public prefix of their test rows
+    reveal_full_scores: bool       # the full figures replace the public ones (the final ranking)
     weights: dict[str, float]
     phases: tuple[PhaseSpec, ...]
     tracks: tuple[TrackSpec, ...]
@@ -313,6 +317,34 @@ def _epoch_problems(raw: dict) -> list[str]:
             "an epoch of; state the budget in seconds only" for name in epochs]
 
 
+def _public_rows_problems(raw: dict, data_root: Path) -> list[str]:
+    """A public part needs a kind that scores a prefix of the test rows, and fewer rows than
+    the task has (else nothing would be hidden)."""
+    problems = []
+    for name, task in raw["tasks"].items():
+        if "public_rows" not in task:
+            continue
+        where = f"tasks.{name}.public_rows"
+        if not getattr(runtime(raw["kind"], "scoring"), "SCORES_PUBLIC_ROWS", False):
+            problems.append(f"{where}: kind {raw['kind']} does not score a part of a task's "
+                            "test rows")
+            continue
+        rows = _test_rows(raw["kind"], name, data_root)
+        if rows is not None and task["public_rows"] >= rows:
+            problems.append(f"{where}: found {task['public_rows']}, expected fewer than the "
+                            f"task's {rows} test rows (the rest are scored only in full)")
+    return problems
+
+
+def _test_rows(kind: str, name: str, data_root: Path) -> int | None:
+    """The task's number of test rows, as the kind reads its declaration; None if unknown."""
+    rows_of = getattr(kind_definition(kind), "test_rows", None)
+    try:
+        return rows_of(load_planned_task(kind, name, data_root).declaration) if rows_of else None
+    except (TaskDataError, KeyError, TypeError, ValueError):
+        return None                    # the task's own problems are reported on their own
+
+
 def _gate_problems(raw: dict, key: str) -> list[str]:
     """A gate is an earlier code phase, gating a code phase, with tasks of its own."""
     phases, gate = raw["phases"], raw["phases"][key].get("gate")
@@ -432,7 +464,7 @@ def _meaning_problems(raw: dict, data_root: Path, spec_folder: Path) -> list[str
         if name not in weights:
             problems.append(f"metric_weights.{name}: not a metric of kind {raw['kind']}; "
                             f"expected one of {', '.join(weights)}")
-    problems += _epoch_problems(raw)
+    problems += _epoch_problems(raw) + _public_rows_problems(raw, data_root)
     for task in tasks:
         declaration = declaration_path(data_root, task)
         if not declaration.is_file():
@@ -473,6 +505,9 @@ def load_spec(path: Path = DEFAULT_SPEC, data_root: Path | None = None) -> Compe
         budgets={name: float(task["budget_seconds"]) for name, task in plain["tasks"].items()},
         epochs={name: float(task["budget_epochs"]) for name, task in plain["tasks"].items()
                 if "budget_epochs" in task},
+        public_rows={name: int(task["public_rows"]) for name, task in plain["tasks"].items()
+                     if "public_rows" in task},
+        reveal_full_scores=bool(plain.get("reveal_full_scores", False)),
         weights={**kind.DEFAULT_WEIGHTS, **plain.get("metric_weights", {})},
         phases=tuple(PhaseSpec(key, p["label"], p.get("description", ""), _date(p["start"]),
                                p["submission"] == "code", tuple(p["tasks"]),

@@ -113,6 +113,23 @@ DOCS: dict[str, Doc] = {
         "`budget_seconds`, which is then the worst case the time limits are checked against. "
         "The run record, the log and the detailed results give the conversion.",
         default="none: the budget is `budget_seconds`", example=3000),
+    "tasks.<task>.public_rows": Doc(
+        "Score the task's first `public_rows` test rows for the leaderboard during the "
+        "competition (the 2021 evaluation phase: CIFAR-10 10,000 of 50,000, UCI 100 of 256) "
+        "and all rows for the final ranking. The full figures are computed for every "
+        "submission and kept from participants: on Codabench in hidden leaderboard columns "
+        "(`<task>_<metric>_full`, `weighted_loss_full`) with the scoring output hidden; on "
+        "CodaLab v1.5, which has no hidden columns, in each submission's private output "
+        "(`private/full_scores.txt`, organizers only). The detailed results show the public "
+        "part only. See `reveal_full_scores`.",
+        default="none: the task is scored on all its rows", example=100),
+    "reveal_full_scores": Doc(
+        "Rebuild with `true` at the end of the competition: every task is then scored on all "
+        "its rows, in the leaderboard's usual columns. On CodaLab, replace the phase's scoring "
+        "program with the rebuilt one and re-run all submissions. On Codabench the full "
+        "figures are already in hidden columns: un-hiding them publishes them; for the ranking "
+        "to use them, rebuild and re-run likewise.",
+        default="false", example=True),
     "metric_weights": Doc("Weights of the kind's metrics in the leaderboard's weighted loss; only "
                           "the metrics given are changed.", default=_weights_default),
     "metric_weights.<metric>": Doc("The weight of one of the kind's metrics (0 leaves it out of "

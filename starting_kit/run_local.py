@@ -98,7 +98,7 @@ def repository_layout(phase: str | None, budget_seconds: float | None, work: Pat
     spec = repository_spec(config, data_root)
     from bundle.build import ingestion_limits
     from bundle.kinds import entry_file, kind_of, support_modules
-    from bundle.leaderboard import phase_columns
+    from bundle.leaderboard import written_keys
     from bundle.phase_data import stage_input_data, stage_reference_data
     from bundle.phase_plan import code_variant, phase_plan, with_budget
     from bundle.programs import assemble_ingestion_program, assemble_scoring_program
@@ -118,7 +118,7 @@ def repository_layout(phase: str | None, budget_seconds: float | None, work: Pat
     has_references = all(kind.has_public_references(task) for task in plan.tasks)
     if has_references:
         stage_reference_data(plan, parts / "reference")
-    keys = tuple(c.key for c in phase_columns(plan) if not c.computed)
+    keys = tuple(written_keys(plan, platform))
     return Layout(parts / "ingestion_program", parts / "scoring_program", parts / "input",
                   parts / "reference" if has_references else None, support_modules(kind), platform,
                   phase, plan.code_submission, keys, entry_file(kind))

@@ -9,7 +9,9 @@ from __future__ import annotations
 import datetime as dt
 from typing import Iterator
 
-from .framework import CODABENCH, Bundle, rule
+from scoring_program.scorer.config import CONFIG_NAME as SCORING_CONFIG, FULL_STATISTICS
+
+from .framework import CODABENCH, Bundle, CannotCheck, rule
 
 TOP_KEYS = {"version", "title", "image", "terms", "pages", "tasks", "solutions", "phases",
             "leaderboards", "description", "registration_auto_approve", "docker_image",
@@ -221,3 +223,39 @@ def check_leaderboards(bundle: Bundle) -> Iterator[Problem]:
             yield from _column_problems(f"{where}.columns", columns)
 
 
+
+
+
+@rule("v2-hidden-scores", "a phase whose scoring program writes hidden full figures to "
+      "scores.json has hide_score_output: true, and those keys are hidden leaderboard columns: "
+      "hidden columns alone leave the values in the scoring output, which participants can "
+      "read (codabench_v2.md §1.4, §1.5; codabench issue #1369)",
+      "set hide_score_output: true on the phase and hidden: true on the columns", CODABENCH)
+def check_hidden_scores(bundle: Bundle) -> Iterator[Problem]:
+    """What the leaderboard hides must not be readable in the phase's scoring output."""
+    hidden = {column.get("key") for board in items(bundle.comp, "leaderboards")
+              if isinstance(board, dict) for column in board.get("columns") or []
+              if isinstance(column, dict) and column.get("hidden") is True}
+    tasks = {str(t.get("index")): t for t in items(bundle.comp, "tasks") if isinstance(t, dict)}
+    for i, phase in enumerate(items(bundle.comp, "phases")):
+        if not isinstance(phase, dict):
+            continue
+        for index in phase.get("tasks") or []:
+            program = tasks.get(str(index), {}).get("scoring_program")
+            if program not in bundle.names:
+                continue
+            try:
+                config = bundle.read_json(program, SCORING_CONFIG)
+            except CannotCheck as error:
+                yield f"phases[{i}]: hidden scores not checked: {error}", "rebuild the bundle"
+                continue
+            full = [c.get("key") for c in config.get("columns", [])
+                    if c.get("statistic") in FULL_STATISTICS]
+            if full and phase.get("hide_score_output") is not True:
+                yield (f"phases[{i}]: its scorer writes the hidden full figures {full[:3]} to "
+                       "scores.json but hide_score_output is not true: participants could read "
+                       "them in their scoring output", "set hide_score_output: true")
+            shown = sorted(set(full) - hidden)
+            if shown:
+                yield (f"phases[{i}]: full figures {shown[:3]} are not hidden columns",
+                       "mark their columns hidden: true")

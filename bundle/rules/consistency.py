@@ -11,7 +11,7 @@ from typing import Iterator
 
 from ingestion_program.ingest.config import CONFIG_NAME as INGESTION_CONFIG
 from ingestion_program.ingest.config import OVERHEAD_SECONDS_PER_TASK, worst_case_seconds
-from scoring_program.scorer.config import CONFIG_NAME as SCORING_CONFIG
+from scoring_program.scorer.config import CONFIG_NAME as SCORING_CONFIG, scores_file_keys
 
 from ..codabench import DEFAULT_EXECUTION_TIME_LIMIT_SECONDS, DEFAULT_QUEUE_LIMIT_SECONDS
 from .codabench_yaml import items
@@ -34,8 +34,9 @@ def _ingestion_seconds(config: dict) -> tuple[float, str]:
 
 
 def _scorer_keys(bundle: Bundle, member: str) -> list:
-    """The scores.txt keys the scoring program in ``member`` writes, from its generated config."""
-    return [column["key"] for column in bundle.read_json(member, SCORING_CONFIG)["columns"]]
+    """The scores.txt keys the scoring program in ``member`` writes, from its generated config:
+    full figures configured for the private output are not among them."""
+    return scores_file_keys(bundle.read_json(member, SCORING_CONFIG))
 
 
 @rule("time-limit", "execution_time_limit is a positive int covering the ingestion budgets, grace "

@@ -45,6 +45,11 @@ SAMPLE_BASELINE = "sgld"
 
 # ---- tasks ---------------------------------------------------------------------------------
 
+def test_rows(declaration: dict) -> int:
+    """How many test rows the task has (a public part is a prefix of them)."""
+    return int(declaration["n_test"])
+
+
 def task_type(declaration: dict) -> str:
     """The declaration's ``kind`` key (its name in our organizer file format) is the task type."""
     return declaration["kind"]

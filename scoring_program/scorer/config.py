@@ -17,12 +17,23 @@ from kinds.scoring import TaskConfig
 
 CONFIG_NAME = "scoring_config.json"
 CONFIG_FORMAT = "scoring-config/2"
-STATISTICS = ("value", "std", "train_seconds", "weighted_loss")
+STATISTICS = ("value", "std", "train_seconds", "weighted_loss", "full_value",
+              "full_weighted_loss")
+FULL_STATISTICS = ("full_value", "full_weighted_loss")   # hidden: figures on all test rows
+FULL_SCORES = ("private", "columns")   # where those go: $output/private/, or scores.json
 RECORD_RULES = ("optional", "required", "signed")
 
 
 class ConfigError(ValueError):
     pass
+
+
+def scores_file_keys(raw: dict) -> list[str]:
+    """The keys a generated config makes the scorer write to scores.txt / scores.json: every
+    column's, but full figures configured for the private output."""
+    private = raw.get("full_scores") == "private"
+    return [column["key"] for column in raw["columns"]
+            if not (private and column["statistic"] in FULL_STATISTICS)]
 
 
 @dataclass(frozen=True)
@@ -42,6 +53,11 @@ class ScoringConfig:
     # What res/ must hold besides predictions: nothing (results phases), the ingestion's
     # record, or the record signed with the key in ref/ (where the ingestion can read it).
     record: str = "optional"
+    full_scores: str = "columns"
+
+    @property
+    def full_columns(self) -> tuple["Column", ...]:
+        return tuple(c for c in self.columns if c.statistic in FULL_STATISTICS)
 
     def task(self, name: str) -> TaskConfig:
         return next(task for task in self.tasks if task.name == name)
@@ -71,8 +87,13 @@ def _task(raw: dict, scoring, where: str) -> TaskConfig:
                                           f"{where}.settings")
     except ValueError as error:
         raise ConfigError(str(error)) from None
+    public_rows = raw.get("public_rows")
+    if public_rows is not None and (not isinstance(public_rows, int) or public_rows < 1):
+        raise ConfigError(f"{where}.public_rows: expected a positive integer, found {public_rows!r}")
+    if public_rows is not None and not getattr(scoring, "SCORES_PUBLIC_ROWS", False):
+        raise ConfigError(f"{where}.public_rows: this kind does not score a part of the rows")
     return TaskConfig(_require(raw, "name", str, where), task_type, weights,
-                      raw.get("budget_seconds"), settings)
+                      raw.get("budget_seconds"), settings, public_rows)
 
 
 def _column(raw: dict, tasks: dict[str, TaskConfig], where: str) -> Column:
@@ -80,9 +101,9 @@ def _column(raw: dict, tasks: dict[str, TaskConfig], where: str) -> Column:
                     raw.get("task"), raw.get("metric"))
     if column.statistic not in STATISTICS:
         raise ConfigError(f"{where}.statistic: expected one of {STATISTICS}, found {column.statistic!r}")
-    if column.statistic != "weighted_loss" and column.task not in tasks:
+    if column.statistic not in ("weighted_loss", "full_weighted_loss") and column.task not in tasks:
         raise ConfigError(f"{where}.task: {column.task!r} is not a task of this phase")
-    if column.statistic in ("value", "std"):
+    if column.statistic in ("value", "std", "full_value"):
         if column.metric not in tasks[column.task].metric_names:
             raise ConfigError(f"{where}.metric: {column.metric!r} is not a metric of task "
                               f"{column.task!r}")
@@ -112,7 +133,12 @@ def parse_config(raw: dict, source: str = CONFIG_NAME) -> ScoringConfig:
     record = raw.get("record", "optional")
     if record not in RECORD_RULES:
         raise ConfigError(f"{source}: record must be one of {RECORD_RULES}, found {record!r}")
-    return ScoringConfig(_require(raw, "phase", str, source), kind, tasks, columns, record)
+    full_scores = raw.get("full_scores", "columns")
+    if full_scores not in FULL_SCORES:
+        raise ConfigError(f"{source}: full_scores must be one of {FULL_SCORES}, found "
+                          f"{full_scores!r}")
+    return ScoringConfig(_require(raw, "phase", str, source), kind, tasks, columns, record,
+                         full_scores)
 
 
 def load_config(path: Path) -> ScoringConfig:

@@ -29,10 +29,11 @@ from kinds.scoring import ReferenceDataError, result_summary
 from .config import CONFIG_NAME, ConfigError, load_config
 from .parallel_scoring import score_all
 from .report import render_report
-from .scores_file import column_values, weighted_loss, write_scores
+from .scores_file import column_values, format_scores, weighted_loss, write_scores
 
 USAGE = "usage: score.py INPUT_DIR OUTPUT_DIR   (INPUT_DIR holds ref/ and res/)"
 REPORT_NAME = "detailed_results.html"
+PRIVATE_FOLDER = "private"     # CodaLab v1.5 zips it as private_output.zip, organizers only
 DETAILS_NAME = "detailed_results.json"     # the report's numbers, for scripts
 
 
@@ -92,12 +93,18 @@ def _calibration(result, record) -> dict:
     return {"calibration": run.calibration} if run is not None and run.calibration else {}
 
 
-def _with_calibration(result, record):
-    """The report says what a budget in epochs came to on the worker that ran the code."""
+def _with_notes(result, record):
+    """The report says what a budget in epochs came to on the worker that ran the code, and
+    which rows a task's figures cover where only a public part is shown."""
+    notes = []
     calibration = _calibration(result, record).get("calibration")
-    if calibration is None:
-        return result
-    return dataclasses.replace(result, notes=(*result.notes, calibration_text(calibration)))
+    if calibration is not None:
+        notes.append(calibration_text(calibration))
+    if result.task.public_rows:
+        notes.append(f"scored on its first {result.task.public_rows} test rows, the public "
+                     "part; the figures on all rows stay hidden until the organizers reveal "
+                     "them")
+    return dataclasses.replace(result, notes=(*result.notes, *notes)) if notes else result
 
 
 def score(input_dir: Path, output_dir: Path, program_dir: Path) -> int:
@@ -117,7 +124,8 @@ def score(input_dir: Path, output_dir: Path, program_dir: Path) -> int:
              f"phase's ({record.gate_failure}). The submission fails; failed submissions do not "
              "count toward the limits")
         return GATE_FAILED
-    results = [_with_calibration(result, record) for result in score_all(config, ref, res, record)]
+    results = [_with_notes(result, record) for result in score_all(config, ref, res, record)]
+    full = _full_results(config, ref, res, record, results)
     for result in results:
         if result.penalised:
             _say(f"task {result.task.name} penalised: {result.penalty}")
@@ -133,16 +141,47 @@ def score(input_dir: Path, output_dir: Path, program_dir: Path) -> int:
         render_report(results, config.scoring, phase=config.phase, weighted_loss=loss,
                       problems=problems),
         encoding="utf-8")
-    (output_dir / DETAILS_NAME).write_text(json.dumps(
-        {"phase": config.phase, "weighted_loss": loss, "problems": problems,
-         "tasks": {r.task.name: {**result_summary(r), **_calibration(r, record)}
-                   for r in results}}, indent=1) + "\n",
-        encoding="utf-8")
+    _write_details(output_dir / DETAILS_NAME, config, results, problems, record)
     for problem in problems:
         _say(problem)
-    text = write_scores(output_dir, column_values(config, results))
+    text = _write_scores(output_dir, config, column_values(config, results, full), full,
+                         record)
     print(f"scored {len(usable)} of {len(results)} task(s) of phase {config.phase}:\n{text}", end="")
     return 0
+
+
+def _write_details(path: Path, config, results, problems, record) -> None:
+    """The report's numbers as JSON, for scripts: what participants may see."""
+    path.write_text(json.dumps(
+        {"phase": config.phase, "weighted_loss": weighted_loss(results), "problems": problems,
+         "tasks": {r.task.name: {**result_summary(r), **_calibration(r, record)}
+                   for r in results}}, indent=1) + "\n", encoding="utf-8")
+
+
+def _full_results(config, ref: Path, res: Path, record, results) -> list | None:
+    """Every task on all its rows, where some task's leaderboard figures are a public part:
+    those tasks are scored again in full, the others' results serve as they are."""
+    if not config.full_columns:
+        return None
+    partial = dataclasses.replace(config, tasks=tuple(t for t in config.tasks if t.public_rows))
+    rescored = {r.task.name: r for r in score_all(partial, ref, res, record, full=True)}
+    return [rescored.get(result.task.name, result) for result in results]
+
+
+def _write_scores(output_dir: Path, config, values: dict, full, record) -> str:
+    """The leaderboard's values; the full figures where participants cannot read them: in
+    hidden columns (Codabench, whose phase hides its scoring output) or in the private
+    output (CodaLab v1.5, organizers only), with their details. Returns what may be shown."""
+    hidden = [column.key for column in config.full_columns]
+    shown = {key: value for key, value in values.items() if key not in hidden}
+    if not hidden or config.full_scores == "columns":
+        write_scores(output_dir, values)
+        return format_scores(shown)
+    private = output_dir / PRIVATE_FOLDER
+    private.mkdir(exist_ok=True)
+    write_scores(private, {key: values[key] for key in hidden}, stem="full_scores")
+    _write_details(private / "full_results.json", config, full, [], record)
+    return write_scores(output_dir, shown)
 
 
 def main(argv: list[str], program_dir: Path) -> int:

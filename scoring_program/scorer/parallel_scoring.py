@@ -32,10 +32,14 @@ def worker_count(tasks: tuple[TaskConfig, ...]) -> int:
 
 
 def score_one(kind: str, task: TaskConfig, ref: Path, res: Path,
-              record: RunRecord | None) -> TaskResult:
-    """The kind's runtime scores the task (named, not passed: a module does not pickle)."""
+              record: RunRecord | None, full: bool = False) -> TaskResult:
+    """The kind's runtime scores the task (named, not passed: a module does not pickle): on
+    its public part of the test rows, if it has one, unless ``full``."""
     run = record.tasks.get(task.name) if record else None
-    return runtime(kind, "scoring").score_task(task, ref, res, run)
+    scoring = runtime(kind, "scoring")
+    if task.public_rows and not full:
+        return scoring.score_task(task, ref, res, run, rows=task.public_rows)
+    return scoring.score_task(task, ref, res, run)
 
 
 def _file_size(scoring, task: TaskConfig, res: Path) -> int:
@@ -44,22 +48,23 @@ def _file_size(scoring, task: TaskConfig, res: Path) -> int:
     return max(sizes, default=0)
 
 
-def score_all(config: ScoringConfig, ref: Path, res: Path,
-              record: RunRecord | None) -> list[TaskResult]:
-    """Every task's result, in config order."""
+def score_all(config: ScoringConfig, ref: Path, res: Path, record: RunRecord | None,
+              full: bool = False) -> list[TaskResult]:
+    """Every task's result, in config order: what participants see (a task's public part,
+    where it has one), or with ``full`` every task on all its rows."""
     tasks, scoring = config.tasks, config.scoring
     workers = worker_count(tasks)
     if workers == 1 or "fork" not in multiprocessing.get_all_start_methods():
-        return [score_one(config.kind, task, ref, res, record) for task in tasks]
+        return [score_one(config.kind, task, ref, res, record, full) for task in tasks]
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
         largest_first = sorted(tasks, key=lambda task: _file_size(scoring, task, res),
                                reverse=True)
-        futures = {task.name: pool.submit(score_one, config.kind, task, ref, res, record)
+        futures = {task.name: pool.submit(score_one, config.kind, task, ref, res, record, full)
                    for task in largest_first}
         results = []
         for task in tasks:
             try:
                 results.append(futures[task.name].result())
             except (BrokenProcessPool, MemoryError):
-                results.append(score_one(config.kind, task, ref, res, record))
+                results.append(score_one(config.kind, task, ref, res, record, full))
         return results

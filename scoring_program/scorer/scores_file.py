@@ -39,19 +39,24 @@ def weighted_loss(results: list[TaskResult]) -> float:
     return total / weight_sum if weight_sum else 0.0
 
 
-def column_values(config: ScoringConfig, results: list[TaskResult]) -> dict[str, float]:
+def column_values(config: ScoringConfig, results: list[TaskResult],
+                  full_results: list[TaskResult] | None = None) -> dict[str, float]:
     """Every leaderboard value. A task without a scored prediction gets the worst value of
     every column, derived from the column's declared direction and bounds: its metrics and
     their sd (set by ``evaluate.penalised``) and, here, the whole budget as its
     train_seconds, so a run that crashed after 0.1 s never ranks best on time."""
     by_task = {result.task.name: result for result in results}
+    full_by_task = {result.task.name: result for result in full_results or results}
     values = {}
     for column in config.columns:
-        if column.statistic == "weighted_loss":
-            values[column.key] = weighted_loss(results)
+        if column.statistic in ("weighted_loss", "full_weighted_loss"):
+            values[column.key] = weighted_loss(
+                results if column.statistic == "weighted_loss" else list(full_by_task.values()))
             continue
         result = by_task[column.task]
-        if column.statistic == "value":
+        if column.statistic == "full_value":
+            values[column.key] = full_by_task[column.task].metrics[column.metric].value
+        elif column.statistic == "value":
             values[column.key] = result.metrics[column.metric].value
         elif column.statistic == "std":
             values[column.key] = result.metrics[column.metric].std or 0.0
@@ -81,7 +86,7 @@ def format_scores(values: dict[str, float]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_scores(output_dir: Path, values: dict[str, float]) -> str:
+def write_scores(output_dir: Path, values: dict[str, float], stem: str = "scores") -> str:
     """Validate, then write atomically (a half-written file must never be picked up).
 
     scores.txt for CodaLab v1.5, and the same values as a flat scores.json, which Codabench
@@ -90,7 +95,7 @@ def write_scores(output_dir: Path, values: dict[str, float]) -> str:
     text = format_scores(values)
     as_json = json.dumps({line.split(": ")[0]: float(line.split(": ")[1])
                           for line in text.splitlines()}, indent=1) + "\n"
-    for name, content in (("scores.txt", text), ("scores.json", as_json)):
+    for name, content in ((f"{stem}.txt", text), (f"{stem}.json", as_json)):
         temporary = Path(output_dir) / f".{name}.tmp"
         temporary.write_text(content, encoding="ascii")
         os.replace(temporary, Path(output_dir) / name)

@@ -137,6 +137,11 @@ def penalised(task: TaskConfig, reason: str, cap: float | None,
     return result
 
 
+def _first(submission: Submission, rows: int) -> Submission:
+    """The submission, validated whole, cut to its first rows."""
+    return replace(submission, predictions=submission.predictions[:rows])
+
+
 def _run_notes(run: TaskRun | None) -> tuple[str, ...]:
     if run is not None and run.prediction == "anytime":
         return (f"training {run.status.replace('_', ' ')} after {run.wall_seconds:.1f}s; "
@@ -162,9 +167,28 @@ def _with_expectation(task: TaskConfig, references: References) -> References:
         task_type, references.chains, draws, task.settings.num_samples))
 
 
+def first_rows(task: TaskConfig, references: References, rows: int
+               ) -> tuple[TaskConfig, References]:
+    """The task and references cut to their first ``rows`` test rows (a public part): blocks
+    end there, and the exact-posterior expectation is recomputed for those rows."""
+    settings = task.settings
+    blocks = tuple(replace(block, stop=min(block.stop, rows)) for block in settings.blocks
+                   if block.start < rows)
+    chains = None if references.chains is None else references.chains[:, :rows]
+    labels = None if references.labels is None else references.labels[:rows]
+    return (replace(task, settings=replace(settings, n_test=rows, blocks=blocks)),
+            References(references.model_average[:rows], chains, labels, None))
+
+
 def score_task(task: TaskConfig, load_submission: Callable[[], Submission],
-               references: References, run: TaskRun | None) -> TaskResult:
-    """``load_submission`` returns the validated predictions or raises SubmissionError."""
+               references: References, run: TaskRun | None,
+               rows: int | None = None) -> TaskResult:
+    """``load_submission`` returns the validated predictions or raises SubmissionError;
+    ``rows``: only the first ``rows`` test rows are scored."""
+    if rows is not None:
+        task, references = first_rows(task, references, rows)
+        load_all = load_submission
+        load_submission = lambda: _first(load_all(), rows)      # noqa: E731
     cap = wasserstein_cap(task, references)
     if run is not None and not run.has_prediction:
         detail = f": {run.message}" if run.message else ""

@@ -14,12 +14,17 @@ from .score_types import TASK_TYPES
 from .settings import parse_settings
 
 __all__ = ["TASK_TYPES", "REPORT_INTRO", "parse_settings", "score_task", "submission_files",
-           "report_section", "task_summary"]
+           "report_section", "task_summary", "SCORES_PUBLIC_ROWS"]
+# A task may be scored on a prefix of its test rows (the 2021 evaluation phase's public part).
+SCORES_PUBLIC_ROWS = True
 
 
 def submission_files(task: TaskConfig) -> list[str]:
     return expected_names(task)
 
 
-def score_task(task: TaskConfig, ref: Path, res: Path, run: TaskRun | None) -> TaskResult:
-    return _score_task(task, lambda: load_submission(task, res), load_references(task, ref), run)
+def score_task(task: TaskConfig, ref: Path, res: Path, run: TaskRun | None,
+               rows: int | None = None) -> TaskResult:
+    """``rows``: score the first ``rows`` test rows only (a public part)."""
+    return _score_task(task, lambda: load_submission(task, res), load_references(task, ref), run,
+                       rows)

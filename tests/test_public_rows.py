@@ -1,0 +1,140 @@
+"""Public and full scores (the 2021 evaluation phase scored a public prefix of the test rows
+for the leaderboard and all rows for the final ranking): the leaderboard, the logs and the
+detailed results show the public part only; the full figures wait where participants cannot
+read them (CodaLab v1.5: the private output; Codabench: hidden columns, with the phase's
+scoring output hidden), and a rebuild with reveal_full_scores scores every row."""
+import json
+import shutil
+import zipfile
+
+import numpy as np
+import pytest
+import yaml
+
+from bundle.rules import check_bundle
+from bundle.spec import SpecError, load_spec
+from local_runs import REPO, run_local
+from test_pgdl_kind import build
+
+BDL_SPEC = REPO / "kinds" / "bdl2021" / "default_spec.yaml"
+PUBLIC = {"wine": 24, "breast_cancer": 76}          # of 60 and 190 test rows
+SGLD = REPO / "kinds" / "bdl2021" / "kit" / "baselines" / "sgld.py"
+
+
+def spec_with(tmp_path, public=PUBLIC, **top_level):
+    raw = yaml.safe_load(BDL_SPEC.read_text())
+    shutil.copyfile(BDL_SPEC.parent / raw["logo"], tmp_path / raw["logo"])
+    for task, rows in public.items():
+        raw["tasks"][task]["public_rows"] = rows
+    raw.update(top_level)
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(raw, sort_keys=False))
+    return path
+
+
+def test_a_public_part_leaves_rows_hidden_and_needs_a_kind_that_scores_it(tmp_path):
+    with pytest.raises(SpecError) as error:
+        load_spec(spec_with(tmp_path, {"wine": 60}))
+    assert "tasks.wine.public_rows: found 60, expected fewer than the task's 60 test rows" \
+        in str(error.value)
+    pgdl = yaml.safe_load((REPO / "kinds" / "pgdl2020" / "default_spec.yaml").read_text())
+    shutil.copyfile(REPO / "kinds" / "pgdl2020" / "logo.png", tmp_path / "logo.png")
+    pgdl["tasks"]["wine_mlp"]["public_rows"] = 10
+    (tmp_path / "pgdl.yaml").write_text(yaml.safe_dump(pgdl))
+    with pytest.raises(SpecError) as error:
+        load_spec(tmp_path / "pgdl.yaml")
+    assert "tasks.wine_mlp.public_rows: kind pgdl2020 does not score a part" in str(error.value)
+
+
+def _hand_scores(run, task: str, rows: int | None) -> tuple[float, float]:
+    """Agreement and total variation computed here, from the files, on the first rows."""
+    predictions = np.load(run / "ingestion" / "run" / "output" / f"{task}_probs.npy")[:rows]
+    reference = np.load(run / "parts" / "reference" / f"{task}_probs.npy")[:rows]
+    agreement = np.mean(predictions.argmax(axis=1) == reference.argmax(axis=1))
+    return float(agreement), float(0.5 * np.abs(predictions - reference).sum(axis=1).mean())
+
+
+def _scores(path) -> dict:
+    return {key: float(value) for key, value in
+            (line.split(": ") for line in path.read_text().splitlines())}
+
+
+def _local_run(tmp_path, spec):
+    run = tmp_path / "run"
+    result = run_local("--config", str(spec), "--phase", "evaluation", "--budget", "2",
+                       "--code", str(SGLD), "--out", str(run))
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return result, run, run / "scoring" / "run" / "output"
+
+
+def test_the_leaderboard_shows_the_public_part_and_the_full_figures_stay_private(tmp_path):
+    result, run, output = _local_run(tmp_path, spec_with(tmp_path))
+    public, full = _scores(output / "scores.txt"), _scores(output / "private" / "full_scores.txt")
+    assert not [key for key in public if key.endswith("_full")]
+    assert sorted(full) == sorted([f"{task}_{metric}_full" for task in PUBLIC
+                                   for metric in ("agreement", "total_variation")]
+                                  + ["weighted_loss_full"])
+    for task, rows in PUBLIC.items():
+        agreement, tv = _hand_scores(run, task, rows)
+        assert public[f"{task}_agreement"] == pytest.approx(agreement, abs=1e-9)
+        assert public[f"{task}_total_variation"] == pytest.approx(tv, abs=1e-9)
+        agreement, tv = _hand_scores(run, task, None)
+        assert full[f"{task}_agreement_full"] == pytest.approx(agreement, abs=1e-9)
+        assert full[f"{task}_total_variation_full"] == pytest.approx(tv, abs=1e-9)
+    assert public["weighted_loss"] != full["weighted_loss_full"]
+    details = json.loads((output / "detailed_results.json").read_text())
+    wine = details["tasks"]["wine"]
+    assert wine["metrics"]["agreement"]["value"] == pytest.approx(public["wine_agreement"])
+    assert details["weighted_loss"] == pytest.approx(public["weighted_loss"])
+    shown = result.stdout + result.stderr + (output / "detailed_results.html").read_text() \
+        + json.dumps(details)
+    assert "_full" not in shown
+    assert "scored on its first 24 test rows, the public part" in shown
+    private = json.loads((output / "private" / "full_results.json").read_text())
+    assert private["tasks"]["wine"]["metrics"]["agreement"]["value"] == \
+        pytest.approx(full["wine_agreement_full"])
+
+
+def test_revealing_scores_every_row_in_the_usual_columns(tmp_path):
+    _, run, output = _local_run(tmp_path, spec_with(tmp_path, reveal_full_scores=True))
+    scores = _scores(output / "scores.txt")
+    agreement, tv = _hand_scores(run, "wine", None)
+    assert scores["wine_agreement"] == pytest.approx(agreement, abs=1e-9)
+    assert scores["wine_total_variation"] == pytest.approx(tv, abs=1e-9)
+    assert not (output / "private").exists()
+
+
+@pytest.mark.slow
+def test_each_platform_keeps_the_full_figures_from_participants(tmp_path):
+    spec = spec_with(tmp_path)
+    for platform in ("codalab", "codabench"):
+        built = build("--config", str(spec), "--platform", platform, "--phase", "evaluation",
+                      "--track", "extended", "--out", str(tmp_path / platform), "--check")
+        assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
+    with zipfile.ZipFile(next((tmp_path / "codalab").glob("*.zip"))) as archive:
+        codalab = yaml.safe_load(archive.read("competition.yaml"))
+        pages = archive.read("evaluation.html").decode()
+    assert not [key for key in codalab["leaderboard"]["columns"] if key.endswith("_full")]
+    assert "private output, which only the organizers can read" in pages
+    bundle = next((tmp_path / "codabench").glob("*.zip"))
+    with zipfile.ZipFile(bundle) as archive:
+        codabench = yaml.safe_load(archive.read("competition.yaml"))
+        members = {name: archive.read(name) for name in archive.namelist()}
+    columns = codabench["leaderboards"][0]["columns"]
+    hidden = sorted(c["key"] for c in columns if c.get("hidden"))
+    assert hidden == sorted([f"{task}_{metric}_full" for task in PUBLIC
+                             for metric in ("agreement", "total_variation")]
+                            + ["weighted_loss_full"])
+    assert columns[0]["key"] == "weighted_loss" and not columns[0].get("hidden")
+    assert all(phase["hide_score_output"] is True for phase in codabench["phases"])
+    # the platform rule: hidden columns without a hidden scoring output are refused
+    for phase in codabench["phases"]:
+        del phase["hide_score_output"]
+    members["competition.yaml"] = yaml.safe_dump(codabench).encode()
+    tampered = tmp_path / "tampered.zip"
+    with zipfile.ZipFile(tampered, "w") as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    failures = check_bundle(tampered, "codabench")
+    assert any(f.rule == "v2-hidden-scores" and "hide_score_output is not true" in f.message
+               for f in failures), failures
