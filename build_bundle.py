@@ -141,13 +141,25 @@ def _check(zip_path: Path, margin: float, submission: Path | None = None) -> boo
     return ok
 
 
-def _summary(built: list, out: Path, platform: str) -> None:
+REVEAL = {
+    "codalab": ("at the end, for the final ranking on all test rows: rebuild with "
+                "reveal_full_scores: true in the spec, replace each phase's scoring program with "
+                "the rebuilt one and re-run all submissions (the full figures are meanwhile in "
+                "each submission's private output)"),
+    "codabench": ("at the end, for the final ranking on all test rows: un-hide the _full "
+                  "columns to publish them; to rank by them, rebuild with reveal_full_scores: "
+                  "true and re-run all submissions")}
+
+
+def _summary(built: list, out: Path, platform: str, spec) -> None:
     print(f"\n{len(built)} bundle(s) written to {os.path.relpath(out)}:")
     for bundle in built:
         print(f"  {bundle.path.name}  {bundle.path.stat().st_size / 2**20:.1f} MiB")
     print(f"upload each on {UPLOAD[platform]}")
     print("after upload: open the competition's pages, then submit the starting kit's sample "
           "submission (starting_kit.zip) to each phase and see its row on the leaderboard")
+    if spec.public_rows and not spec.reveal_full_scores:
+        print(REVEAL[platform])
 
 
 def _build(args, spec) -> tuple[int, list]:
@@ -209,7 +221,7 @@ def _main(argv: list[str] | None) -> int:
     status, built = _build(args, spec)
     if status:
         return status
-    _summary(built, args.out, args.platform)
+    _summary(built, args.out, args.platform, spec)
     if args.check:
         return 0 if all(_check(b.path, spec.scoring_margin_seconds, args.submission)
                         for b in built) else 1

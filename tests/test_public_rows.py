@@ -138,3 +138,15 @@ def test_each_platform_keeps_the_full_figures_from_participants(tmp_path):
     failures = check_bundle(tampered, "codabench")
     assert any(f.rule == "v2-hidden-scores" and "hide_score_output is not true" in f.message
                for f in failures), failures
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("platform", ["codalab", "codabench"])
+def test_the_2021_rules_spec_builds_and_dry_runs(tmp_path, platform):
+    """The default tasks under the 2021 rules: budgets in SGD epochs and public parts."""
+    spec = REPO / "kinds" / "bdl2021" / "rules_2021" / "spec.yaml"
+    built = build("--config", str(spec), "--platform", platform, "--phase", "all",
+                  "--out", str(tmp_path), "--check")
+    assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
+    assert "for the final ranking on all test rows" in built.stdout
+    assert built.stdout.count("dry run passed") == 3

@@ -128,10 +128,19 @@ def _baseline_table(plan, results: dict | None) -> dict:
             rows.append([task.name, metric, *cells, f"{expected['value']:.3f}"])
     budgets = sorted({results["budgets"][task.name] for task in plan.tasks
                       if task.name in results.get("budgets", {})})
-    trained = (f"trained with a {budgets[0]:g} s budget per task" if len(budgets) == 1 else
-               "trained with each task's budget")
+    epochs = sorted({results.get("epochs", {}).get(task.name) for task in plan.tasks})
+    if len(epochs) == 1 and epochs[0] is not None:
+        trained = (f"trained with a budget of {epochs[0]:g} epochs of plain SGD per task, timed "
+                   "on the organizers' machine")
+    elif len(budgets) == 1:
+        trained = f"trained with a {budgets[0]:g} s budget per task"
+    else:
+        trained = "trained with each task's budget"
     if not plan.code_submission:
         trained += " on the organizers' machine (this phase takes prediction files)"
+    if any(task.public_rows for task in plan.tasks):
+        trained += ("; a task scored on a public part shows that part's figures, as the "
+                    "leaderboard does")
     return {"note": f"Baselines of the starting kit, {trained}; ± is the standard deviation over "
                     "HMC chains; the exact-posterior expectation is what an exact sampler's "
                     "submission is expected to score against this finite HMC reference (not a "

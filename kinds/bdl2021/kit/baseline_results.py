@@ -76,6 +76,8 @@ def collect(budget: float | None = None, config: Path | None = None,
     tasks = sorted({task for names in phases.values() for task in names})
     budgets = {task: budget if budget is not None else spec.budgets[task] for task in tasks}
     table = {"budgets": budgets, "methods": METHODS, "tasks": {}}
+    if budget is None and spec.epochs:       # budgets stated in epochs: budgets are ceilings
+        table["epochs"] = {task: spec.epochs[task] for task in tasks if task in spec.epochs}
     started = time.monotonic()
     for method in METHODS:
         for phase in phases:
@@ -83,9 +85,10 @@ def collect(budget: float | None = None, config: Path | None = None,
                 details = _run_phase(method, phase, budget, config, data_root, Path(work))
             for task, result in details["tasks"].items():
                 primary = next(iter(result["metrics"].items()))
+                given = result.get("calibration", {}).get("budget_seconds", budgets[task])
                 print(f"[{time.monotonic() - started:7.1f} s] {method} / {phase} / {task}: "
                       f"{primary[0]} {primary[1]['value']:.3f}, trained "
-                      f"{result['train_seconds'] or 0:.1f} s of {budgets[task]:g} s"
+                      f"{result['train_seconds'] or 0:.1f} s of {given:g} s"
                       + (f", penalised ({result['penalty']})" if result["penalty"] else ""),
                       flush=True)
                 entry = table["tasks"].setdefault(task, {"phase": phase, "methods": {}})
@@ -93,7 +96,7 @@ def collect(budget: float | None = None, config: Path | None = None,
                     "metrics": {name: {k: m[k] for k in ("value", "std")}
                                 for name, m in result["metrics"].items()},
                     "blocks": result["blocks"], "train_seconds": result["train_seconds"],
-                    "penalty": result["penalty"]}
+                    "budget_seconds": given, "penalty": result["penalty"]}
                 entry["exact_posterior_expectation"] = {
                     name: {"value": m["exact_posterior_expectation"],
                            "spread": m["exact_posterior_expectation_spread"]}
