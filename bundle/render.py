@@ -164,14 +164,14 @@ def _phase_facts(spec: CompetitionSpec, phases: list[PhaseSpec], index: int,
                       ", ".join(f"{task.name} {task.budget_text()}" for task in plan.tasks)))
         if plan.gate:
             facts.append(("Runs first", _gate_fact(plan)))
+    else:
+        facts.append(("Execution time limit", f"{phase.execution_time_limit} s for the scoring of "
+                      "each submission"))
     public = [task for task in plan.tasks if task.public_rows]
     if public:
         facts.append(("Scored during the phase", "; ".join(
             f"{task.name}: its first {task.public_rows} test rows" for task in public)
             + ". The leaderboard shows these scores; the final ranking scores all rows"))
-    else:
-        facts.append(("Execution time limit", f"{phase.execution_time_limit} s for the scoring of "
-                      "each submission"))
     facts.append(("Metric weights in the weighted loss", _weights(plan)))
     return facts
 

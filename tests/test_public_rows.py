@@ -150,3 +150,24 @@ def test_the_2021_rules_spec_builds_and_dry_runs(tmp_path, platform):
     assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
     assert "for the final ranking on all test rows" in built.stdout
     assert built.stdout.count("dry run passed") == 3
+
+
+@pytest.mark.parametrize("phase, public", [("development", {"iris": 20}),
+                                           ("evaluation", {"wine": 24}), ("evaluation", {})])
+def test_each_phase_states_its_time_limit_once_and_its_public_part(tmp_path, phase, public):
+    """A results phase and a code phase, with and without public parts: one time-limit row
+    each, the public part stated, the full columns not listed."""
+    from bundle.leaderboard import phase_columns
+    from bundle.phase_plan import phase_plan
+    from bundle.render import page_contexts
+    spec = load_spec(spec_with(tmp_path, public))
+    plan = phase_plan(spec, phase)
+    pages = page_contexts(spec, [spec.phase(phase)], [plan], phase_columns(plan), spec.title,
+                          None)
+    facts = dict(pages["evaluation"]["phases"][0]["facts"])
+    labels = [label for label, _ in pages["evaluation"]["phases"][0]["facts"]]
+    assert labels.count("Execution time limit") == 1 and len(labels) == len(set(labels))
+    for task in public:
+        assert f"{task}: its first" in facts["Scored during the phase"]
+    assert ("Scored during the phase" in facts) == bool(public)
+    assert not [c for c in pages["evaluation"]["columns"] if c["key"].endswith("_full")]
