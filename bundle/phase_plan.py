@@ -25,17 +25,23 @@ class PlannedTask:
     # A budget stated in epochs of the kind's reference training, converted to seconds on the
     # worker; budget_seconds is then its ceiling.
     budget_epochs: float | None = None
-    epoch_unit: str = "epochs"        # what an epoch is, in the kind's words (its EPOCH_UNIT)
+    epoch_unit: str = "one pass of the reference training"   # what an epoch is (EPOCH_UNIT)
     # Scored on its first public_rows test rows for the leaderboard during the competition,
     # and in full in hidden figures (None: in full only, or once the full figures are revealed)
     public_rows: int | None = None
 
     def budget_text(self) -> str:
-        """The budget as the pages state it."""
+        """The budget as the pages state it (``epoch_text`` says what an epoch is)."""
         if self.budget_epochs is None:
             return f"{self.budget_seconds:g} s"
-        return (f"{self.budget_epochs:g} {self.epoch_unit}, timed on the worker just before "
-                f"your code runs (at most {self.budget_seconds:g} s)")
+        return f"{self.budget_epochs:g} epochs (at most {self.budget_seconds:g} s)"
+
+
+def epoch_text(tasks) -> str:
+    """What the epochs of these tasks' budgets are, once for a list; empty where none has one."""
+    units = sorted({task.epoch_unit for task in tasks if task.budget_epochs})
+    return (f"an epoch is {' or '.join(units)}, timed on the worker just before your code "
+            "runs, and the epochs are converted to seconds there" if units else "")
 
 
 @dataclass(frozen=True)
@@ -122,7 +128,8 @@ def phase_plan(spec, phase_key: str, track_key: str | None = None, *,
             load_planned_task(spec.kind, name, spec.data_root,
                               (budget_seconds or spec.budgets[name]) if code else None),
             budget_epochs=spec.epochs.get(name) if code and not budget_seconds else None,
-            epoch_unit=getattr(kind_definition(spec.kind), "EPOCH_UNIT", "epochs"),
+            epoch_unit=getattr(kind_definition(spec.kind), "EPOCH_UNIT",
+                               PlannedTask.epoch_unit),
             public_rows=None if spec.reveal_full_scores else spec.public_rows.get(name))
                      for name in names)
     gate = spec.phase(phase.gate) if phase.gate and code else None   # never with tracks

@@ -18,7 +18,7 @@ from scoring_program.scorer.score_types import AGGREGATE, AVERAGE_RANK
 from .kinds import kind_of, task_types
 from .leaderboard import LeaderboardColumn, aggregate_description, codabench_columns
 from .markdown_text import markdown_html
-from .phase_plan import PhasePlan
+from .phase_plan import PhasePlan, epoch_text
 from .spec import CompetitionSpec, PhaseSpec
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -160,8 +160,9 @@ def _phase_facts(spec: CompetitionSpec, phases: list[PhaseSpec], index: int,
     if phase.code_submission:
         facts.append(("Execution time limit", f"{phase.execution_time_limit} s for each program "
                       "run: the run of your code (all tasks) and its scoring are limited separately"))
-        facts.append(("Training time budget per task",
-                      ", ".join(f"{task.name} {task.budget_text()}" for task in plan.tasks)))
+        facts.append(("Training time budget per task", "; ".join(filter(None, [
+            ", ".join(f"{task.name} {task.budget_text()}" for task in plan.tasks),
+            epoch_text(plan.tasks)]))))
         if plan.gate:
             facts.append(("Runs first", _gate_fact(plan)))
     else:
@@ -180,6 +181,7 @@ def _gate_fact(plan: PhasePlan) -> str:
     """The same on both platforms: CodaLab fails the submission at the ingestion's exit
     status, Codabench at the scorer's, and neither counts failed submissions."""
     tasks = ", ".join(f"{task.name} ({task.budget_text()})" for task in plan.gate)
+    tasks += f" ({epoch_text(plan.gate)})" if epoch_text(plan.gate) else ""
     return (f"your code first runs on the tasks of {plan.gate_label}: {tasks}, under the same "
             "rules; only if it completes every one of them is it run on this phase's tasks. "
             "Otherwise the submission fails and the log says why; failed submissions do not "

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import yaml
 
-from bundle.phase_plan import phase_plan
+from bundle.phase_plan import epoch_text, phase_plan
 from bundle.programs import ingestion_config
 from bundle.spec import SpecError, load_spec
 from ingestion_program.ingest.calibration import calibrate
@@ -83,8 +83,11 @@ def test_only_a_kind_that_times_an_epoch_accepts_budgets_in_epochs(tmp_path):
 def test_the_config_and_pages_state_the_epochs_and_the_ceiling(tmp_path):
     plan = phase_plan(load_spec(spec_with_epochs(tmp_path)), "evaluation")
     wine = next(task for task in plan.tasks if task.name == "wine")
-    assert wine.budget_text() == ("3000 epochs of plain SGD on the declared model, timed on "
-                                  "the worker just before your code runs (at most 30 s)")
+    assert wine.budget_text() == "3000 epochs (at most 30 s)"
+    assert epoch_text(plan.tasks) == ("an epoch is one pass of plain SGD over the training "
+                                      "data with the declared model, timed on the worker just "
+                                      "before your code runs, and the epochs are converted to "
+                                      "seconds there")
     config = next(t for t in ingestion_config(plan)["tasks"] if t["name"] == "wine")
     assert config["budget_epochs"] == EPOCHS and config["budget_seconds"] == 30
 

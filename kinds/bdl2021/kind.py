@@ -35,7 +35,7 @@ AGGREGATE_DESCRIPTION = ("Weighted average over tasks of 1 - agreement, total va
                          "(the proposal's score)")
 DECLARED_MODEL = HERE / "runtime" / "declared_model.py"
 # A task budget stated in epochs (the 2021 rules): timed on the worker by runtime/calibration.py.
-EPOCH_UNIT = "epochs of plain SGD on the declared model"
+EPOCH_UNIT = "one pass of plain SGD over the training data with the declared model"
 # Arrays of the public .npz files that stand in for hidden values: the leakage check proves
 # them all zeros.
 ZEROED_PUBLIC_ARRAYS = ("y_test",)
