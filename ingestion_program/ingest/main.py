@@ -31,6 +31,7 @@ from competition_formats import (RECORD_NAME, FormatError, RunRecord, TaskRun,
                                  calibration_text, file_digest, read_record_key, write_run_record)
 from kinds import UnknownKind, runtime
 
+from .calibration import calibrate
 from .config import CONFIG_NAME, ConfigError, IngestionConfig, TaskSpec, load_config
 from .hardware import describe_hardware
 from .confine import LANDLOCK_FILES
@@ -38,7 +39,6 @@ from .sandbox import Protections, describe, lock_down, probe
 from .scratch import force_remove, new_staging_folder, remove_abandoned_staging
 from .supervisor import Staging, TaskOutcome, clean_workdir, run_task
 from .units import run_in_units, unit_plan
-from .calibration import calibrate
 
 USAGE = ("usage: ingestion.py INPUT_DIR OUTPUT_DIR INGESTION_PROGRAM_DIR SUBMISSION_DIR "
          "[HIDDEN_DIR]")

@@ -30,7 +30,7 @@ def unit_plan(task: TaskSpec, contract) -> tuple[tuple[str, ...], float] | None:
     if declared is None:
         return None
     names, seconds = declared(task)
-    return tuple(names), float(seconds)
+    return (tuple(names), float(seconds)) if names else None
 
 
 def _merge(merged: np.ndarray | None, rows: np.ndarray | None, first: int):
