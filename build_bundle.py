@@ -148,7 +148,9 @@ REVEAL = {
                 "each submission's private output)"),
     "codabench": ("at the end, for the final ranking on all test rows: un-hide the _full "
                   "columns to publish them; to rank by them, rebuild with reveal_full_scores: "
-                  "true and re-run all submissions")}
+                  "true, replace each task's scoring program and re-run all submissions (check "
+                  "a re-run's scoring log: Codabench may keep running the old program for a "
+                  "while, its issue #2128)")}
 
 
 def _summary(built: list, out: Path, platform: str, spec) -> None:
