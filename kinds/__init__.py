@@ -23,6 +23,7 @@ KINDS = {
     "bdl2021": "kinds.bdl2021",
     "label_accuracy": "kinds.label_accuracy",
     "pgdl2020": "kinds.pgdl2020",
+    "retina": "kinds.retina",
 }
 DEFAULT_KIND = "bdl2021"
 

@@ -187,9 +187,11 @@ def overlaid_histograms(series: list[tuple[str, np.ndarray]], bins: int, xlabel:
 
 def line_chart(series: list[tuple[str, np.ndarray, np.ndarray]], xlabel: str, ylabel: str,
                title: str, diagonal: str | None = None, x_range=(0.0, 1.0),
-               y_range=(0.0, 1.0), reference: str | None = None, connect: bool = True) -> str:
+               y_range=(0.0, 1.0), reference: str | None = None, connect: bool = True,
+               max_markers: int | None = None) -> str:
     """Lines with markers, NaN points skipped and the line broken there; ``connect=False``
-    draws the markers alone (a scatter plot).
+    draws the markers alone (a scatter plot); a series of more than ``max_markers`` points
+    is drawn as a bare line (a curve of hundreds of points, next to a marked single point).
 
     `diagonal` labels a dashed y = x line (none if None).
 
@@ -222,8 +224,9 @@ def line_chart(series: list[tuple[str, np.ndarray, np.ndarray]], xlabel: str, yl
             if len(points) > 1:
                 body.append(f'<polyline points="{" ".join(points)}" fill="none" '
                             f'stroke="{colour}" stroke-width="2"/>')
-        body += [f'<circle cx="{_f(plot.x(x))}" cy="{_f(plot.y(y))}" r="3" fill="{colour}"/>'
-                 for x, y in zip(xs[good], ys[good])]
+        if max_markers is None or good.sum() <= max_markers:
+            body += [f'<circle cx="{_f(plot.x(x))}" cy="{_f(plot.y(y))}" r="3" '
+                     f'fill="{colour}"/>' for x, y in zip(xs[good], ys[good])]
     if not any(np.isfinite(x).any() for _, x, _ in data):
         body += _no_data(plot)
     return plot.svg(body, plot.y_axis(ylabel) + plot.x_axis(xlabel))

@@ -1,1 +1,1 @@
-"""Retina: diabetic-retinopathy uncertainty benchmark (Band et al. 2021, Filos et al. 2019)."""
+"""Retina: diagnosis with uncertainty under distribution shift (Band et al. 2021)."""

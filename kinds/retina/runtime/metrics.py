@@ -163,14 +163,13 @@ def ece_bin_index(values: np.ndarray, bins: int = ECE_BINS) -> np.ndarray:
     return np.clip(np.floor(values * bins), 0, bins - 1).astype(np.int64)
 
 
-def expected_calibration_error(y, p, bins: int = ECE_BINS) -> float:
-    """ECE = sum_b (n_b / N) |acc_b - conf_b| over the non-empty bins b.
+def calibration_bins(y, p, bins: int = ECE_BINS) -> dict[str, np.ndarray]:
+    """The ECE's bins: for each non-empty bin b, its ``index``, ``count`` n_b, mean
+    ``confidence`` conf_b and ``accuracy`` acc_b (what a reliability diagram plots).
 
-    robustness_metrics' ``ExpectedCalibrationError(num_bins=15)`` on 1-D p: each p becomes the
-    distribution [1 - p, p]; the predicted label is its argmax (a tie, p = 0.5, gives class 0);
-    the confidence is its max, max(p, 1 - p) >= 0.5; examples are binned by confidence with
-    ``ece_bin_index``; acc_b and conf_b are the mean correctness and mean confidence in bin b.
-    Computed in float64 (the original in float32).
+    robustness_metrics' convention on 1-D p: each p becomes the distribution [1 - p, p]; the
+    predicted label is its argmax (a tie, p = 0.5, gives class 0); the confidence is its max,
+    max(p, 1 - p) >= 0.5; examples are binned by confidence with ``ece_bin_index``.
     """
     y, p, _ = check_inputs(y, p)
     if bins < 1:
@@ -182,9 +181,20 @@ def expected_calibration_error(y, p, bins: int = ECE_BINS) -> float:
     which = ece_bin_index(confidence, bins)
     counts = np.bincount(which, minlength=bins).astype(np.float64)
     filled = counts > 0
-    accuracy_b = np.bincount(which, correct, bins)[filled] / counts[filled]
-    confidence_b = np.bincount(which, confidence, bins)[filled] / counts[filled]
-    return float(np.sum(counts[filled] / counts.sum() * np.abs(accuracy_b - confidence_b)))
+    return {"index": np.flatnonzero(filled), "count": counts[filled],
+            "confidence": np.bincount(which, confidence, bins)[filled] / counts[filled],
+            "accuracy": np.bincount(which, correct, bins)[filled] / counts[filled]}
+
+
+def expected_calibration_error(y, p, bins: int = ECE_BINS) -> float:
+    """ECE = sum_b (n_b / N) |acc_b - conf_b| over the non-empty bins b (``calibration_bins``).
+
+    robustness_metrics' ``ExpectedCalibrationError(num_bins=15)`` on 1-D p, computed in
+    float64 (the original in float32).
+    """
+    table = calibration_bins(y, p, bins)
+    weights = table["count"] / table["count"].sum()
+    return float(np.sum(weights * np.abs(table["accuracy"] - table["confidence"])))
 
 
 ece = expected_calibration_error
@@ -225,6 +235,32 @@ def auroc(y, score) -> float:
     """
     y, _, score = check_inputs(y, u=score, u_name="score")
     return _auroc(y, score)
+
+
+def roc_points(y, score) -> tuple[np.ndarray, np.ndarray]:
+    """(false positive rates, true positive rates) of the rule "positive when score >= t",
+    for every distinct t from the highest score down, starting at (0, 0): scikit-learn's
+    ``roc_curve`` with ``drop_intermediate=False``. Raises like ``auroc`` with one class."""
+    y, _, score = check_inputs(y, u=score, u_name="score")
+    positives = int(y.sum())
+    negatives = y.size - positives
+    if positives == 0 or negatives == 0:
+        raise ValueError(f"the ROC curve is undefined with {positives} positive and "
+                         f"{negatives} negative examples")
+    order = np.argsort(-score, kind="stable")
+    ordered, hits = score[order], y[order]
+    last_of_threshold = np.r_[ordered[1:] != ordered[:-1], True]
+    true_positives = np.cumsum(hits)[last_of_threshold]
+    false_positives = np.cumsum(1 - hits)[last_of_threshold]
+    return (np.r_[0.0, false_positives / negatives], np.r_[0.0, true_positives / positives])
+
+
+def sensitivity_at_specificity(y, score, specificity: float) -> float:
+    """The highest true positive rate of a threshold whose false positive rate is at most
+    1 - specificity (RETINA marks the NHS screening standard, 85% sensitivity at 80%
+    specificity, on its ROC curves)."""
+    fpr, tpr = roc_points(y, score)
+    return float(tpr[fpr <= 1 - specificity + 1e-12].max())
 
 
 def _auprc(y: np.ndarray, score: np.ndarray) -> float:

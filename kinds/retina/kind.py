@@ -1,0 +1,223 @@
+"""Retina on the builder's side (``bundle/kinds.py`` lists what a kind provides).
+
+A task is a folder ``<data_root>/<task>/`` with ``<task>_task.json`` and three csv tables
+(``runtime/tables.py``): ``train.csv`` (features, label, grade), ``test.csv`` (features of the
+in-domain and shifted rows pooled) and the hidden ``test_reference.csv`` (label, grade,
+shifted per test row). docs/retina_data.md describes the format for organizers.
+"""
+from __future__ import annotations
+
+import functools
+import io
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+
+from competition_formats import FormatError
+
+from .runtime import tables
+from .runtime.scoring import DIAGNOSIS, TASK_TYPES
+
+HERE = Path(__file__).resolve().parent
+DEFAULT_SPEC = HERE / "default_spec.yaml"
+EMBEDDED_ROOT = HERE / "reference" / "embedded"
+TEMPLATES = HERE / "templates"
+KIT = HERE / "kit"
+BASELINES = KIT / "baselines"
+BASELINE_RESULTS = KIT / "baseline_results.json"
+SHARED_MODEL = BASELINES / "tabular_mlp.py"
+SAMPLE_BASELINE = "map.py"
+# RETINA selected models by in-domain AUROC and by the area under the balanced joint
+# accuracy referral curve: the weighted loss is their mean, and ranks.
+DEFAULT_WEIGHTS = {name: 0.0 for name in TASK_TYPES[DIAGNOSIS].metric_names} | {
+    "auroc_in": 0.5, "referral_joint": 0.5}
+AGGREGATE_DESCRIPTION = ("Mean over tasks of 1/2 (1 - in-domain AUROC) + 1/2 (1 - joint "
+                         "referral accuracy area): RETINA's two selection criteria")
+RANKS_BY_AGGREGATE = True
+
+
+def task_type(declaration: dict) -> str:
+    return declaration.get("task_type", DIAGNOSIS)
+
+
+def prediction_stem(task) -> str:
+    return f"{task.name}_predictions"
+
+
+def has_std(task) -> bool:
+    return False
+
+
+def std_description(task, metric) -> str:
+    raise AssertionError("Retina has no sd columns")
+
+
+def has_public_references(task) -> bool:
+    return False
+
+
+@functools.lru_cache(maxsize=None)
+def _tables(folder: Path) -> dict:
+    """The task's three tables, read once per build."""
+    features, train = tables.read_table(folder / tables.TRAIN_FILE)
+    test_features, test = tables.read_table(folder / tables.FEATURES_FILE)
+    return {"features": [f for f in features if f not in tables.TARGET_COLUMNS],
+            "train": tables.columns(folder / tables.TRAIN_FILE, tuple(features)),
+            "test_features": test_features, "test": test,
+            "reference": tables.reference(folder / tables.REFERENCE_FILE)}
+
+
+def _data(task) -> dict:
+    return _tables(task.folder.resolve())
+
+
+def scoring_settings(task) -> dict:
+    return {"n_test": len(_data(task)["test"]), "submission_stem": prediction_stem(task),
+            "reference": f"{task.name}_{tables.REFERENCE_FILE}"}
+
+
+def ingestion_contract(task) -> dict:
+    return {"n_test": len(_data(task)["test"]), "feature_names": _data(task)["features"]}
+
+
+def input_file(task) -> str:
+    return f"{task.name}_inputs.npz"
+
+
+def training_arrays(task) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    data = _data(task)
+    train = data["train"]
+    return (np.column_stack([train[name] for name in data["features"]]),
+            train["label"].astype(np.int64), train["grade"].astype(np.int64))
+
+
+def stage_inputs(task, destination: Path) -> None:
+    x_train, y_train, grades = training_arrays(task)
+    buffer = io.BytesIO()
+    np.savez(buffer, x_train=x_train, y_train=y_train, grades_train=grades,
+             x_test=_data(task)["test"])
+    (destination / input_file(task)).write_bytes(buffer.getvalue())
+
+
+def stage_reference(task, destination: Path) -> None:
+    shutil.copyfile(task.folder / tables.REFERENCE_FILE,
+                    destination / f"{task.name}_{tables.REFERENCE_FILE}")
+
+
+def stage_public(task, destination: Path, code_submission: bool) -> None:
+    """The inputs (npz for code, csv for reading), never the reference."""
+    stage_inputs(task, destination)
+    for name in (tables.TRAIN_FILE, tables.FEATURES_FILE):
+        shutil.copyfile(task.folder / name, destination / f"{task.name}_{name}")
+    (destination / f"{task.name}_task.json").write_text(json.dumps(task.declaration, indent=1))
+
+
+def sample_code_submission(destination: Path) -> Path:
+    destination.mkdir(parents=True)
+    shutil.copyfile(BASELINES / SAMPLE_BASELINE, destination / "submission.py")
+    shutil.copyfile(SHARED_MODEL, destination / SHARED_MODEL.name)
+    return destination
+
+
+def sample_results(plan, destination: Path) -> Path:
+    """Per task, the MAP network's probabilities only (no uncertainty column: the scorer then
+    uses their entropy), as a csv with a header."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("tabular_mlp", SHARED_MODEL)
+    model = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(model)
+    destination.mkdir(parents=True)
+    for task in plan.tasks:
+        x_train, y_train, _ = training_arrays(task)
+        p = model.Network(x_train, y_train, seed=0).probability(_data(task)["test"])
+        np.savetxt(destination / f"{prediction_stem(task)}.csv", p, fmt="%.6f",
+                   header="probability", comments="")
+    return destination
+
+
+def stage_kit(plan, destination: Path) -> None:
+    shutil.copyfile(KIT / "README.md", destination / "README.md")
+    shutil.copytree(BASELINES, destination / "baselines",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+
+
+def support_modules() -> dict[str, Path]:
+    """The baselines' shared network, which run_local adds when it packages a baseline."""
+    return {SHARED_MODEL.name: SHARED_MODEL}
+
+
+def page_context(plan, phase, baseline_results: dict | None) -> dict:
+    rows = []
+    for t in plan.tasks:
+        reference = _data(t)["reference"]
+        shifted = int(reference["shifted"].sum())
+        rows.append({"name": t.name, "shift": t.declaration.get("shift", ""),
+                     "sizes": f"{len(_data(t)['train']['label'])} / "
+                              f"{reference['label'].size - shifted} / {shifted}",
+                     "features": len(_data(t)["features"]),
+                     "budget": (t.budget_text() if phase.code_submission and t.budget_seconds
+                                else "-"),
+                     "summary": t.declaration.get("summary", "")})
+    return {"tasks": rows, "stems": [prediction_stem(t) for t in plan.tasks],
+            "inputs": [input_file(t) for t in plan.tasks],
+            "metrics": [{"name": s.label, "key": s.name, "description": s.description,
+                         "formula": s.function.__doc__, "better": "higher" if
+                         s.higher_is_better else "lower"}
+                        for s in TASK_TYPES[DIAGNOSIS].score_types],
+            "baselines": _baseline_table(plan, baseline_results)}
+
+
+BASELINE_COLUMNS = (("auroc_in", "AUROC in"), ("referral_joint", "referral joint"),
+                    ("referral_in", "referral in"), ("referral_shifted", "referral shifted"),
+                    ("ood_auroc", "OOD AUROC"))
+
+
+def _baseline_table(plan, results: dict | None) -> dict:
+    tasks = [t.name for t in plan.tasks if results and t.name in results.get("tasks", {})]
+    if not tasks:
+        return {"note": "Baseline results are not available for these tasks.", "header": [],
+                "rows": []}
+    rows = [[task, label, *(f"{results['tasks'][task][method][key]:.3f}"
+                            for key, _ in BASELINE_COLUMNS)]
+            for task in tasks for method, label in results["methods"].items()
+            if method in results["tasks"][task]]
+    return {"note": "The starting kit's baselines, run by the ingestion and scoring programs of "
+                    "this competition under the phases' budgets.",
+            "header": ["task", "method", *(label for _, label in BASELINE_COLUMNS)],
+            "rows": rows}
+
+
+def task_problems(task) -> list[str]:
+    """What is wrong with an organizer's task folder, each naming the file."""
+    try:
+        data = _data(task)
+    except FormatError as error:
+        return [str(error)]
+    folder, problems = task.folder, []
+    if data["test_features"] != data["features"]:
+        problems.append(f"{folder / tables.FEATURES_FILE}: columns {data['test_features']}, "
+                        f"{tables.TRAIN_FILE} has features {data['features']} (same names, same "
+                        "order)")
+    reference = data["reference"]
+    if reference["label"].size != len(data["test"]):
+        problems.append(f"{folder / tables.REFERENCE_FILE}: {reference['label'].size} rows, "
+                        f"{tables.FEATURES_FILE} has {len(data['test'])}")
+        return problems
+    labels = data["train"]["label"]
+    if not np.isin(labels, (0, 1)).all() or np.unique(labels).size < 2:
+        problems.append(f"{folder / tables.TRAIN_FILE}: column label must hold 0 and 1, both")
+    in_domain = reference["label"][~reference["shifted"]]
+    if np.unique(in_domain).size < 2:
+        problems.append(f"{folder / tables.REFERENCE_FILE}: the in-domain rows (shifted = 0) "
+                        "need both labels: the leaderboard ranks by their AUROC")
+    if not reference["shifted"].any():
+        problems.append(f"{folder / tables.REFERENCE_FILE}: no shifted row (shifted = 1)")
+    return problems
+
+
+def reference_cli(argv: list[str]) -> int:
+    """``python -m reference_data --kind retina {generate,verify}``: the embedded tasks."""
+    from .reference.make_tasks import main
+    return main(argv)

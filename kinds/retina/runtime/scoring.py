@@ -1,0 +1,254 @@
+"""The Retina kind's side of the scoring seam: a task is a test set pooling in-domain and
+shifted patients; the submission gives each a probability of referable disease and an
+uncertainty, scored on the in-domain rows, the shifted rows and both (RETINA's evaluation
+sets), above all on whether referring the most uncertain cases helps."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from competition_formats import MATRIX_EXTENSIONS, FormatError, read_matrix
+from competition_formats.json_files import config_field
+from competition_formats.matrix_files import max_matrix_bytes
+from kinds.scoring import (MetricResult, ReferenceDataError, ScoreType, SubmissionError,
+                           TaskConfig, TaskResult, TaskType, penalised)
+
+from . import metrics, predictions, tables
+
+REPORT_INTRO = ("Each patient's predicted probability of referable disease and its uncertainty "
+                "compared with the hidden labels, on the in-domain patients, the shifted "
+                "patients and both together; one section per task.")
+DIAGNOSIS = "diagnosis"
+# RETINA's joint sets weigh the shifted rows as much as the in-domain rows: the draw that
+# completes them is seeded, so a submission's score never depends on chance.
+BALANCE_SEED = 0
+NHS_SENSITIVITY, NHS_SPECIFICITY = 0.85, 0.80     # the UK screening standard RETINA marks
+
+
+def _part(values: np.ndarray, shifted: np.ndarray, which: bool) -> np.ndarray:
+    return values[shifted == which]
+
+
+def in_domain_auroc(y, p, shifted) -> float:
+    """AUROC of p on the in-domain rows: P(p+ > p-) + 1/2 P(p+ = p-), exact (no binning)."""
+    return metrics.auroc(_part(y, shifted, False), _part(p, shifted, False))
+
+
+def balanced_referral_accuracy(y, p, u, shifted) -> float:
+    """Area under the accuracy referral curve of the balanced joint set: every in-domain row,
+    and the shifted rows repeated (the remainder a seeded draw) to as many; entry k of the
+    curve is the accuracy (p > 0.5) of the N - k rows of lowest u (ties: row order), 1 when
+    all are referred; the area is the mean of the N + 1 entries."""
+    chosen = metrics.balanced_indices(shifted.astype(np.int64), BALANCE_SEED)
+    return metrics.area_under_referral_curve(
+        metrics.accuracy_retention_curve(y[chosen], p[chosen], u[chosen]))
+
+
+def _referral_accuracy(y, p, u, shifted, which: bool) -> float:
+    return metrics.area_under_referral_curve(metrics.accuracy_retention_curve(
+        _part(y, shifted, which), _part(p, shifted, which), _part(u, shifted, which)))
+
+
+def in_domain_referral_accuracy(y, p, u, shifted) -> float:
+    """Area under the accuracy referral curve of the in-domain rows (mean of its N + 1
+    entries: accuracy of the N - k most certain rows, 1 when all are referred)."""
+    return _referral_accuracy(y, p, u, shifted, False)
+
+
+def shifted_referral_accuracy(y, p, u, shifted) -> float:
+    """Area under the accuracy referral curve of the shifted rows, as for in-domain rows."""
+    return _referral_accuracy(y, p, u, shifted, True)
+
+
+def shifted_accuracy(y, p, shifted) -> float:
+    """(1/N) sum_i 1[y_i = 1[p_i > 0.5]] over the shifted rows."""
+    return metrics.accuracy(_part(y, shifted, True), _part(p, shifted, True))
+
+
+def in_domain_ece(y, p, shifted) -> float:
+    """sum_b (n_b / N) |acc_b - conf_b| on the in-domain rows, 15 equal-width bins of the
+    confidence max(p, 1 - p)."""
+    return metrics.expected_calibration_error(_part(y, shifted, False), _part(p, shifted, False))
+
+
+def shifted_ece(y, p, shifted) -> float:
+    """The ECE (15 bins) on the shifted rows."""
+    return metrics.expected_calibration_error(_part(y, shifted, True), _part(p, shifted, True))
+
+
+def ood_auroc(u, shifted) -> float:
+    """AUROC of u as a score for "shifted": P(u_shifted > u_in-domain) + 1/2 P(equal)."""
+    return metrics.ood_detection_auroc(shifted.astype(np.int64), u)
+
+
+def _score(name, label, description, higher, function, inputs) -> ScoreType:
+    return ScoreType(name, label, description, higher, 0.0, 1.0, 4, function, inputs)
+
+
+Y_P_S, Y_P_U_S = ("y", "p", "shifted"), ("y", "p", "u", "shifted")
+AUROC_IN = _score("auroc_in", "AUROC in-domain", "AUROC of the probability on the in-domain "
+                  "patients (RETINA's first selection criterion)", True, in_domain_auroc, Y_P_S)
+REFERRAL_JOINT = _score("referral_joint", "referral acc. joint", "Area under the accuracy "
+                        "referral curve of the balanced joint set (RETINA's second selection "
+                        "criterion)", True, balanced_referral_accuracy, Y_P_U_S)
+REFERRAL_IN = _score("referral_in", "referral acc. in-domain", "Area under the accuracy "
+                     "referral curve of the in-domain patients", True,
+                     in_domain_referral_accuracy, Y_P_U_S)
+REFERRAL_SHIFTED = _score("referral_shifted", "referral acc. shifted", "Area under the accuracy "
+                          "referral curve of the shifted patients", True,
+                          shifted_referral_accuracy, Y_P_U_S)
+ACCURACY_SHIFTED = _score("accuracy_shifted", "accuracy shifted", "Accuracy (p > 0.5) on the "
+                          "shifted patients", True, shifted_accuracy, Y_P_S)
+ECE_IN = _score("ece_in", "ECE in-domain", "Expected calibration error, 15 bins, in-domain",
+                False, in_domain_ece, Y_P_S)
+ECE_SHIFTED = _score("ece_shifted", "ECE shifted", "Expected calibration error, 15 bins, on the "
+                     "shifted patients", False, shifted_ece, Y_P_S)
+OOD_AUROC = _score("ood_auroc", "OOD AUROC", "AUROC of the uncertainty at telling shifted from "
+                   "in-domain patients", True, ood_auroc, ("u", "shifted"))
+TASK_TYPES = {DIAGNOSIS: TaskType(DIAGNOSIS, (AUROC_IN, REFERRAL_JOINT, REFERRAL_IN,
+                                              REFERRAL_SHIFTED, ACCURACY_SHIFTED, ECE_IN,
+                                              ECE_SHIFTED, OOD_AUROC), AUROC_IN)}
+
+
+@dataclass(frozen=True)
+class Settings:
+    n_test: int
+    submission_stem: str           # res/<stem>.{csv,txt,npy}
+    reference: str                 # in ref/: the task's test_reference.csv
+    has_std: bool = False
+
+
+def parse_settings(task_type: str, raw: dict, where: str) -> Settings:
+    return Settings(*(config_field(raw, key, kind, where, ValueError) for key, kind in (
+        ("n_test", int), ("submission_stem", str), ("reference", str))))
+
+
+def submission_files(task: TaskConfig) -> list[str]:
+    return [task.settings.submission_stem + extension for extension in MATRIX_EXTENSIONS]
+
+
+def _reference(task: TaskConfig, ref: Path) -> dict[str, np.ndarray]:
+    try:
+        table = tables.reference(ref / task.settings.reference)
+    except FormatError as error:
+        raise ReferenceDataError(f"reference data of task {task.name}: {error}") from None
+    if table["label"].size != task.settings.n_test:
+        raise ReferenceDataError(f"reference data of task {task.name}: {table['label'].size} "
+                                 f"rows, the config says {task.settings.n_test}")
+    return table
+
+
+def _submission(task: TaskConfig, res: Path) -> np.ndarray:
+    present = [res / name for name in submission_files(task) if (res / name).is_file()]
+    if len(present) != 1:
+        raise SubmissionError(f"{task.name}: expected exactly one of "
+                              f"{', '.join(submission_files(task))} at the root of the "
+                              f"submission, found {len(present)}")
+    path, n_test = present[0], task.settings.n_test
+    try:
+        if path.stat().st_size > max_matrix_bytes(n_test, 2, path.suffix.lower()):
+            raise FormatError(f"{path.name}: {path.stat().st_size} bytes, far more than "
+                              f"{n_test} rows of two numbers")
+        return predictions.check(read_matrix(path, n_rows=n_test), n_test, path.name)
+    except FormatError as error:
+        raise SubmissionError(str(error).replace(str(res) + "/", "")) from None
+
+
+def score_task(task: TaskConfig, ref: Path, res: Path, run) -> TaskResult:
+    reference = _reference(task, ref)
+    seconds = run.wall_seconds if run else None
+    if run is not None and not run.has_prediction:
+        return penalised(task, f"training run {run.status.replace('_', ' ')}"
+                         + (f": {run.message}" if run.message else ""), seconds)
+    try:
+        submitted = _submission(task, res)
+    except SubmissionError as error:
+        return penalised(task, str(error), seconds)
+    p = submitted[:, 0]
+    notes = ()
+    if submitted.shape[1] == 2:
+        u = submitted[:, 1]
+    else:
+        u = metrics.predictive_entropy(p)
+        notes = ("No uncertainty column: the predictive entropy of the probability is used, as "
+                 "the benchmark does.",)
+    arrays = {"y": reference["label"], "p": p, "u": u, "shifted": reference["shifted"]}
+    try:
+        values = {t.name: MetricResult(t.name, t.clip(t.evaluate(arrays)))
+                  for t in task.score_types}
+    except ValueError as error:         # a set without both classes: the organizer's data
+        raise ReferenceDataError(f"reference data of task {task.name}: {error}") from None
+    figures = {**arrays, "grade": reference["grade"]}
+    figures["table"] = evaluation_set_table(figures)
+    return TaskResult(task, values, notes=notes, train_seconds=seconds, figures=figures,
+                      extras=defined_figures(figures["table"]))
+
+
+# ---- the per-set table: every figure the benchmark reports -------------------------------
+
+SETS = ("in-domain", "shifted", "joint")
+SET_METRICS = {
+    "AUROC": lambda y, p, u: metrics.auroc(y, p),
+    "AUPRC": lambda y, p, u: metrics.auprc(y, p),
+    "accuracy": lambda y, p, u: metrics.accuracy(y, p),
+    "NLL": lambda y, p, u: metrics.nll(y, p),
+    "ECE": lambda y, p, u: metrics.expected_calibration_error(y, p),
+    f"sensitivity at {NHS_SPECIFICITY:.0%} specificity": lambda y, p, u:
+        metrics.sensitivity_at_specificity(y, p, NHS_SPECIFICITY),
+    "referral accuracy area": lambda y, p, u: metrics.area_under_referral_curve(
+        metrics.accuracy_retention_curve(y, p, u)),
+    "referral NLL area": lambda y, p, u: metrics.area_under_referral_curve(
+        metrics.nll_retention_curve(y, p, u)),
+    "referral AUROC area": lambda y, p, u: metrics.area_under_referral_curve(
+        metrics.auroc_retention_curve(y, p, u)),
+    "referral AUPRC area": lambda y, p, u: metrics.area_under_referral_curve(
+        metrics.auprc_retention_curve(y, p, u)),
+}
+
+
+def set_mask(figures: dict, name: str) -> np.ndarray:
+    shifted = figures["shifted"]
+    return {"in-domain": ~shifted, "shifted": shifted, "joint": np.ones_like(shifted)}[name]
+
+
+def evaluation_set_table(figures: dict) -> dict[str, dict[str, float | None]]:
+    """{set: {metric: value, or None where undefined (e.g. AUROC with one class)}}."""
+    table = {}
+    for name in SETS:
+        keep = set_mask(figures, name)
+        y, p, u = figures["y"][keep], figures["p"][keep], figures["u"][keep]
+        table[name] = {}
+        for metric, function in SET_METRICS.items():
+            try:
+                table[name][metric] = float(function(y, p, u))
+            except ValueError:
+                table[name][metric] = None
+    flags = figures["shifted"].astype(np.int64)
+    balanced = metrics.balanced_retention_scores(figures["y"], figures["p"], figures["u"], flags,
+                                                 BALANCE_SEED)
+    table["joint"].update({
+        "balanced referral accuracy area": balanced["balanced_retention_accuracy_auc"],
+        "balanced referral NLL area": balanced["balanced_retention_nll_auc"],
+        "OOD detection AUROC": metrics.ood_detection_auroc(flags, figures["u"]),
+        "OOD detection AUPRC": metrics.ood_detection_auprc(flags, figures["u"])})
+    return table
+
+
+def defined_figures(table: dict) -> dict[str, float]:
+    """The defined figures of an ``evaluation_set_table``, flat, for detailed_results.json."""
+    return {f"{name} {metric}": value for name, row in table.items()
+            for metric, value in row.items() if value is not None}
+
+
+def task_summary(result: TaskResult) -> str:
+    figures = result.figures
+    if figures is None:
+        return f"{result.task.settings.n_test} patients"
+    shifted = int(figures["shifted"].sum())
+    return (f"{figures['shifted'].size - shifted} in-domain and {shifted} shifted patients, "
+            f"{int(figures['y'].sum())} referable")
+
+
+from .report import report_section  # noqa: E402,F401  (the report half of this seam)
