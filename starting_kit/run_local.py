@@ -92,9 +92,10 @@ def repository_spec(config: Path | None = None, data_root: Path | None = None):
 
 def repository_layout(phase: str | None, budget_seconds: float | None, work: Path,
                       platform: str, config: Path | None = None,
-                      data_root: Path | None = None) -> Layout:
+                      data_root: Path | None = None, hidden_references: bool = False) -> Layout:
     """The organizers' repository: assemble the programs from source, as the builder does,
-    for ``phase`` (default: the spec's first) of the spec."""
+    for ``phase`` (default: the spec's first) of the spec; ``hidden_references`` stages the
+    phase's references even where participants never see them, to score (organizers only)."""
     spec = repository_spec(config, data_root)
     from bundle.build import ingestion_limits
     from bundle.kinds import entry_file, kind_of, support_modules
@@ -115,7 +116,8 @@ def repository_layout(phase: str | None, budget_seconds: float | None, work: Pat
     assemble_scoring_program(plan, parts / "scoring_program", platform)
     stage_input_data(plan, parts / "input")
     kind = kind_of(plan)
-    has_references = all(kind.has_public_references(task) for task in plan.tasks)
+    has_references = hidden_references or all(kind.has_public_references(task)
+                                              for task in plan.tasks)
     if has_references:
         stage_reference_data(plan, parts / "reference")
     keys = tuple(written_keys(plan, platform))
@@ -235,17 +237,18 @@ def _score(layout: Layout, predictions: Path, work: Path) -> Path | None:
 def run_local(phase: str | None, work: Path, code: Path | None = None,
               results: Path | None = None, budget_seconds: float | None = None,
               platform: str = worker.CODALAB, config: Path | None = None,
-              data_root: Path | None = None) -> Path | None:
+              data_root: Path | None = None, hidden_references: bool = False) -> Path | None:
     """Returns the scoring output folder (scores, detailed_results.html), if scored.
 
-    ``phase``, ``budget_seconds``, ``config`` and ``data_root`` apply in the organizers'
-    repository (the kit has its own phase); ``phase`` None: the spec's first phase.
+    ``phase``, ``budget_seconds``, ``config``, ``data_root`` and ``hidden_references`` apply
+    in the organizers' repository (the kit has its own phase); ``phase`` None: the spec's
+    first phase.
 
     Raises LocalRunError (or SubmissionLayoutError) where the platform would not score the
     submission as intended."""
     work.mkdir(parents=True, exist_ok=True)
     layout = kit_layout() or repository_layout(phase, budget_seconds, work, platform, config,
-                                               data_root)
+                                               data_root, hidden_references)
     as_code = code is not None
     archive = submission_zip(code if as_code else results, as_code, layout, work)
     submission = _unzipped(archive, work / "submission")
@@ -311,12 +314,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--platform", choices=(worker.CODALAB, worker.CODABENCH),
                         default=worker.CODALAB,
                         help="repository only: whose rules to apply (the kit has its own)")
+    parser.add_argument("--score-hidden", action="store_true",
+                        help="repository only: score against the phase's hidden references "
+                             "too (organizers: baseline tables)")
     parser.add_argument("--out", type=Path, help="keep the run here (default: a temporary folder)")
     args = parser.parse_args(argv)
     work = args.out or Path(tempfile.mkdtemp(prefix="run-local-"))
     try:
         run_local(args.phase, work, args.code, args.results, args.budget, args.platform,
-                  args.config, args.data_root)
+                  args.config, args.data_root, args.score_hidden)
     except SubmissionLayoutError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

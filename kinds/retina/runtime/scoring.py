@@ -88,20 +88,20 @@ def _score(name, label, description, higher, function, inputs) -> ScoreType:
 
 
 Y_P_S, Y_P_U_S = ("y", "p", "shifted"), ("y", "p", "u", "shifted")
-AUROC_IN = _score("auroc_in", "AUROC in-domain", "AUROC of the probability on the in-domain "
+AUROC_IN = _score("auroc_in", "AUROC in", "AUROC of the probability on the in-domain "
                   "patients (RETINA's first selection criterion)", True, in_domain_auroc, Y_P_S)
-REFERRAL_JOINT = _score("referral_joint", "referral acc. joint", "Area under the accuracy "
+REFERRAL_JOINT = _score("referral_joint", "referral joint", "Area under the accuracy "
                         "referral curve of the balanced joint set (RETINA's second selection "
                         "criterion)", True, balanced_referral_accuracy, Y_P_U_S)
-REFERRAL_IN = _score("referral_in", "referral acc. in-domain", "Area under the accuracy "
+REFERRAL_IN = _score("referral_in", "referral in", "Area under the accuracy "
                      "referral curve of the in-domain patients", True,
                      in_domain_referral_accuracy, Y_P_U_S)
-REFERRAL_SHIFTED = _score("referral_shifted", "referral acc. shifted", "Area under the accuracy "
+REFERRAL_SHIFTED = _score("referral_shifted", "referral shifted", "Area under the accuracy "
                           "referral curve of the shifted patients", True,
                           shifted_referral_accuracy, Y_P_U_S)
 ACCURACY_SHIFTED = _score("accuracy_shifted", "accuracy shifted", "Accuracy (p > 0.5) on the "
                           "shifted patients", True, shifted_accuracy, Y_P_S)
-ECE_IN = _score("ece_in", "ECE in-domain", "Expected calibration error, 15 bins, in-domain",
+ECE_IN = _score("ece_in", "ECE in", "Expected calibration error, 15 bins, in-domain",
                 False, in_domain_ece, Y_P_S)
 ECE_SHIFTED = _score("ece_shifted", "ECE shifted", "Expected calibration error, 15 bins, on the "
                      "shifted patients", False, shifted_ece, Y_P_S)
