@@ -23,7 +23,7 @@ import yaml
 from browser import Browser, BrowserError, find_chromium
 from competition_formats import write_matrix
 from kinds.bdl2021.runtime.formats import read_chain_probs, read_chain_samples
-from conftest import ARTIFACTS, report_artifacts
+from conftest import ARTIFACTS, REPO, report_artifacts
 from scoring_harness import new_run, run_scoring
 
 pytestmark = pytest.mark.slow
@@ -378,3 +378,45 @@ def test_one_competition_pages_read_right_in_a_browser(platform, browser, screen
     assert "Read the rules and the guide first." in " ".join(overview.split())
     for page in ("data", "starting_kit"):
         assert "Development" in texts[page] and "Evaluation (Light track)" in texts[page]
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_retina_pages_and_report_read_right_in_a_browser(platform, browser, screenshots, tmp_path):
+    """The Retina competition as participants see it: every page, with its baseline table and
+    the rule that ties in uncertainty keep the file's order, and the detailed results of a
+    baseline with its ROC, referral, reliability and per-grade charts drawn."""
+    import subprocess
+    import sys
+    spec = REPO / "kinds" / "retina" / "default_spec.yaml"
+    built = subprocess.run([sys.executable, str(REPO / "build_bundle.py"), "--config", str(spec),
+                            "--phase", "all", "--platform", platform, "--out",
+                            str(tmp_path / "out")], capture_output=True, text=True, timeout=600)
+    assert built.returncode == 0, built.stdout[-2000:] + built.stderr[-2000:]
+    with zipfile.ZipFile(next((tmp_path / "out").glob("*.zip"))) as archive:
+        comp = yaml.safe_load(archive.read("competition.yaml"))
+        files = ([page["file"] for page in comp["pages"]] + [comp["terms"]]
+                 if platform == "codabench" else list(comp["html"].values()))
+        pages = {Path(member).stem: archive.read(member).decode() for member in files}
+    texts = {}
+    for page, html in pages.items():
+        texts[page] = render(browser, as_the_platform_shows_it(html, page),
+                             tmp_path / f"{page}.html",
+                             screenshots / platform / "retina" / f"{page}.png")
+        assert not escaping_problems(texts[page]), (page, escaping_problems(texts[page]))
+    assert "Deep ensemble (5 networks)" in texts["overview"]
+    assert "ties keep the order of the test file" in texts["evaluation"]
+    assert "severity_test" in texts["overview"] and "population_val" in texts["overview"]
+    run = subprocess.run([sys.executable, str(REPO / "starting_kit" / "run_local.py"), "--config",
+                          str(spec), "--phase", "final", "--score-hidden", "--code",
+                          "kinds/retina/kit/baselines/mc_dropout.py", "--out",
+                          str(tmp_path / "run")], cwd=REPO, capture_output=True, text=True,
+                         timeout=600)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    report = tmp_path / "run" / "scoring" / "run" / "output" / "detailed_results.html"
+    text = browser.visit(report.as_uri(), screenshots / platform / "retina" / "detailed_results.png")
+    assert not escaping_problems(text)
+    for title in ("Every figure, per evaluation set", "NHS screening standard",
+                  "Uncertainty by true grade"):
+        assert title in text
+    svg = report.read_text(encoding="utf-8")
+    assert svg.count("<svg") == 2 * (2 + 3 + 5)       # per task: ROC, reliability, 3 referral, 5 grades
