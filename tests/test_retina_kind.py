@@ -236,6 +236,7 @@ def _text_in_train(root: Path) -> None:
 
 
 @pytest.mark.parametrize("change, expected", [
+    (lambda root: None, None),            # the documented format, as given: it builds
     (_one_class_in_domain, r"severity_test/test_reference\.csv: the in-domain rows .* need both"),
     (_renamed_test_column, r"population_val/test\.csv: columns \['years'"),
     (_text_in_train, r"severity_val/train\.csv: line 7, column age: 'n/a' is not a finite"),
@@ -243,6 +244,9 @@ def _text_in_train(root: Path) -> None:
 def test_an_organizers_broken_task_is_refused_with_the_file_named(change, expected, tmp_path):
     spec = organizer_tasks(tmp_path, change)
     result = build("--config", str(spec), "--phase", "all", "--out", str(tmp_path / "out"))
+    if expected is None:
+        assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+        return
     assert result.returncode != 0
     assert re.search(expected, result.stdout + result.stderr), result.stdout + result.stderr
     assert "Traceback" not in result.stderr
