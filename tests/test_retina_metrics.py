@@ -545,3 +545,38 @@ def test_scalar_metrics_keys_and_values():
     values = M.scalar_metrics(y, p)
     assert set(values) == {"negative_log_likelihood", "accuracy", "auroc", "auprc", "ece"}
     assert values["auroc"] == pytest.approx(roc_auc_score(y, p), abs=1e-12)
+
+
+# ---------------------------------------------------------------------- ROC points, screening point, reliability bins
+
+@pytest.mark.parametrize("seed, levels", [(0, None), (1, 5), (2, 2)])
+def test_roc_points_match_sklearns_full_roc_curve(seed, levels):
+    y, p, _ = random_case(300, seed, levels)
+    fpr, tpr, _ = roc_curve(y, p, drop_intermediate=False)
+    ours = M.roc_points(y, p)
+    np.testing.assert_allclose(ours[0], fpr)
+    np.testing.assert_allclose(ours[1], tpr)
+    assert np.trapezoid(ours[1], ours[0]) == pytest.approx(M.auroc(y, p))
+
+
+def test_sensitivity_at_specificity_by_hand():
+    # scores 0.9 0.8 0.7 0.6 0.5 for labels 1 0 1 1 0: at threshold 0.6 the FPR is 1/2, at 0.9
+    # it is 0 with TPR 1/3; with 80% specificity at most 0.2 false positive rate is allowed
+    y, p = [1, 0, 1, 1, 0], [0.9, 0.8, 0.7, 0.6, 0.5]
+    assert M.sensitivity_at_specificity(y, p, 0.8) == pytest.approx(1 / 3)
+    assert M.sensitivity_at_specificity(y, p, 0.5) == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="undefined"):
+        M.sensitivity_at_specificity([1, 1], [0.2, 0.3], 0.8)
+
+
+def test_calibration_bins_are_the_eces_bins():
+    y = np.array([1, 0, 1, 1, 0, 0])
+    p = np.array([0.95, 0.9, 0.6, 0.55, 0.3, 0.5])
+    bins = M.calibration_bins(y, p)
+    # confidences 0.95 0.9 0.6 0.55 0.7 0.5 -> bins 14 13 9 8 10 7 (15 equal-width bins)
+    assert bins["index"].tolist() == [7, 8, 9, 10, 13, 14]
+    assert bins["count"].tolist() == [1, 1, 1, 1, 1, 1]
+    assert bins["accuracy"].tolist() == [1.0, 1.0, 1.0, 1.0, 0.0, 1.0]
+    weights = bins["count"] / bins["count"].sum()
+    assert M.expected_calibration_error(y, p) == pytest.approx(
+        np.sum(weights * np.abs(bins["accuracy"] - bins["confidence"])))
