@@ -21,6 +21,7 @@ A kind's ``runtime/scoring.py`` provides:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Mapping
 
 import numpy as np
@@ -165,6 +166,25 @@ def penalised(task: TaskConfig, reason: str, train_seconds: float | None,
     worst = {t.name: MetricResult(t.name, t.worst(cap), std=t.worst_spread(cap))
              for t in task.score_types}
     return TaskResult(task, worst, penalty=reason, train_seconds=train_seconds)
+
+
+def run_failure(task: TaskConfig, run) -> TaskResult | None:
+    """The penalised result of a code run that delivered no prediction; None if it did, or
+    for an uploaded results file (no run)."""
+    if run is None or run.has_prediction:
+        return None
+    return penalised(task, f"training run {run.status.replace('_', ' ')}"
+                     + (f": {run.message}" if run.message else ""), run.wall_seconds)
+
+
+def submission_file(task: TaskConfig, res: Path, names: list[str]) -> Path:
+    """The one file of ``names`` at the root of the submission; SubmissionError when there is
+    none, or several (which one would be scored is then unclear)."""
+    present = [res / name for name in names if (res / name).is_file()]
+    if len(present) != 1:
+        raise SubmissionError(f"{task.name}: expected exactly one of {', '.join(names)} at the "
+                              f"root of the submission, found {len(present)}")
+    return present[0]
 
 
 def result_summary(result: TaskResult) -> dict:

@@ -267,6 +267,15 @@ def bundle_tasks(bundle: Bundle) -> set[str]:
 
 # -- the tests ---------------------------------------------------------------------------------
 
+def competition_pages(bundle: Path, platform: str) -> dict[str, str]:
+    """Every page of a bundle of several phases, by name: the HTML as the organizer uploads it."""
+    with zipfile.ZipFile(bundle) as archive:
+        comp = yaml.safe_load(archive.read("competition.yaml"))
+        files = ([page["file"] for page in comp["pages"]] + [comp["terms"]]
+                 if platform == "codabench" else list(comp["html"].values()))
+        return {Path(member).stem: archive.read(member).decode() for member in files}
+
+
 def render(browser: Browser, html: str, frame: Path, picture: Path) -> str:
     frame.write_text(html, encoding="utf-8")
     return browser.visit(frame.as_uri(), picture)
@@ -357,11 +366,7 @@ def test_one_competition_pages_read_right_in_a_browser(platform, browser, screen
     spec = load_spec(tmp_path / "spec.yaml")
     built = build_competition(spec, ["development", "evaluation"], "light", tmp_path / "out",
                               platform=platform)
-    with zipfile.ZipFile(built.path) as archive:
-        comp = yaml.safe_load(archive.read("competition.yaml"))
-        files = ([page["file"] for page in comp["pages"]] + [comp["terms"]]
-                 if platform == "codabench" else list(comp["html"].values()))
-        pages = {Path(member).stem: archive.read(member).decode() for member in files}
+    pages = competition_pages(built.path, platform)
     texts = {}
     for page, html in pages.items():
         texts[page] = render(browser, as_the_platform_shows_it(html, page), tmp_path / f"{page}.html",
@@ -392,11 +397,7 @@ def test_retina_pages_and_report_read_right_in_a_browser(platform, browser, scre
                             "--phase", "all", "--platform", platform, "--out",
                             str(tmp_path / "out")], capture_output=True, text=True, timeout=600)
     assert built.returncode == 0, built.stdout[-2000:] + built.stderr[-2000:]
-    with zipfile.ZipFile(next((tmp_path / "out").glob("*.zip"))) as archive:
-        comp = yaml.safe_load(archive.read("competition.yaml"))
-        files = ([page["file"] for page in comp["pages"]] + [comp["terms"]]
-                 if platform == "codabench" else list(comp["html"].values()))
-        pages = {Path(member).stem: archive.read(member).decode() for member in files}
+    pages = competition_pages(next((tmp_path / "out").glob("*.zip")), platform)
     texts = {}
     for page, html in pages.items():
         texts[page] = render(browser, as_the_platform_shows_it(html, page),

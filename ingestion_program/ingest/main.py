@@ -99,6 +99,15 @@ def _not_copied(folder: str, names: list[str], skipped: list[str]) -> set[str]:
     return links | {name for name in names if name in ("__pycache__", "metadata")}
 
 
+def stage_inputs_file(task: TaskSpec, input_dir: Path, folder: Path) -> Path:
+    """The default staging of a kind without ``stage_inputs``: the task's one inputs file,
+    copied for the child to read (it can never reach input_dir itself)."""
+    data = folder / Path(task.inputs).name
+    shutil.copyfile(input_dir / task.inputs, data)
+    os.chmod(data, 0o644)
+    return data
+
+
 def _stage_task(base: Path, task: TaskSpec, input_dir: Path, sources: dict[str, bytes],
                 submission: Path, sandbox_uid: int | None, forbidden: tuple[Path, ...],
                 contract) -> Staging:
@@ -107,7 +116,7 @@ def _stage_task(base: Path, task: TaskSpec, input_dir: Path, sources: dict[str, 
     workdir = folder / "work"
     workdir.mkdir(parents=True)
     runtime_folder = _stage_runtime(folder, sources)
-    data = contract.stage_inputs(task, input_dir, folder)
+    data = getattr(contract, "stage_inputs", stage_inputs_file)(task, input_dir, folder)
     os.chmod(folder, 0o755)
     if sandbox_uid is not None:
         os.chown(workdir, sandbox_uid, -1)

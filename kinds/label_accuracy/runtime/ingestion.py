@@ -1,20 +1,9 @@
 """Label accuracy's contract, on the ingestion program's side."""
 from __future__ import annotations
 
-import os
-import shutil
-from pathlib import Path
-
 import numpy as np
 
 from competition_formats import FormatError
-
-
-def stage_inputs(task, input_dir: Path, folder: Path) -> Path:
-    data = folder / "data.npz"
-    shutil.copyfile(input_dir / task.inputs, data)
-    os.chmod(data, 0o644)
-    return data
 
 
 def output_bytes(task) -> int:

@@ -11,7 +11,7 @@ from competition_formats import MATRIX_EXTENSIONS, FormatError, read_matrix
 from competition_formats.json_files import config_field
 from kinds.report import cell, metric_label, metric_types, number, table
 from kinds.scoring import (MetricResult, ReferenceDataError, ScoreType, SubmissionError, TaskConfig,
-                           TaskResult, TaskType, penalised)
+                           TaskResult, TaskType, penalised, run_failure, submission_file)
 
 REPORT_INTRO = "Submitted labels compared with the hidden test labels, one section per task."
 
@@ -62,13 +62,9 @@ def _labels(path: Path, n_test: int, num_classes: int) -> np.ndarray:
 
 
 def _submission(task: TaskConfig, res: Path) -> np.ndarray:
-    present = [res / name for name in submission_files(task) if (res / name).is_file()]
-    if len(present) != 1:
-        raise SubmissionError(f"{task.name}: expected exactly one of "
-                              f"{', '.join(submission_files(task))} at the root of the "
-                              f"submission, found {len(present)}")
+    path = submission_file(task, res, submission_files(task))
     try:
-        return _labels(present[0], task.settings.n_test, task.settings.num_classes)
+        return _labels(path, task.settings.n_test, task.settings.num_classes)
     except FormatError as error:
         raise SubmissionError(str(error).replace(str(res) + "/", "")) from None
 
@@ -80,9 +76,9 @@ def score_task(task: TaskConfig, ref: Path, res: Path, run) -> TaskResult:
                          task.settings.num_classes)
     except FormatError as error:
         raise ReferenceDataError(f"reference data of task {task.name}: {error}") from None
-    if run is not None and not run.has_prediction:
-        return penalised(task, f"training run {run.status.replace('_', ' ')}"
-                         + (f": {run.message}" if run.message else ""), seconds)
+    failed = run_failure(task, run)
+    if failed:
+        return failed
     try:
         predicted = _submission(task, res)
     except SubmissionError as error:

@@ -15,7 +15,8 @@ from competition_formats.json_files import config_field
 from kinds import svg_charts
 from kinds.report import cell, grid, metric_label, metric_types, number, table
 from kinds.scoring import (MetricResult, ReferenceDataError, ScoreType, SubmissionError,
-                           TaskConfig, TaskResult, TaskType, penalised)
+                           TaskConfig, TaskResult, TaskType, penalised, run_failure,
+                           submission_file)
 
 from .formats import read_model_configs, read_predict
 from .metrics import conditional_mutual_information, granulated_kendall, kendall_tau
@@ -80,12 +81,7 @@ def _zoo(task: TaskConfig, ref: Path):
 
 
 def _measure(task: TaskConfig, res: Path, ids) -> np.ndarray:
-    present = [res / name for name in submission_files(task) if (res / name).is_file()]
-    if len(present) != 1:
-        raise SubmissionError(f"{task.name}: expected exactly one of "
-                              f"{', '.join(submission_files(task))} at the root of the "
-                              f"submission, found {len(present)}")
-    path = present[0]
+    path = submission_file(task, res, submission_files(task))
     try:
         if path.suffix == PREDICT_SUFFIX:
             return read_predict(path, ids)
@@ -122,9 +118,9 @@ def _unscored(values: np.ndarray, ids, run: TaskRun | None) -> str | None:
 def score_task(task: TaskConfig, ref: Path, res: Path, run: TaskRun | None) -> TaskResult:
     zoo = _zoo(task, ref)
     seconds = run.wall_seconds if run else None
-    if run is not None and not run.has_prediction:
-        return penalised(task, f"training run {run.status.replace('_', ' ')}"
-                         + (f": {run.message}" if run.message else ""), seconds)
+    failed = run_failure(task, run)
+    if failed:
+        return failed
     try:
         measure = _measure(task, res, zoo.ids)
     except SubmissionError as error:

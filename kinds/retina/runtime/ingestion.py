@@ -2,22 +2,11 @@
 the pooled test features; what comes back is a probability and an uncertainty per test row."""
 from __future__ import annotations
 
-import os
-import shutil
-from pathlib import Path
-
 import numpy as np
 
 from competition_formats import FormatError
 
 from . import predictions
-
-
-def stage_inputs(task, input_dir: Path, folder: Path) -> Path:
-    data = folder / "data.npz"
-    shutil.copyfile(input_dir / task.inputs, data)
-    os.chmod(data, 0o644)
-    return data
 
 
 def output_bytes(task) -> int:

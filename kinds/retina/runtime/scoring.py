@@ -13,7 +13,8 @@ from competition_formats import MATRIX_EXTENSIONS, FormatError, read_matrix
 from competition_formats.json_files import config_field
 from competition_formats.matrix_files import max_matrix_bytes
 from kinds.scoring import (MetricResult, ReferenceDataError, ScoreType, SubmissionError,
-                           TaskConfig, TaskResult, TaskType, penalised)
+                           TaskConfig, TaskResult, TaskType, penalised, run_failure,
+                           submission_file)
 
 from . import metrics, predictions, tables
 
@@ -141,12 +142,7 @@ def _reference(task: TaskConfig, ref: Path) -> dict[str, np.ndarray]:
 
 
 def _submission(task: TaskConfig, res: Path) -> np.ndarray:
-    present = [res / name for name in submission_files(task) if (res / name).is_file()]
-    if len(present) != 1:
-        raise SubmissionError(f"{task.name}: expected exactly one of "
-                              f"{', '.join(submission_files(task))} at the root of the "
-                              f"submission, found {len(present)}")
-    path, n_test = present[0], task.settings.n_test
+    path, n_test = submission_file(task, res, submission_files(task)), task.settings.n_test
     try:
         if path.stat().st_size > max_matrix_bytes(n_test, 2, path.suffix.lower()):
             raise FormatError(f"{path.name}: {path.stat().st_size} bytes, far more than "
@@ -159,9 +155,9 @@ def _submission(task: TaskConfig, res: Path) -> np.ndarray:
 def score_task(task: TaskConfig, ref: Path, res: Path, run) -> TaskResult:
     reference = _reference(task, ref)
     seconds = run.wall_seconds if run else None
-    if run is not None and not run.has_prediction:
-        return penalised(task, f"training run {run.status.replace('_', ' ')}"
-                         + (f": {run.message}" if run.message else ""), seconds)
+    failed = run_failure(task, run)
+    if failed:
+        return failed
     try:
         submitted = _submission(task, res)
     except SubmissionError as error:
