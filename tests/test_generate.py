@@ -1,4 +1,5 @@
 """The generation command: seeded, reproducible to the byte, verified, with clear CLI errors."""
+import json
 import shutil
 import subprocess
 import sys
@@ -42,12 +43,22 @@ def test_generation_is_reproducible_to_the_byte(tmp_path, capsys):
 def test_cli_generate_writes_and_verifies(tmp_path):
     out = tmp_path / "refs"
     result = run_cli("generate", "--tasks", "iris", "--out", str(out),
-                     "--warmup", "100", "--samples", "100")
+                     "--warmup", "300", "--samples", "500")
     assert result.returncode == 0, result.stderr
-    assert "iris chain 3: sampling 100/100" in result.stderr
-    assert "1 task(s) verified" in result.stdout
+    assert "iris: NUTS, 4 chains x (300 warm-up + 500 kept draws)" in result.stderr
+    assert "iris chain 3 done" in result.stderr and "1 task(s) verified" in result.stdout
     tasks, problems = verify(out)
-    assert problems == [] and tasks[0].declaration["hmc"]["num_samples"] == 100
+    assert problems == [] and tasks[0].declaration["hmc"]["num_samples"] == 500
+    assert tasks[0].diagnostics["energy"]["passed"]
+
+
+@pytest.mark.slow
+def test_cli_generate_with_the_numpy_engine_reports_each_chains_progress(tmp_path):
+    result = run_cli("generate", "--engine", "numpy-hmc", "--tasks", "iris", "--out",
+                     str(tmp_path), "--warmup", "100", "--samples", "100")
+    assert "iris chain 3: sampling 100/100" in result.stderr
+    assert json.loads((tmp_path / "iris" / "iris_task.json").read_text())["hmc"]["engine"] \
+        .startswith("numpy HMC")
 
 
 def test_cli_rejects_unknown_task():

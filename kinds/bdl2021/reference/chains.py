@@ -52,8 +52,30 @@ def _regression_samples(model, samples, x_test, rng) -> tuple[np.ndarray, np.nda
     return means, y
 
 
+def initial_position(task: TaskDeclaration, model: MLP, chain_index: int) -> np.ndarray:
+    """Over-dispersed start: a draw from the prior, far from where the chains end up."""
+    return chain_rng(task, chain_index, 0).normal(0.0, np.sqrt(task.prior_variance),
+                                                  model.num_parameters)
+
+
+def chain_predictions(task: TaskDeclaration, prepared: PreparedTask, chain_index: int,
+                      samples: np.ndarray, potentials: np.ndarray, **sampler) -> ChainPredictions:
+    """A chain's kept samples as test-set predictions; ``sampler``: its diagnostics
+    (acceptance_rate, step_size, num_steps, divergences, warmup_divergences)."""
+    model = task_model(task, prepared)
+    y_samples = None
+    if task.kind == "classification":
+        draws = np.array([predictive_probabilities(model, theta, prepared.x_test)
+                          for theta in samples])
+    else:
+        draws, y_samples = _regression_samples(model, samples, prepared.x_test,
+                                               chain_rng(task, chain_index, 2))
+    return ChainPredictions(chain_index, draws, y_samples, np.asarray(potentials), **sampler)
+
+
 def run_task_chain(task: TaskDeclaration, prepared: PreparedTask, chain_index: int,
                    progress: ProgressFn | None = None) -> ChainPredictions:
+    """One chain of the numpy HMC engine (fixed trajectory length, adapted step size)."""
     model = task_model(task, prepared)
     posterior = Posterior(model, task.likelihood, task.prior_variance,
                           prepared.x_train, prepared.y_train)
@@ -61,18 +83,31 @@ def run_task_chain(task: TaskDeclaration, prepared: PreparedTask, chain_index: i
     config = ChainConfig(settings.num_warmup, settings.num_samples, settings.trajectory_length,
                          settings.initial_step_size, settings.target_acceptance,
                          settings.max_num_steps)
-    # Over-dispersed start: a draw from the prior, far from where the chains end up.
-    init = chain_rng(task, chain_index, 0).normal(
-        0.0, np.sqrt(task.prior_variance), model.num_parameters)
-    result = run_chain(init, posterior.potential_and_grad, config,
-                       chain_rng(task, chain_index, 1), progress)
-    y_samples = None
-    if task.kind == "classification":
-        draws = np.array([predictive_probabilities(model, theta, prepared.x_test)
-                          for theta in result.samples])
-    else:
-        draws, y_samples = _regression_samples(model, result.samples, prepared.x_test,
-                                               chain_rng(task, chain_index, 2))
-    return ChainPredictions(chain_index, draws, y_samples, result.potentials,
-                            result.acceptance_rate, result.step_size, result.num_steps,
-                            result.divergences, result.warmup_divergences)
+    result = run_chain(initial_position(task, model, chain_index), posterior.potential_and_grad,
+                       config, chain_rng(task, chain_index, 1), progress)
+    return chain_predictions(task, prepared, chain_index, result.samples, result.potentials,
+                             acceptance_rate=result.acceptance_rate, step_size=result.step_size,
+                             num_steps=result.num_steps, divergences=result.divergences,
+                             warmup_divergences=result.warmup_divergences)
+
+
+def run_task_chains_nuts(task: TaskDeclaration, prepared: PreparedTask,
+                         devices: int | None = None) -> list[ChainPredictions]:
+    """Every chain of a task at once on BlackJAX's NUTS (``nuts.py``), from the same prior
+    draws as the numpy engine; the seed of the JAX random stream is the task's."""
+    from . import jax_model, nuts
+    model = task_model(task, prepared)
+    log_density = jax_model.log_density(model, task.likelihood, task.prior_variance,
+                                        prepared.x_train, prepared.y_train)
+    starts = np.stack([initial_position(task, model, chain)
+                       for chain in range(task.hmc.num_chains)])
+    sampled = nuts.sample(log_density, starts, task.seed, task.hmc.num_warmup,
+                          task.hmc.num_samples, task.hmc.target_acceptance, devices=devices)
+    return [chain_predictions(
+        task, prepared, chain, sampled.positions[chain], -sampled.log_densities[chain],
+        acceptance_rate=float(sampled.acceptance_rates[chain]),
+        step_size=float(sampled.step_sizes[chain]),
+        num_steps=float(sampled.mean_num_steps[chain]),
+        divergences=int(sampled.divergences[chain]),
+        warmup_divergences=int(sampled.warmup_divergences[chain]))
+        for chain in range(task.hmc.num_chains)]

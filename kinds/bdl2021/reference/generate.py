@@ -1,8 +1,11 @@
 """Generate every embedded task's data, HMC references, diagnostics and manifest.
 
-Chains run in parallel worker processes (one BLAS thread each: the matrices are small, so
-processes scale and threads only contend). Every file written is a pure function of the
-task declarations and their seeds; wall times go to a separate log, outside the references.
+Two engines. ``nuts`` (the default): BlackJAX's NUTS with window adaptation, every chain of a
+task at once on the local devices (``nuts.py``). ``numpy-hmc``: our numpy HMC with a fixed
+trajectory length, chains in parallel worker processes (one BLAS thread each: the matrices are
+small, so processes scale and threads only contend), kept as the cross-check. Every file
+written is a pure function of the task declarations, their seeds and the engine; wall times go
+to a separate log, outside the references.
 """
 from __future__ import annotations
 
@@ -26,13 +29,18 @@ from competition_formats.matrix_files import write_matrix
 from .chains import ChainPredictions, run_task_chain, task_model
 from .datasets import PreparedTask, prepare
 from .manifest import write_manifest
-from .references import TaskReferences, build_references
+from .references import TaskReferences, build_references, gate_problems
 from .task_files import GENERATION_LOG_NAME, MANIFEST_NAME, UNLISTED_IN_MANIFEST, task_files
 from .tasks import REGRESSION_SAMPLES, TaskDeclaration
 
 SINGLE_THREAD_ENV = {name: "1" for name in (
     "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "VECLIB_MAXIMUM_THREADS")}
 PROGRESS_STEPS = 10   # progress lines per chain and stage
+ENGINES = {"nuts": "BlackJAX NUTS (max tree depth 10), Stan's window adaptation of the step "
+                   "size and a diagonal mass matrix, float64",
+           "numpy-hmc": "numpy HMC, fixed trajectory length, dual-averaging step size, "
+                        "identity mass matrix"}
+DEFAULT_ENGINE = "nuts"
 
 
 def _chain_job(task: TaskDeclaration, chain_index: int, queue) -> tuple[str, ChainPredictions, float]:
@@ -47,7 +55,7 @@ def _chain_job(task: TaskDeclaration, chain_index: int, queue) -> tuple[str, Cha
     return task.name, result, time.perf_counter() - started
 
 
-def _declaration_json(task: TaskDeclaration, prepared: PreparedTask, files) -> dict:
+def _declaration_json(task: TaskDeclaration, prepared: PreparedTask, files, engine: str) -> dict:
     model = task_model(task, prepared)
     outputs = {"num_classes": model.layer_sizes[-1]} if task.kind == "classification" \
         else {"num_samples": REGRESSION_SAMPLES}
@@ -73,26 +81,31 @@ def _declaration_json(task: TaskDeclaration, prepared: PreparedTask, files) -> d
                   {"method": "stratified", "test_fraction": task.test_fraction,
                    "random_state": task.seed}),
         "standardisation": prepared.standardisation,
-        "hmc": asdict(task.hmc),
+        "hmc": {**asdict(task.hmc), "engine": ENGINES[engine]},
         "files": {role: path.name for role, path in files.all().items()},
     }
 
 
 def write_task(root: Path, task: TaskDeclaration, prepared: PreparedTask,
-               references: TaskReferences) -> None:
+               references: TaskReferences, engine: str = DEFAULT_ENGINE) -> None:
     files = task_files(root, task.name, task.kind)
     files.folder.mkdir(parents=True, exist_ok=True)
     hidden_labels = np.zeros_like(prepared.y_test)
     write_task_inputs(files.inputs, TaskInputs(prepared.x_train, prepared.y_train,
                                                prepared.x_test, hidden_labels))
     write_matrix(files.test_labels, prepared.y_test.reshape(-1, 1))
+    write_references(files, task, references)
+    _write_json(files.declaration, _declaration_json(task, prepared, files, engine))
+
+
+def write_references(files, task, references: TaskReferences) -> None:
+    """The model average, each chain's predictive and the diagnostics of one task."""
     if task.kind == "classification":
         write_classification_probs(files.reference, references.bma)
         write_chain_probs(files.chain_reference, references.chains)
     else:
         write_regression_reference(files.reference, references.bma)
         write_chain_samples(files.chain_reference, references.chains)
-    _write_json(files.declaration, _declaration_json(task, prepared, files))
     _write_json(files.diagnostics, {"task": task.name, **references.diagnostics})
 
 
@@ -120,7 +133,7 @@ class ProgressPrinter:
     def chain_done(self, task: str, result: ChainPredictions, seconds: float) -> None:
         self.finished += 1
         print(f"[{self._elapsed()}] {task} chain {result.chain_index} done in {seconds:.0f}s "
-              f"(step size {result.step_size:.3g}, {result.num_steps} leapfrog steps, "
+              f"(step size {result.step_size:.3g}, {result.num_steps:g} leapfrog steps, "
               f"acceptance {result.acceptance_rate:.2f}) - {self.finished}/{self.total} chains",
               file=self.stream, flush=True)
 
@@ -161,26 +174,48 @@ def run_chains(tasks: list[TaskDeclaration], jobs: int, printer: ProgressPrinter
     return results, seconds
 
 
+def run_chains_nuts(tasks: list[TaskDeclaration], printer: ProgressPrinter, prepared_of=None):
+    """Every task in turn, its chains at once on NUTS (the devices run them in parallel);
+    ``prepared_of(task)``: its arrays (default: the embedded task's)."""
+    from .chains import run_task_chains_nuts
+    results, seconds = {}, {}
+    for task in tasks:
+        settings = task.hmc
+        print(f"[{printer._elapsed()}] {task.name}: NUTS, {settings.num_chains} chains x "
+              f"({settings.num_warmup} warm-up + {settings.num_samples} kept draws), compiling "
+              "and sampling", file=printer.stream, flush=True)
+        started = time.perf_counter()
+        results[task.name] = run_task_chains_nuts(task, (prepared_of or prepare)(task))
+        seconds[task.name] = time.perf_counter() - started
+        for chain in results[task.name]:
+            printer.chain_done(task.name, chain, seconds[task.name])
+    return results, seconds
+
+
 def _drain(queue, printer: ProgressPrinter) -> None:
     while not queue.empty():
         printer.report(*queue.get())
 
 
 def generate(tasks: list[TaskDeclaration], root: Path, jobs: int,
-             printer: ProgressPrinter | None = None) -> dict:
-    """Run all chains, write every task's files and the manifest; return the run's log."""
+             printer: ProgressPrinter | None = None, engine: str = DEFAULT_ENGINE) -> dict:
+    """Run all chains, write every task's files and the manifest; return the run's log, with
+    each task's convergence gate (its problems, with the figures, where it fails)."""
     printer = printer or ProgressPrinter(tasks)
     started = time.perf_counter()
-    results, chain_seconds = run_chains(tasks, jobs, printer)
+    results, chain_seconds = (run_chains_nuts(tasks, printer) if engine == "nuts"
+                              else run_chains(tasks, jobs, printer))
     root.mkdir(parents=True, exist_ok=True)
-    log = {"jobs": jobs, "python": platform.python_version(), "numpy": np.__version__,
+    log = {"engine": engine, "jobs": jobs, "python": platform.python_version(),
+           "numpy": np.__version__,
            "machine": f"{platform.machine()}, {os.cpu_count()} cores", "tasks": {}}
     for task in tasks:
         prepared = prepare(task)
         references = build_references(task, prepared, results[task.name])
-        write_task(root, task, prepared, references)
-        log["tasks"][task.name] = {"chain_cpu_seconds": round(chain_seconds[task.name], 1),
-                                   "rhat_passed": references.diagnostics["rhat"]["passed"]}
+        write_task(root, task, prepared, references, engine)
+        problems = gate_problems(task.name, references.diagnostics)
+        log["tasks"][task.name] = {"chain_seconds": round(chain_seconds[task.name], 1),
+                                   "gate_passed": not problems, "gate_problems": problems}
     log["wall_seconds"] = round(time.perf_counter() - started, 1)
     _write_json(root / GENERATION_LOG_NAME, log)
     write_manifest(root, MANIFEST_NAME, UNLISTED_IN_MANIFEST)

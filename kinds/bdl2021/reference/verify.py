@@ -18,6 +18,7 @@ from kinds.bdl2021.runtime.formats import (read_chain_probs, read_chain_samples,
 from kinds.bdl2021.runtime.formats import SAMPLES_BY_POINTS
 
 from .manifest import verify_manifest
+from .references import gate_problems
 from .task_files import MANIFEST_NAME, UNLISTED_IN_MANIFEST, task_files
 
 PROBABILITY_SUM_TOLERANCE = 1e-9
@@ -64,11 +65,7 @@ def verify_task(root: Path, name: str) -> VerifiedTask:
         result.problems += _check_loads(declaration, files)
     except FormatError as error:
         result.problems.append(str(error))
-    rhat = diagnostics["rhat"]
-    at_percentile = rhat[f"p{rhat['percentile']}"]
-    if not at_percentile <= rhat["threshold"]:
-        result.problems.append(f"{name}: split R-hat at the {rhat['percentile']}th percentile is "
-                               f"{at_percentile:.3f} > {rhat['threshold']}")
+    result.problems += gate_problems(name, diagnostics)
     return result
 
 

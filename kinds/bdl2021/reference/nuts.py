@@ -1,0 +1,84 @@
+"""Reference chains on BlackJAX: NUTS with Stan's window adaptation (step size and a diagonal
+mass matrix), jit-compiled, in float64.
+
+Chains are vectorised (``jax.vmap``) and split over every local device with ``jax.pmap``:
+GPUs or TPUs where present, else the CPU (``XLA_FLAGS=--xla_force_host_platform_device_count=N``
+makes N simulated CPU devices, which is how the multi-device path is tested). Across hosts,
+``jax.distributed.initialize()`` before the first call makes every host's devices local to one
+``pmap`` (docs/references.md). Every random number comes from one seed, split per chain, so a
+run is reproducible on the same device kind and count.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import jax_model  # noqa: F401  (float64 switched on before any array exists)
+
+import blackjax  # noqa: E402
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+
+MAX_TREE_DEPTH = 10           # NUTS doublings: at most 1023 leapfrog steps a transition
+TARGET_ACCEPTANCE = 0.8
+
+
+@dataclass(frozen=True)
+class SampledChains:
+    """What the sampler returns for K chains of S kept draws each, as numpy data."""
+    positions: np.ndarray            # (K, S, D)
+    log_densities: np.ndarray        # (K, S): minus the potential energy, up to a constant
+    acceptance_rates: np.ndarray     # (K,) mean over the kept transitions
+    mean_num_steps: np.ndarray       # (K,) leapfrog steps per transition
+    divergences: np.ndarray          # (K,) in the kept transitions
+    warmup_divergences: np.ndarray   # (K,)
+    step_sizes: np.ndarray           # (K,) adapted
+    inverse_mass_diagonals: np.ndarray  # (K, D) adapted
+    devices: int
+
+
+def _chain(log_density, num_warmup: int, num_samples: int, target: float, depth: int):
+    """One chain as a pure function of (key, initial position): warm-up, then sampling."""
+    warmup = blackjax.window_adaptation(
+        blackjax.nuts, log_density, is_mass_matrix_diagonal=True,
+        target_acceptance_rate=target, max_num_doublings=depth,
+        adaptation_info_fn=lambda state, info, adaptation: info.is_divergent)
+
+    def run(key, position):
+        warm_key, sample_key = jax.random.split(key)
+        (state, parameters), warm_divergent = warmup.run(warm_key, position, num_warmup)
+        step = blackjax.nuts(log_density, **parameters).step
+
+        def transition(state, key):
+            state, info = step(key, state)
+            return state, (state.position, state.logdensity, info.acceptance_rate,
+                           info.num_integration_steps, info.is_divergent)
+
+        _, trace = jax.lax.scan(transition, state, jax.random.split(sample_key, num_samples))
+        positions, log_densities, acceptance, steps, divergent = trace
+        return (positions, log_densities, acceptance.mean(), steps.mean(), divergent.sum(),
+                warm_divergent.sum(), parameters["step_size"], parameters["inverse_mass_matrix"])
+    return run
+
+
+def sample(log_density, initial_positions: np.ndarray, seed: int, num_warmup: int,
+           num_samples: int, target_acceptance: float = TARGET_ACCEPTANCE,
+           max_tree_depth: int = MAX_TREE_DEPTH, devices: int | None = None) -> SampledChains:
+    """K chains from ``initial_positions`` (K x D), split evenly over ``devices`` (default:
+    as many local devices as divide K)."""
+    positions = jnp.asarray(initial_positions, dtype=jnp.float64)
+    chains = positions.shape[0]
+    devices = devices or max(d for d in range(1, jax.local_device_count() + 1) if chains % d == 0)
+    keys = jax.random.split(jax.random.PRNGKey(seed), chains)
+    run = jax.vmap(_chain(log_density, num_warmup, num_samples, target_acceptance,
+                          max_tree_depth))
+    if devices > 1:
+        shape = (devices, chains // devices)
+        out = jax.pmap(run)(keys.reshape(*shape, *keys.shape[1:]),
+                            positions.reshape(*shape, positions.shape[1]))
+        out = jax.tree.map(lambda a: a.reshape(chains, *a.shape[2:]), out)
+    else:
+        out = jax.jit(run)(keys, positions)
+    out = [np.asarray(part) for part in out]
+    return SampledChains(*out, devices=devices)

@@ -1,0 +1,81 @@
+"""HMC references for an organizer's own tasks: ``python -m reference_data generate
+--data-root DIR``.
+
+A task folder in the documented format (docs/organizer_data.md): ``<task>.npz`` with the true
+``y_test`` and ``<task>_task.json`` whose model is the declared network,
+``{"type": "mlp", "activation": "tanh", "layer_sizes": [inputs, hidden..., outputs]}``, with its
+likelihood and Gaussian prior. Optional ``"hmc": {"num_chains", "num_warmup", "num_samples"}``
+and ``"seed"`` in the declaration set the run (defaults: 4 chains, 1000 + 1000 draws, seed 0).
+The command writes the model average, each chain's predictive and the diagnostics next to the
+inputs, under the same convergence gate as the embedded tasks.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from competition_formats import FormatError
+from kinds.bdl2021.runtime.formats import read_task_inputs
+
+from .datasets import PreparedTask, TestBlock
+from .tasks import HMCSettings, TaskDeclaration
+
+DEFAULT_HMC = {"num_chains": 4, "num_warmup": 1000, "num_samples": 1000}
+LIKELIHOOD_KINDS = {"softmax": "classification", "gaussian": "regression"}
+
+
+def task_names(root: Path) -> list[str]:
+    return sorted(folder.name for folder in Path(root).iterdir()
+                  if (folder / f"{folder.name}_task.json").is_file())
+
+
+def _declared(declaration: dict, path: Path, key: str, allowed) -> str:
+    value = declaration
+    for part in key.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    if value not in allowed:
+        raise FormatError(f"{path}: {key} is {value!r}; references can be made for "
+                          f"{', '.join(map(repr, allowed))}")
+    return value
+
+
+def load_task(root: Path, name: str, overrides: dict) -> tuple[TaskDeclaration, PreparedTask]:
+    """The task's declaration as the samplers need it, and its arrays; FormatError names the
+    file and key of anything the declared network cannot be built from."""
+    path = Path(root) / name / f"{name}_task.json"
+    try:
+        declaration = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as error:
+        raise FormatError(f"{path}: not a readable JSON declaration ({error})") from None
+    _declared(declaration, path, "model.type", ("mlp",))
+    _declared(declaration, path, "model.activation", ("tanh",))
+    likelihood = _declared(declaration, path, "likelihood.name", tuple(LIKELIHOOD_KINDS))
+    _declared(declaration, path, "prior.distribution", ("normal",))
+    variance = declaration["prior"].get("variance")
+    if not isinstance(variance, (int, float)) or not variance > 0:
+        raise FormatError(f"{path}: prior.variance is {variance!r}; expected a positive number")
+    inputs = read_task_inputs(Path(root) / name / f"{name}.npz")
+    kind = LIKELIHOOD_KINDS[likelihood]
+    sizes = declaration["model"].get("layer_sizes")
+    outputs = 2 if kind == "regression" else int(inputs.y_train.max()) + 1
+    expected_ends = [int(np.prod(inputs.x_train.shape[1:])), outputs]
+    if not isinstance(sizes, list) or len(sizes) < 2 or [sizes[0], sizes[-1]] != expected_ends:
+        raise FormatError(f"{path}: model.layer_sizes is {sizes!r}; expected [{expected_ends[0]}, "
+                          f"hidden sizes..., {expected_ends[1]}] for these inputs and outputs")
+    settings = {**DEFAULT_HMC, **declaration.get("hmc", {}), **overrides}
+    task = TaskDeclaration(
+        name=name, phase=declaration.get("phase", "evaluation"),
+        summary=declaration.get("summary", ""), dataset="", kind=kind,
+        hidden_layers=tuple(sizes[1:-1]), prior_variance=float(variance),
+        hmc=HMCSettings(settings["num_chains"], settings["num_warmup"], settings["num_samples"],
+                        trajectory_length=0.0), seed=int(declaration.get("seed", 0)))
+    blocks = tuple(TestBlock(b["name"], b["start"], b["stop"])
+                   for b in declaration.get("test_blocks", ())) or (
+        TestBlock("all", 0, len(inputs.x_test)),)
+    x_train = inputs.x_train.reshape(len(inputs.x_train), -1)
+    x_test = inputs.x_test.reshape(len(inputs.x_test), -1)
+    y_train, y_test = ((inputs.y_train.astype(np.int64), inputs.y_test.astype(np.int64))
+                       if kind == "classification" else (inputs.y_train, inputs.y_test))
+    return task, PreparedTask(x_train, y_train, x_test, y_test, blocks, (), {})

@@ -1,0 +1,156 @@
+"""The reference engine on BlackJAX: the JAX model is the shipped numpy model, NUTS samples the
+exact posterior of a conjugate model on one device and on several, the convergence gate looks
+at the potential energy and stops the command with the figures, and an organizer's own task
+folder gets its references."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kinds.bdl2021.reference import jax_model, nuts
+from kinds.bdl2021.runtime.declared_model import (MLP, Posterior, predictive_mean_and_scale,
+                                                  predictive_probabilities)
+from kinds.bdl2021.runtime.formats import (TaskInputs, read_chain_probs,
+                                           read_classification_probs, write_task_inputs)
+from test_hmc import NOISE_STD, PRIOR_VARIANCE, linear_regression_problem, posterior_mismatches
+
+import jax  # noqa: E402  (after jax_model: float64 and the host devices are set there)
+import jax.numpy as jnp  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize("likelihood, outputs", [("softmax", 3), ("gaussian", 2)])
+def test_the_jax_model_gives_the_numpy_models_potential_gradient_and_predictions(likelihood,
+                                                                                  outputs):
+    rng = np.random.default_rng(4)
+    model = MLP((5, 7, 6, outputs))
+    x = rng.standard_normal((40, 5))
+    y = rng.integers(0, 3, 40) if likelihood == "softmax" else rng.standard_normal(40)
+    posterior = Posterior(model, likelihood, 0.3, x, y)
+    log_density = jax_model.log_density(model, likelihood, 0.3, x, y)
+    for _ in range(3):
+        theta = rng.normal(0, 0.8, model.num_parameters)
+        potential, grad = posterior.potential_and_grad(theta)
+        assert -float(log_density(jnp.asarray(theta))) == pytest.approx(potential, rel=1e-12)
+        np.testing.assert_allclose(-np.asarray(jax.grad(log_density)(jnp.asarray(theta))), grad,
+                                   rtol=1e-10, atol=1e-10)
+        if likelihood == "softmax":
+            np.testing.assert_allclose(
+                np.asarray(jax_model.predictive_probabilities(model, jnp.asarray(theta), x)),
+                predictive_probabilities(model, theta, x), rtol=1e-12)
+        else:
+            for ours, theirs in zip(jax_model.predictive_mean_and_scale(model, theta, x),
+                                    predictive_mean_and_scale(model, theta, x)):
+                np.testing.assert_allclose(np.asarray(ours), theirs, rtol=1e-12)
+
+
+def conjugate_log_density():
+    _, mean, covariance = linear_regression_problem()
+    rng = np.random.default_rng(0)     # the same draws as linear_regression_problem's
+    x = rng.standard_normal((40, 3))
+    y = x @ np.array([1.0, -0.5, 0.25]) + NOISE_STD * rng.standard_normal(40)
+    x, y = jnp.asarray(x), jnp.asarray(y)
+
+    def log_density(w):
+        residual = y - x @ w
+        return -(0.5 * residual @ residual / NOISE_STD ** 2 + 0.5 * w @ w / PRIOR_VARIANCE)
+    return log_density, mean, covariance
+
+
+def test_nuts_matches_the_closed_form_posterior():
+    log_density, mean, covariance = conjugate_log_density()
+    starts = np.random.default_rng(1).normal(0, 2, (4, 3))
+    chains = nuts.sample(log_density, starts, seed=0, num_warmup=500, num_samples=2000)
+    assert chains.positions.shape == (4, 2000, 3)
+    assert posterior_mismatches(chains.positions, mean, covariance) == []
+    assert (chains.divergences == 0).all() and (abs(chains.acceptance_rates - 0.8) < 0.15).all()
+    # the log density it reports is the model's at the kept positions
+    np.testing.assert_allclose(chains.log_densities[0, :5],
+                               [float(log_density(jnp.asarray(p))) for p in chains.positions[0, :5]])
+
+
+SHARDED = """
+import numpy as np
+from kinds.bdl2021.reference import nuts
+from test_reference_engine import conjugate_log_density
+from test_hmc import posterior_mismatches
+log_density, mean, covariance = conjugate_log_density()
+chains = nuts.sample(log_density, np.random.default_rng(1).normal(0, 2, (4, 3)), 0, 500, 2000)
+print("devices", chains.devices, "mismatches", posterior_mismatches(chains.positions, mean, covariance))
+"""
+
+
+@pytest.mark.parametrize("devices", [1, 4])
+def test_chains_split_over_several_devices_sample_the_same_posterior(devices):
+    env = {**os.environ, "XLA_FLAGS": f"--xla_force_host_platform_device_count={devices}",
+           "PYTHONPATH": f"{REPO}:{REPO / 'tests'}"}
+    result = subprocess.run([sys.executable, "-c", SHARDED], cwd=REPO, env=env,
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert f"devices {devices} mismatches []" in result.stdout
+
+
+def run_cli(*args):
+    return subprocess.run([sys.executable, "-m", "reference_data", *args], cwd=REPO,
+                          capture_output=True, text=True, timeout=900)
+
+
+@pytest.mark.slow
+def test_short_chains_fail_the_energy_gate_with_the_figures(tmp_path):
+    result = run_cli("generate", "--tasks", "iris", "--out", str(tmp_path), "--warmup", "100",
+                     "--samples", "40")
+    assert result.returncode == 1
+    assert "the convergence gate is not met" in result.stderr
+    assert "iris: ESS of the potential energy is" in result.stderr and "< 400" in result.stderr
+    energy = json.loads((tmp_path / "iris" / "iris_hmc_diagnostics.json").read_text())["energy"]
+    assert not energy["passed"] and energy["ess"] < energy["ess_minimum"] == 400
+
+
+def organizer_task(root: Path, model_type="mlp") -> Path:
+    """A small three-class task in the documented format, made here."""
+    rng = np.random.default_rng(7)
+    centres = np.array([[0.0, 2.0], [2.0, -1.0], [-2.0, -1.0]])
+    labels = rng.integers(0, 3, 90)
+    points = centres[labels] + rng.standard_normal((90, 2))
+    folder = root / "blobs"
+    folder.mkdir(parents=True)
+    write_task_inputs(folder / "blobs.npz", TaskInputs(points[:60], labels[:60], points[60:],
+                                                       labels[60:]))
+    declaration = {"name": "blobs", "phase": "evaluation", "kind": "classification",
+                   "num_classes": 3, "n_train": 60, "n_test": 30, "input_shape": [2],
+                   "model": {"type": model_type, "activation": "tanh", "layer_sizes": [2, 8, 3]},
+                   "likelihood": {"name": "softmax"},
+                   "prior": {"distribution": "normal", "variance": 1.0},
+                   "hmc": {"num_chains": 4, "num_warmup": 400, "num_samples": 600},
+                   "summary": "three Gaussian blobs"}
+    (folder / "blobs_task.json").write_text(json.dumps(declaration))
+    return folder
+
+
+@pytest.mark.slow
+def test_generate_writes_an_organizers_references_next_to_their_inputs(tmp_path):
+    folder = organizer_task(tmp_path)
+    result = run_cli("generate", "--data-root", str(tmp_path))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "blobs: NUTS, 4 chains x (400 warm-up + 600 kept draws)" in result.stderr
+    bma = read_classification_probs(folder / "blobs_probs.csv")
+    chains = read_chain_probs(folder / "blobs_chain_probs.npy")
+    assert bma.shape == (30, 3) and chains.shape == (4, 30, 3)
+    np.testing.assert_allclose(chains.mean(axis=0), bma, atol=1e-6)
+    diagnostics = json.loads((folder / "blobs_hmc_diagnostics.json").read_text())
+    assert diagnostics["energy"]["passed"] and diagnostics["rhat"]["passed"]
+    assert diagnostics["test_blocks"]["all"]["accuracy"] > 0.7
+
+
+def test_generate_refuses_a_network_it_cannot_build_with_the_key_named(tmp_path):
+    organizer_task(tmp_path, model_type="cifar_alexnet")
+    result = run_cli("generate", "--data-root", str(tmp_path))
+    assert result.returncode == 2
+    assert "blobs_task.json: model.type is 'cifar_alexnet'; references can be made for 'mlp'" \
+        in result.stderr
+    assert "Traceback" not in result.stderr
