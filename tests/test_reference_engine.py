@@ -154,3 +154,21 @@ def test_generate_refuses_a_network_it_cannot_build_with_the_key_named(tmp_path)
     assert "blobs_task.json: model.type is 'cifar_alexnet'; references can be made for 'mlp'" \
         in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_the_committed_nuts_references_agree_with_the_numpy_hmc_ones():
+    """The embedded references were made with NUTS; what the numpy engine gave for the same
+    tasks is kept (numpy_hmc_crosscheck/): the two engines' model averages are closer to each
+    other than a single chain is to the other chains pooled, on every task."""
+    from kinds.bdl2021.reference.crosscheck import (CROSSCHECK_ROOT, agreement,
+                                                    chain_summaries)
+    from kinds.bdl2021.reference.task_files import DEFAULT_ROOT
+    names = sorted(path.stem for path in CROSSCHECK_ROOT.glob("*.npz"))
+    assert names == ["breast_cancer", "diabetes_gap", "digits", "digits_shift", "iris", "wine"]
+    for name in names:
+        with np.load(CROSSCHECK_ROOT / f"{name}.npz") as stored:
+            old, kind = stored["chains"], str(stored["kind"])
+        declaration = json.loads((DEFAULT_ROOT / name / f"{name}_task.json").read_text())
+        assert declaration["hmc"]["engine"].startswith("BlackJAX NUTS"), name
+        figures = agreement(old, chain_summaries(DEFAULT_ROOT, name, kind), kind)
+        assert figures["engines_apart"] < figures["one_chain_apart"], (name, figures)

@@ -71,14 +71,15 @@ def sample(log_density, initial_positions: np.ndarray, seed: int, num_warmup: in
     chains = positions.shape[0]
     devices = devices or max(d for d in range(1, jax.local_device_count() + 1) if chains % d == 0)
     keys = jax.random.split(jax.random.PRNGKey(seed), chains)
-    run = jax.vmap(_chain(log_density, num_warmup, num_samples, target_acceptance,
-                          max_tree_depth))
-    if devices > 1:
+    chain = _chain(log_density, num_warmup, num_samples, target_acceptance, max_tree_depth)
+    if devices == chains:          # one chain a device: no batching of NUTS's while loops
+        out = jax.pmap(chain)(keys, positions)
+    elif devices > 1:
         shape = (devices, chains // devices)
-        out = jax.pmap(run)(keys.reshape(*shape, *keys.shape[1:]),
-                            positions.reshape(*shape, positions.shape[1]))
+        out = jax.pmap(jax.vmap(chain))(keys.reshape(*shape, *keys.shape[1:]),
+                                        positions.reshape(*shape, positions.shape[1]))
         out = jax.tree.map(lambda a: a.reshape(chains, *a.shape[2:]), out)
     else:
-        out = jax.jit(run)(keys, positions)
+        out = jax.jit(jax.vmap(chain))(keys, positions)
     out = [np.asarray(part) for part in out]
     return SampledChains(*out, devices=devices)

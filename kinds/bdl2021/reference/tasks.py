@@ -81,14 +81,14 @@ TASKS: tuple[TaskDeclaration, ...] = (
         kind="classification", hidden_layers=(16,), prior_variance=0.1,
         # A long warm-up: with 400 iterations the chains' potential energies had not yet
         # settled to one level (ESS of the energy 11 instead of ~40).
-        hmc=HMCSettings(num_chains=4, num_warmup=1000, num_samples=250, trajectory_length=6.0),
+        hmc=HMCSettings(num_chains=4, num_warmup=1000, num_samples=1000, trajectory_length=6.0),
         seed=11),
     TaskDeclaration(
         name="digits_shift", phase="evaluation", dataset="digits",
         summary="Handwritten digits (8x8 images, 10 classes); the test set is the clean "
                 "test images followed by corrupted copies at increasing severity.",
         kind="classification", hidden_layers=(32,), prior_variance=0.1,
-        hmc=HMCSettings(num_chains=4, num_warmup=1000, num_samples=250, trajectory_length=3.0),
+        hmc=HMCSettings(num_chains=4, num_warmup=500, num_samples=750, trajectory_length=3.0),
         shift_blocks=(ShiftBlock("gaussian_noise", 2), ShiftBlock("gaussian_blur", 3),
                       ShiftBlock("pixel_shift", 4), ShiftBlock("contrast", 5)),
         standardisation="global", seed=12),
@@ -96,26 +96,26 @@ TASKS: tuple[TaskDeclaration, ...] = (
         name="wine", phase="evaluation", dataset="wine",
         summary="Wine cultivar (3 classes) from 13 chemical measurements.",
         kind="classification", hidden_layers=(16,), prior_variance=0.2,
-        hmc=HMCSettings(num_chains=4, num_warmup=400, num_samples=250, trajectory_length=2.0),
+        hmc=HMCSettings(num_chains=4, num_warmup=1000, num_samples=1000, trajectory_length=2.0),
         seed=13),
     TaskDeclaration(
         name="diabetes_gap", phase="evaluation", dataset="diabetes",
         summary="Disease progression one year after baseline from 10 clinical variables; "
                 "the middle third of patients by body-mass index is held out (gap split).",
         kind="regression", hidden_layers=(50,), prior_variance=0.1,
-        hmc=HMCSettings(num_chains=4, num_warmup=400, num_samples=250, trajectory_length=2.0),
+        hmc=HMCSettings(num_chains=4, num_warmup=500, num_samples=750, trajectory_length=2.0),
         split="gap", gap_feature="bmi", seed=14),
     TaskDeclaration(
         name="iris", phase="development", dataset="iris",
         summary="Iris species (3 classes) from 4 flower measurements.",
         kind="classification", hidden_layers=(16,), prior_variance=0.2,
-        hmc=HMCSettings(num_chains=4, num_warmup=400, num_samples=250, trajectory_length=2.0),
+        hmc=HMCSettings(num_chains=4, num_warmup=1000, num_samples=1000, trajectory_length=2.0),
         seed=15),
     TaskDeclaration(
         name="digits", phase="development", dataset="digits",
         summary="Handwritten digits (8x8 images, 10 classes), clean test set.",
         kind="classification", hidden_layers=(16, 16), prior_variance=0.2,
-        hmc=HMCSettings(num_chains=4, num_warmup=400, num_samples=250, trajectory_length=2.0),
+        hmc=HMCSettings(num_chains=4, num_warmup=500, num_samples=750, trajectory_length=2.0),
         standardisation="global", seed=16),
 )
 

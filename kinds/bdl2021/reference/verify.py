@@ -97,7 +97,7 @@ def summary_table(tasks: list[VerifiedTask]) -> str:
             f"{'-'.join(map(str, d['model']['layer_sizes']))} ({d['model']['num_parameters']}) | "
             f"{len(chains)} x {d['hmc']['num_samples']} | "
             f"{min(c['step_size'] for c in chains):.3g}-{max(c['step_size'] for c in chains):.3g} | "
-            f"{min(c['num_steps'] for c in chains)}-{max(c['num_steps'] for c in chains)} | "
+            f"{min(c['num_steps'] for c in chains):.0f}-{max(c['num_steps'] for c in chains):.0f} | "
             f"{min(c['acceptance_rate'] for c in chains):.2f}-{max(c['acceptance_rate'] for c in chains):.2f} | "
             f"{g['rhat']['max']:.3f} ({g['rhat']['p99']:.3f}) | "
             f"{g['ess']['min']:.0f} / {g['ess']['median']:.0f} ({g['ess']['potential_energy']:.0f}) | "
