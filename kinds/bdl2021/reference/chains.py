@@ -92,17 +92,28 @@ def run_task_chain(task: TaskDeclaration, prepared: PreparedTask, chain_index: i
 
 
 def run_task_chains_nuts(task: TaskDeclaration, prepared: PreparedTask,
-                         devices: int | None = None) -> list[ChainPredictions]:
-    """Every chain of a task at once on BlackJAX's NUTS (``nuts.py``), from the same prior
-    draws as the numpy engine; the seed of the JAX random stream is the task's."""
-    from . import jax_model, nuts
+                         devices: int | None = None, shard_data: bool = False
+                         ) -> list[ChainPredictions]:
+    """Every chain of a task at once on BlackJAX's NUTS, from the same prior draws as the
+    numpy engine; the seed of the JAX random stream is the task's. The chains are split over
+    the devices (``nuts.py``), or with ``shard_data`` the training rows are (``sharded.py``)."""
+    from . import jax_model, nuts, sharded
     model = task_model(task, prepared)
-    log_density = jax_model.log_density(model, task.likelihood, task.prior_variance,
-                                        prepared.x_train, prepared.y_train)
     starts = np.stack([initial_position(task, model, chain)
                        for chain in range(task.hmc.num_chains)])
-    sampled = nuts.sample(log_density, starts, task.seed, task.hmc.num_warmup,
-                          task.hmc.num_samples, task.hmc.target_acceptance, devices=devices)
+    settings = (task.seed, task.hmc.num_warmup, task.hmc.num_samples)
+    if shard_data:
+        y_train = (prepared.y_train.astype(np.int64) if task.kind == "classification"
+                   else prepared.y_train)
+        sampled = sharded.sample(
+            jax_model.log_density_of_data(model, task.likelihood, task.prior_variance),
+            prepared.x_train, y_train, starts, *settings, devices=devices,
+            target_acceptance=task.hmc.target_acceptance)
+    else:
+        log_density = jax_model.log_density(model, task.likelihood, task.prior_variance,
+                                            prepared.x_train, prepared.y_train)
+        sampled = nuts.sample(log_density, starts, *settings, task.hmc.target_acceptance,
+                              devices=devices)
     return [chain_predictions(
         task, prepared, chain, sampled.positions[chain], -sampled.log_densities[chain],
         acceptance_rate=float(sampled.acceptance_rates[chain]),

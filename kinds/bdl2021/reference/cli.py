@@ -36,6 +36,9 @@ def _parser() -> argparse.ArgumentParser:
     generate.add_argument("--engine", choices=("nuts", "numpy-hmc"), default="nuts",
                           help="nuts: BlackJAX NUTS on every local device (default); numpy-hmc: "
                                "our numpy HMC, the cross-check")
+    generate.add_argument("--shard-data", action="store_true",
+                          help="nuts: split the training rows across the devices (data too big "
+                               "for one) instead of the chains")
     generate.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
                           help="numpy-hmc: parallel chain processes (default: number of cores)")
     for name in ("warmup", "samples", "chains"):
@@ -81,7 +84,8 @@ def _generate_organizer(args) -> int:
         print(f"error: {args.data_root}: no task folder (<task>/<task>_task.json)", file=sys.stderr)
         return 2
     tasks = list(loaded)
-    results, _ = run_chains_nuts(tasks, ProgressPrinter(tasks), prepared_of=loaded.get)
+    results, _ = run_chains_nuts(tasks, ProgressPrinter(tasks), prepared_of=loaded.get,
+                                 shard_data=args.shard_data)
     problems = []
     for task in tasks:
         references = build_references(task, loaded[task], results[task.name])
@@ -101,7 +105,7 @@ def _generate(args) -> int:
     except KeyError as error:
         print(f"error: {error.args[0]}", file=sys.stderr)
         return 2
-    log = generate(tasks, args.out, args.jobs, engine=args.engine)
+    log = generate(tasks, args.out, args.jobs, engine=args.engine, shard_data=args.shard_data)
     print(f"wrote {len(tasks)} task(s) to {args.out} in {log['wall_seconds']:.0f}s")
     problems = [problem for entry in log["tasks"].values() for problem in entry["gate_problems"]]
     if problems:

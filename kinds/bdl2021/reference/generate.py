@@ -174,7 +174,8 @@ def run_chains(tasks: list[TaskDeclaration], jobs: int, printer: ProgressPrinter
     return results, seconds
 
 
-def run_chains_nuts(tasks: list[TaskDeclaration], printer: ProgressPrinter, prepared_of=None):
+def run_chains_nuts(tasks: list[TaskDeclaration], printer: ProgressPrinter, prepared_of=None,
+                    shard_data: bool = False):
     """Every task in turn, its chains at once on NUTS (the devices run them in parallel);
     ``prepared_of(task)``: its arrays (default: the embedded task's)."""
     from .chains import run_task_chains_nuts
@@ -185,7 +186,8 @@ def run_chains_nuts(tasks: list[TaskDeclaration], printer: ProgressPrinter, prep
               f"({settings.num_warmup} warm-up + {settings.num_samples} kept draws), compiling "
               "and sampling", file=printer.stream, flush=True)
         started = time.perf_counter()
-        results[task.name] = run_task_chains_nuts(task, (prepared_of or prepare)(task))
+        results[task.name] = run_task_chains_nuts(task, (prepared_of or prepare)(task),
+                                                  shard_data=shard_data)
         seconds[task.name] = time.perf_counter() - started
         for chain in results[task.name]:
             printer.chain_done(task.name, chain, seconds[task.name])
@@ -198,12 +200,14 @@ def _drain(queue, printer: ProgressPrinter) -> None:
 
 
 def generate(tasks: list[TaskDeclaration], root: Path, jobs: int,
-             printer: ProgressPrinter | None = None, engine: str = DEFAULT_ENGINE) -> dict:
+             printer: ProgressPrinter | None = None, engine: str = DEFAULT_ENGINE,
+             shard_data: bool = False) -> dict:
     """Run all chains, write every task's files and the manifest; return the run's log, with
     each task's convergence gate (its problems, with the figures, where it fails)."""
     printer = printer or ProgressPrinter(tasks)
     started = time.perf_counter()
-    results, chain_seconds = (run_chains_nuts(tasks, printer) if engine == "nuts"
+    results, chain_seconds = (run_chains_nuts(tasks, printer, shard_data=shard_data)
+                              if engine == "nuts"
                               else run_chains(tasks, jobs, printer))
     root.mkdir(parents=True, exist_ok=True)
     log = {"engine": engine, "jobs": jobs, "python": platform.python_version(),

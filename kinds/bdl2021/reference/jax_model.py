@@ -28,33 +28,27 @@ import jax.numpy as jnp  # noqa: E402
 from ..runtime.declared_model import MLP  # noqa: E402
 
 
-def unpack(model: MLP, theta):
-    layers, offset = [], 0
-    for (n_in, n_out), _ in model.shapes:
-        weight = theta[offset: offset + n_in * n_out].reshape(n_in, n_out)
-        offset += n_in * n_out
-        layers.append((weight, theta[offset: offset + n_out]))
-        offset += n_out
-    return layers
-
-
 def forward(model: MLP, theta, x):
     h = x
-    layers = unpack(model, theta)
+    layers = model.unpack(theta)          # slicing and reshapes only: works on JAX arrays
     for weight, bias in layers[:-1]:
         h = jnp.tanh(h @ weight + bias)
     weight, bias = layers[-1]
     return h @ weight + bias
 
 
-def log_likelihood(likelihood: str, output, y):
-    """sum_i log p(y_i | f(x_i)): softmax, or Normal(mu, softplus(r)^2) for f = (mu, r)."""
+def log_likelihoods(likelihood: str, output, y):
+    """log p(y_i | f(x_i)) per row: softmax, or Normal(mu, softplus(r)^2) for f = (mu, r)."""
     if likelihood == "softmax":
         log_probs = jax.nn.log_softmax(output, axis=-1)
-        return jnp.take_along_axis(log_probs, y[:, None], axis=1).sum()
+        return jnp.take_along_axis(log_probs, y[:, None], axis=1)[:, 0]
     mean, scale = output[:, 0], jax.nn.softplus(output[:, 1])
-    return (-0.5 * math.log(2 * math.pi) * y.shape[0] - jnp.log(scale).sum()
-            - 0.5 * jnp.sum(((y - mean) / scale) ** 2))
+    return -0.5 * math.log(2 * math.pi) - jnp.log(scale) - 0.5 * ((y - mean) / scale) ** 2
+
+
+def log_likelihood(likelihood: str, output, y):
+    """sum_i log p(y_i | f(x_i))."""
+    return log_likelihoods(likelihood, output, y).sum()
 
 
 def log_density(model: MLP, likelihood: str, prior_variance: float, x, y):
@@ -65,6 +59,16 @@ def log_density(model: MLP, likelihood: str, prior_variance: float, x, y):
 
     def value(theta):
         return (log_likelihood(likelihood, forward(model, theta, x), y)
+                - 0.5 * jnp.dot(theta, theta) / prior_variance)
+    return value
+
+
+def log_density_of_data(model: MLP, likelihood: str, prior_variance: float):
+    """(theta, x, y, weights) -> sum_i weights_i log p(y_i | x_i, theta) + log p(theta): the
+    data as arguments, so they can be split across devices (``sharded.py``); rows of weight 0
+    are padding and count for nothing."""
+    def value(theta, x, y, weights):
+        return (jnp.sum(weights * log_likelihoods(likelihood, forward(model, theta, x), y))
                 - 0.5 * jnp.dot(theta, theta) / prior_variance)
     return value
 
