@@ -162,6 +162,10 @@ def _summary(built: list, out: Path, platform: str, spec) -> None:
           "submission (starting_kit.zip) to each phase and see its row on the leaderboard")
     if spec.public_rows and not spec.reveal_full_scores:
         print(REVEAL[platform])
+    if spec.codabench_queue and platform == "codalab":
+        print("custom queue: CodaLab v1.5 takes no queue in competition.yaml (the key is refused, "
+              "G12); after upload choose yours in the competition's editor (Edit > Queue), or "
+              "the default queue runs it")
 
 
 def _build(args, spec) -> tuple[int, list]:

@@ -234,7 +234,8 @@ def build_competition(spec: CompetitionSpec, phase_keys: list[str], track_key: s
                        tuple((member, len(data), hashlib.sha256(data).hexdigest())
                              for member, data in sorted(members.items())),
                        tuple(_size_warnings(members)
-                             + [w for phase in shown for w in _platform_warnings(phase, platform)]))
+                             + [w for phase in shown
+                                for w in _platform_warnings(phase, platform, spec)]))
 
 
 def build_bundle(spec: CompetitionSpec, phase_key: str, track_key: str | None, out_dir: Path,
@@ -263,8 +264,9 @@ def competition_targets(spec: CompetitionSpec, phase: str = "all",
     return targets
 
 
-def _platform_warnings(phase, platform: str) -> list[str]:
-    if platform == CODABENCH and phase.execution_time_limit > DEFAULT_QUEUE_LIMIT_SECONDS:
+def _platform_warnings(phase, platform: str, spec) -> list[str]:
+    if (platform == CODABENCH and not spec.codabench_queue
+            and phase.execution_time_limit > DEFAULT_QUEUE_LIMIT_SECONDS):
         return [f"execution_time_limit {phase.execution_time_limit} s: Codabench's default queue "
                 f"caps it at {DEFAULT_QUEUE_LIMIT_SECONDS} s (a custom queue does not)"]
     return []

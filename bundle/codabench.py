@@ -79,6 +79,8 @@ def competition_yaml_v2(spec: CompetitionSpec, phases: list[PhaseSpec], files: l
                  ("registration_auto_approve", False), ("enable_detailed_results", True),
                  ("make_programs_available", False), ("make_input_data_available", False),
                  ("competition_type", "competition")]
+    if spec.codabench_queue:
+        top_level.append(("queue", spec.codabench_queue))
     contacts = [o["contact"] for o in spec.organizers if "@" in o.get("contact", "")]
     if contacts:
         top_level.append(("contact_email", contacts[0]))

@@ -49,7 +49,8 @@ NOT_CHECKED = {
         "not inside codalab/codalab-legacy:py312",
         "the time limit as the real worker applies it: this worker revision does not enforce it "
         "(its alarm is swallowed); the dry run enforces min(limit, 600 s) as the default queue "
-        "should, and the ingestion's per-task budgets are the real bound",
+        "should (on a custom queue, the limit), and the ingestion's per-task budgets are the "
+        "real bound; that a custom queue exists and admits you is checked only on upload",
         "network access from the container (on unless the worker host disables it)",
         "the site's upload limits and the leaderboard's submission rule",
     ),
@@ -318,10 +319,12 @@ def _codabench_predict(bundle: Path, name: str, task: dict, submission_zip: Path
 
 
 def _run_phase_codabench(bundle: Path, phase: dict, task: dict, keys: list[str], python: str,
-                         work: Path, submission_zip: Path | None) -> list[StepResult]:
+                         work: Path, submission_zip: Path | None,
+                         custom_queue: bool = False) -> list[StepResult]:
     name = phase.get("name", "phase")
-    limit = float(min(phase.get("execution_time_limit", DEFAULT_EXECUTION_TIME_LIMIT_SECONDS),
-                      DEFAULT_QUEUE_LIMIT_SECONDS))
+    limit = float(phase.get("execution_time_limit", DEFAULT_EXECUTION_TIME_LIMIT_SECONDS))
+    if not custom_queue:                 # the default queue caps it (§3.1)
+        limit = min(limit, DEFAULT_QUEUE_LIMIT_SECONDS)
     kit = _unzip(bundle / phase["starting_kit"], work / "starting_kit")
     submission_zip = submission_zip or kit / SAMPLES[bool(task.get("ingestion_program"))]
     # Exit codes of the prediction step are not checked: scoring always follows (§3.7).
@@ -352,5 +355,5 @@ def dry_run_codabench(bundle_zip: Path, python: str,
             for index in phase["tasks"]:
                 results += _run_phase_codabench(bundle, phase, tasks[str(index)], keys, python,
                                                 Path(work) / f"phase{number}-task{index}",
-                                                submission_zip)
+                                                submission_zip, bool(competition.get("queue")))
         return results

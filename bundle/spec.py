@@ -85,6 +85,7 @@ SCHEMA = _object({
                    "items": _object({"name": TEXT, "contact": TEXT}, ["name"])},
     "logo": {"type": "string", "pattern": r"^[^/].*\.(png|jpg|jpeg)$"},
     "docker_image": {"type": "string", "pattern": "^[0-9A-Za-z/.:-]+$"},
+    "codabench_queue": {"type": "string", "pattern": "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"},
     "end_date": {"oneOf": [DATE, {"type": "null"}]},
     "data_root": {"type": ["string", "null"]},
     "tasks": {"type": "object", "minProperties": 1,
@@ -171,6 +172,8 @@ class CompetitionSpec:
     scoring_margin_seconds: float
     pages: dict[str, str]
     warnings: tuple[str, ...] = ()      # buildable but suspicious: dates past, tiny budgets
+    # A Codabench queue of the organizer's (its vhost UUID): no 600 s cap on the time limit.
+    codabench_queue: str | None = None
 
     def phase(self, key: str) -> PhaseSpec:
         return next(p for p in self.phases if p.key == key)
@@ -499,7 +502,7 @@ def load_spec(path: Path = DEFAULT_SPEC, data_root: Path | None = None) -> Compe
         slug=plain["slug"], title=plain["title"],
         description=plain.get("description", ""), organizers=tuple(plain.get("organizers", ())),
         logo=(path.parent / plain["logo"]) if plain.get("logo") else None,
-        docker_image=plain["docker_image"],
+        docker_image=plain["docker_image"], codabench_queue=plain.get("codabench_queue"),
         end_date=_date(plain["end_date"]) if plain.get("end_date") else None,
         data_root=Path(data_root),
         budgets={name: float(task["budget_seconds"]) for name, task in plain["tasks"].items()},

@@ -93,6 +93,14 @@ DOCS: dict[str, Doc] = {
                         "without it)"),
     "docker_image": Doc("The Docker image in which the platform's worker runs the ingestion and "
                         "scoring programs (and so the participants' code)."),
+    "codabench_queue": Doc("A Codabench queue of your own, by its vhost UUID (the queue's page "
+                           "shows it): Codabench runs the competition there, where a phase's "
+                           "execution_time_limit is not capped at the default queue's 600 s, and "
+                           "the build's checks use the phase's limit. CodaLab v1.5 takes no queue "
+                           "in competition.yaml: choose it in the competition's editor after "
+                           "upload (the build's summary says so).",
+                           default="the default queue (limits capped at 600 s on Codabench)",
+                           example="0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"),
     "end_date": Doc("When the competition closes, in UTC. Must come after the last phase's start. "
                     "`null` or left out: no end date.", default="no end date"),
     "data_root": Doc("The folder of the organizer's task files, as a path relative to the spec's "

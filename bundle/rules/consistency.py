@@ -133,12 +133,15 @@ def _codalab_ranking_keys(columns: dict) -> list:
 def _v2_time_problems(bundle: Bundle, where: str, limit, member: str) -> Iterator[Problem]:
     needed, detail = _ingestion_seconds(bundle.read_json(member, INGESTION_CONFIG))
     needed += bundle.margin
-    for bound, what in ((limit, "execution_time_limit"),
-                        (DEFAULT_QUEUE_LIMIT_SECONDS, "the default queue's cap")):
+    bounds = [(limit, "execution_time_limit")]
+    if not bundle.comp.get("queue"):        # a custom queue runs the phase's limit uncapped
+        bounds.append((DEFAULT_QUEUE_LIMIT_SECONDS, "the default queue's cap"))
+    for bound, what in bounds:
         if bound < needed:
             yield (f"{where}: {what} is {bound} s but the run needs {needed:g} s "
                    f"({detail} + {bundle.margin:g} s scoring)",
-                   "raise the limit, use a custom queue, or cut the budgets")
+                   "raise the limit, cut the budgets, or name a queue of your own (spec key "
+                   "codabench_queue, its vhost UUID)")
 
 
 @rule("v2-time-and-keys", "each phase's execution_time_limit, and the default queue's cap, cover "
