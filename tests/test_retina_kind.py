@@ -228,6 +228,12 @@ def _renamed_test_column(root: Path) -> None:
     path.write_text(path.read_text().replace("age,", "years,", 1))
 
 
+def _no_grade_in_train(root: Path) -> None:
+    path = root / "population_test" / tables.TRAIN_FILE
+    lines = [line.rsplit(",", 1)[0] for line in path.read_text().splitlines()]
+    path.write_text("\n".join(lines) + "\n")
+
+
 def _text_in_train(root: Path) -> None:
     path = root / "severity_val" / tables.TRAIN_FILE
     lines = path.read_text().splitlines()
@@ -240,6 +246,7 @@ def _text_in_train(root: Path) -> None:
     (_one_class_in_domain, r"severity_test/test_reference\.csv: the in-domain rows .* need both"),
     (_renamed_test_column, r"population_val/test\.csv: columns \['years'"),
     (_text_in_train, r"severity_val/train\.csv: line 7, column age: 'n/a' is not a finite"),
+    (_no_grade_in_train, r"population_test/train\.csv: no column grade; the header has age"),
 ])
 def test_an_organizers_broken_task_is_refused_with_the_file_named(change, expected, tmp_path):
     spec = organizer_tasks(tmp_path, change)

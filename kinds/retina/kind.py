@@ -60,12 +60,11 @@ def has_public_references(task) -> bool:
 
 @functools.lru_cache(maxsize=None)
 def _tables(folder: Path) -> dict:
-    """The task's three tables, read once per build."""
-    features, train = tables.read_table(folder / tables.TRAIN_FILE)
+    """The task's three tables, each read once per build."""
+    train = tables.columns(folder / tables.TRAIN_FILE, tables.TARGET_COLUMNS)
     test_features, test = tables.read_table(folder / tables.FEATURES_FILE)
-    return {"features": [f for f in features if f not in tables.TARGET_COLUMNS],
-            "train": tables.columns(folder / tables.TRAIN_FILE, tuple(features)),
-            "test_features": test_features, "test": test,
+    return {"features": [name for name in train if name not in tables.TARGET_COLUMNS],
+            "train": train, "test_features": test_features, "test": test,
             "reference": tables.reference(folder / tables.REFERENCE_FILE)}
 
 

@@ -73,14 +73,14 @@ def _is_number(text: str) -> bool:
     return _number(text) is not None
 
 
-def columns(path: Path, names: tuple[str, ...]) -> dict[str, np.ndarray]:
-    """The named columns of a table, each checked present."""
+def columns(path: Path, required: tuple[str, ...]) -> dict[str, np.ndarray]:
+    """Every column of a table by name, in the file's order; ``required`` checked present."""
     header, values = read_table(path)
-    missing = [name for name in names if name not in header]
+    missing = [name for name in required if name not in header]
     if missing:
         raise FormatError(f"{path}: no column {', '.join(missing)}; the header has "
                           f"{', '.join(header)}")
-    return {name: values[:, header.index(name)] for name in names}
+    return {name: values[:, index] for index, name in enumerate(header)}
 
 
 def reference(path: Path) -> dict[str, np.ndarray]:
