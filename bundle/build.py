@@ -26,7 +26,7 @@ from typing import Callable
 
 from .rules import check_bundle
 from .codabench import DEFAULT_QUEUE_LIMIT_SECONDS, PAGE_FILES, TERMS_FILE, competition_yaml_v2
-from .leaderboard import competition_columns, written_keys
+from .leaderboard import competition_columns, per_task_columns, task_columns, written_keys
 from .phase_data import leakage_problems, stage_input_data, stage_public_data, stage_reference_data
 from .kinds import kind_of
 from .phase_plan import PhasePlan, TaskDataError, code_variant, phase_plan
@@ -42,6 +42,8 @@ LARGE_BUNDLE_BYTES = 300 * 2**20
 PUBLIC_ZIPS = ("input_data.zip", "public_data.zip", "starting_kit.zip")
 PHASE_FILES = ("scoring_program", "reference_data", "public_data", "starting_kit",
                "ingestion_program", "input_data")
+PUBLIC_FILES = ("public_data", "starting_kit")          # a phase's, whatever its tasks
+TASK_FILES = tuple(name for name in PHASE_FILES if name not in PUBLIC_FILES)
 
 
 class BuildError(RuntimeError):
@@ -77,23 +79,25 @@ def ingestion_limits(spec: CompetitionSpec) -> dict:
 
 
 def _zip_members(work: Path, plan: PhasePlan, spec: CompetitionSpec,
-                 say: Callable[[str], None], platform: str) -> dict[str, bytes]:
-    """Every nested zip of the bundle, as bytes."""
-    steps = [("scoring_program", lambda d: assemble_scoring_program(plan, d, platform)),
-             ("reference_data", lambda d: stage_reference_data(plan, d)),
-             ("public_data", lambda d: stage_public_data(plan, d)),
-             ("starting_kit", lambda d: stage_starting_kit(
+                 say: Callable[[str], None], platform: str,
+                 names: tuple[str, ...] = PHASE_FILES, columns=None) -> dict[str, bytes]:
+    """The nested zips ``names`` of a phase (those it has), as bytes. ``columns``: what its
+    scorer writes, when not the phase's own leaderboard columns."""
+    steps = {"scoring_program": lambda d: assemble_scoring_program(plan, d, platform, columns),
+             "reference_data": lambda d: stage_reference_data(plan, d),
+             "public_data": lambda d: stage_public_data(plan, d),
+             "starting_kit": lambda d: stage_starting_kit(
                  plan, d, code_variant(spec, plan), ingestion_limits(spec), platform,
-                 written_keys(plan, platform)))]
+                 written_keys(plan, platform))}
     if plan.code_submission:
-        steps += [("ingestion_program",
-                   lambda d: assemble_ingestion_program(plan, d, ingestion_limits(spec))),
-                  ("input_data", lambda d: stage_input_data(plan, d))]
+        steps |= {"ingestion_program":
+                  lambda d: assemble_ingestion_program(plan, d, ingestion_limits(spec)),
+                  "input_data": lambda d: stage_input_data(plan, d)}
     zips = {}
-    for name, stage in steps:
+    for name in (name for name in PHASE_FILES if name in names and name in steps):
         say(f"  staging {name} ...")
         try:
-            folder = stage(work / name)
+            folder = steps[name](work / name)
         except (ValueError, KeyError, OSError) as error:   # FormatError is a ValueError
             raise BuildError(f"staging {name} of phase {plan.name} failed: {error}") from error
         zips[f"{name}.zip"] = write_zip(work / f"{name}.zip", folder_members(folder)).read_bytes()
@@ -162,23 +166,47 @@ def _baseline_results(spec: CompetitionSpec, plan: PhasePlan, given: dict | None
 def _phase_members(work: Path, plans: list[PhasePlan], spec: CompetitionSpec,
                    say: Callable[[str], None], platform: str):
     """Each phase's zips, named <phase>_<file>.zip when the competition holds several
-    phases, and the file keys of each phase as its yaml names them."""
+    phases, and the file keys of each phase as its yaml names them. With Codabench tasks
+    per task, each task's programs and data are zips of their own, listed under "tasks"."""
     members, files = {}, []
     for plan in plans:
         prefix = f"{plan.name}_" if len(plans) > 1 else ""
-        zips = _zip_members(work / plan.name, plan, spec, say, platform)
+        shared = PUBLIC_FILES if _tasks_apart(spec, platform) else PHASE_FILES
+        zips = _zip_members(work / plan.name, plan, spec, say, platform, shared)
         members.update({prefix + name: data for name, data in zips.items()})
         files.append({key: f"{prefix}{key}.zip" for key in PHASE_FILES if f"{key}.zip" in zips})
+        if _tasks_apart(spec, platform):
+            files[-1]["tasks"] = []
+            for task in plan.tasks:
+                say(f"  task {task.name}:")
+                single = dataclasses.replace(plan, tasks=(task,))
+                zips = _zip_members(work / plan.name / task.name, single, spec, say, platform,
+                                    TASK_FILES, task_columns(plan, task))
+                members.update({f"{prefix}{task.name}_{name}": data
+                                for name, data in zips.items()})
+                files[-1]["tasks"].append({"name": task.name, **{
+                    key: f"{prefix}{task.name}_{key}.zip" for key in TASK_FILES
+                    if f"{key}.zip" in zips}})
     return members, files
+
+
+def _tasks_apart(spec: CompetitionSpec, platform: str) -> bool:
+    return platform == CODABENCH and spec.codabench_tasks == "per_task"
+
+
+def _hidden_zips(plans: list[PhasePlan], files: list[dict]) -> list[str]:
+    """The reference data of every code phase (of each of its tasks, when they are apart)."""
+    return [part["reference_data"] for plan, phase_files in zip(plans, files)
+            if plan.code_submission for part in phase_files.get("tasks", [phase_files])]
 
 
 def _leaks(plans: list[PhasePlan], files: list[dict], members: dict) -> list[str]:
     """Every hidden reference of a code phase against every public zip of the competition."""
-    hidden = {name: data for plan, phase_files in zip(plans, files) if plan.code_submission
-              for name, data in _members_of(members[phase_files["reference_data"]]).items()}
-    public = {phase_files[key]: _members_of(members[phase_files[key]])
-              for phase_files in files for key in ("input_data", "public_data", "starting_kit")
-              if key in phase_files}
+    hidden = {f"{zip_name}:{name}": data for zip_name in _hidden_zips(plans, files)
+              for name, data in _members_of(members[zip_name]).items()}
+    public = {part[key]: _members_of(members[part[key]])
+              for phase_files in files for part in (phase_files, *phase_files.get("tasks", []))
+              for key in ("input_data", "public_data", "starting_kit") if key in part}
     zeroed = getattr(kind_of(plans[0]), "ZEROED_PUBLIC_ARRAYS", ())
     return leakage_problems(hidden, public, zeroed) if hidden else []
 
@@ -197,7 +225,7 @@ def build_competition(spec: CompetitionSpec, phase_keys: list[str], track_key: s
     except TaskDataError as error:
         raise BuildError(str(error)) from None
     shown = [_shown(spec, key, track_key) for key in phase_keys]
-    columns = competition_columns(plans)
+    columns = (per_task_columns if _tasks_apart(spec, platform) else competition_columns)(plans)
     name = bundle_name(spec, phase_keys, track_key, platform)
     say(f"building {name}: {len(plans)} phase(s), "
         f"{len({t.name for plan in plans for t in plan.tasks})} task(s)")

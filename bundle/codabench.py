@@ -42,7 +42,8 @@ def _phase_end(spec: CompetitionSpec, phases: list[PhaseSpec], index: int):
     return spec.end_date
 
 
-def _phase_fields(spec, phases, index, files, hide_scores: bool) -> list[tuple[str, str]]:
+def _phase_fields(spec, phases, index, files, hide_scores: bool,
+                  task_indexes: list[int]) -> list[tuple[str, str]]:
     phase = phases[index]
     fields = [("name", phase.label), ("description", phase.description), ("start", phase.start)]
     end = _phase_end(spec, phases, index)
@@ -52,19 +53,32 @@ def _phase_fields(spec, phases, index, files, hide_scores: bool) -> list[tuple[s
                ("max_submissions_per_day", phase.max_submissions_per_day),
                ("execution_time_limit", phase.execution_time_limit),
                ("public_data", files["public_data"]), ("starting_kit", files["starting_kit"])]
-    if hide_scores:      # its scores.json holds the hidden full figures (issue #1369)
+    if hide_scores:      # its scoring output holds the hidden full figures (issue #1369)
         fields.append(("hide_score_output", True))
-    return [(k, quoted(v)) for k, v in fields] + [("tasks", f"[{index}]")]
+    return [(k, quoted(v)) for k, v in fields] + [
+        ("tasks", "[" + ", ".join(map(str, task_indexes)) + "]")]
 
 
-def _task(index: int, phase: PhaseSpec, files: dict[str, str]) -> dict:
-    """A phase's programs and data: one Codabench task per phase, scoring all its tasks."""
-    programs = [(key, files[key]) for key in ("scoring_program", "reference_data",
-                                              "ingestion_program", "input_data") if key in files]
-    return {"index": index, "fields": [
-        ("name", quoted(f"{phase.label} tasks")),
-        ("description", quoted("All tasks of the phase, scored together")),
-        *((k, quoted(v)) for k, v in programs)]}
+PROGRAM_KEYS = ("scoring_program", "reference_data", "ingestion_program", "input_data")
+
+
+def _tasks(phases: list[PhaseSpec], files: list[dict]) -> tuple[list[dict], list[list[int]]]:
+    """The Codabench tasks, and each phase's task indexes. One task per phase scores all its
+    tasks in one run; a phase whose files list tasks apart (``codabench_tasks: per_task``) gets
+    one Codabench task each, named after it, the leaderboard's heading for its columns."""
+    tasks, indexes = [], []
+    for phase, phase_files in zip(phases, files):
+        parts = phase_files.get("tasks") or [{"name": None, **phase_files}]
+        indexes.append(list(range(len(tasks), len(tasks) + len(parts))))
+        for part in parts:
+            name, description = (
+                (part["name"] + (f" ({phase.label})" if len(phases) > 1 else ""),
+                 f"Task {part['name']} of the phase, run and scored on its own")
+                if part["name"] else (f"{phase.label} tasks", "All tasks of the phase, scored together"))
+            tasks.append({"index": len(tasks), "fields": [
+                ("name", quoted(name)), ("description", quoted(description)),
+                *((key, quoted(part[key])) for key in PROGRAM_KEYS if key in part)]})
+    return tasks, indexes
 
 
 def competition_yaml_v2(spec: CompetitionSpec, phases: list[PhaseSpec], files: list[dict],
@@ -81,6 +95,7 @@ def competition_yaml_v2(spec: CompetitionSpec, phases: list[PhaseSpec], files: l
                  ("competition_type", "competition")]
     if spec.codabench_queue:
         top_level.append(("queue", spec.codabench_queue))
+    tasks, indexes = _tasks(phases, files)
     contacts = [o["contact"] for o in spec.organizers if "@" in o.get("contact", "")]
     if contacts:
         top_level.append(("contact_email", contacts[0]))
@@ -88,10 +103,9 @@ def competition_yaml_v2(spec: CompetitionSpec, phases: list[PhaseSpec], files: l
         "spec_name": spec.path.name,
         "top_level": [(k, quoted(v)) for k, v in top_level],
         "pages": [{"title": quoted(title), "file": quoted(path)} for title, path in PAGE_FILES.items()],
-        "tasks": [_task(index, phase, phase_files)
-                  for index, (phase, phase_files) in enumerate(zip(phases, files))],
+        "tasks": tasks,
         "phases": [{"index": index, "fields": _phase_fields(spec, phases, index, phase_files,
-                                                            hide_scores[index])}
+                                                            hide_scores[index], indexes[index])}
                    for index, phase_files in enumerate(files)],
         "leaderboards": [{"title": quoted("Results"), "key": quoted(LEADERBOARD_KEY),
                           "submission_rule": quoted(SUBMISSION_RULE),

@@ -321,7 +321,11 @@ def _codabench_predict(bundle: Path, name: str, task: dict, submission_zip: Path
 def _run_phase_codabench(bundle: Path, phase: dict, task: dict, keys: list[str], python: str,
                          work: Path, submission_zip: Path | None,
                          custom_queue: bool = False) -> list[StepResult]:
+    """One Codabench task of a phase: a child submission of its own when the phase has
+    several (§3.1), each under the phase's time limit."""
     name = phase.get("name", "phase")
+    if len(phase.get("tasks", [])) > 1:
+        name = f"{name} / {str(task.get('name', task.get('index'))).removesuffix(f' ({name})')}"
     limit = float(phase.get("execution_time_limit", DEFAULT_EXECUTION_TIME_LIMIT_SECONDS))
     if not custom_queue:                 # the default queue caps it (§3.1)
         limit = min(limit, DEFAULT_QUEUE_LIMIT_SECONDS)

@@ -40,6 +40,10 @@ DEFAULT_SPEC = kind_definition(DEFAULT_KIND).DEFAULT_SPEC
 # One competition holding every phase (the default: both platforms express it, with one
 # leaderboard for all phases), or one competition per phase (as the 2021 competition ran).
 LAYOUTS = ("one", "per_phase")
+# How a phase's tasks map onto Codabench tasks: all in one (one run, one time limit for the
+# sum of the budgets), or each its own (one child submission per task, the phase's time limit
+# applying to each; codabench_v2.md §3.1).
+CODABENCH_TASKS = ("per_phase", "per_task")
 DATE_PATTERN = r"^\d{4}-\d{2}-\d{2}( \d{2}:\d{2}(:\d{2})?)?$"
 MIN_BUDGET_SECONDS = 1.0           # below this a budget is mostly the child's start-up
 IMAGE_MAGIC = {b"\x89PNG\r\n\x1a\n": "PNG", b"\xff\xd8\xff": "JPEG"}
@@ -85,6 +89,7 @@ SCHEMA = _object({
                    "items": _object({"name": TEXT, "contact": TEXT}, ["name"])},
     "logo": {"type": "string", "pattern": r"^[^/].*\.(png|jpg|jpeg)$"},
     "docker_image": {"type": "string", "pattern": "^[0-9A-Za-z/.:-]+$"},
+    "codabench_tasks": {"enum": list(CODABENCH_TASKS)},
     "codabench_queue": {"type": "string", "pattern": "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"},
     "end_date": {"oneOf": [DATE, {"type": "null"}]},
     "data_root": {"type": ["string", "null"]},
@@ -174,6 +179,7 @@ class CompetitionSpec:
     warnings: tuple[str, ...] = ()      # buildable but suspicious: dates past, tiny budgets
     # A Codabench queue of the organizer's (its vhost UUID): no 600 s cap on the time limit.
     codabench_queue: str | None = None
+    codabench_tasks: str = CODABENCH_TASKS[0]
 
     def phase(self, key: str) -> PhaseSpec:
         return next(p for p in self.phases if p.key == key)
@@ -348,6 +354,27 @@ def _test_rows(kind: str, name: str, data_root: Path) -> int | None:
         return None                    # the task's own problems are reported on their own
 
 
+def _time_limit_problems(raw: dict, key: str, grace: float, margin: float) -> list[str]:
+    """A code phase's limit covers one run of its tasks (with the gate's) and the scoring; with
+    ``codabench_tasks: per_task`` each task runs alone under the limit, so the longest counts."""
+    phase, tasks = raw["phases"][key], raw["tasks"]
+    gate = raw["phases"].get(phase.get("gate"), {}).get("tasks", [])
+    budgets = [tasks[t]["budget_seconds"] for t in [*gate, *phase["tasks"]] if t in tasks]
+    per_task = raw.get("codabench_tasks") == "per_task"
+    if per_task and gate:
+        return [f"phases.{key}.gate: codabench_tasks: per_task runs each task on its own, so a "
+                "gate's tasks cannot run first in the same run; use per_phase for this spec"]
+    needed = (max(worst_case_seconds([b], grace) for b in budgets) if per_task and budgets
+              else worst_case_seconds(budgets, grace)) + margin
+    if phase["execution_time_limit"] >= needed:
+        return []
+    what = ("the longest task's budget (codabench_tasks: per_task)" if per_task else
+            f"task budgets{' with the gate' if gate else ''}")
+    return [f"phases.{key}.execution_time_limit: found {phase['execution_time_limit']}, "
+            f"expected at least {needed:.0f} s ({what} + {grace:g} s grace + "
+            f"{OVERHEAD_SECONDS_PER_TASK:g} s start-up per task + {margin:g} s for scoring)"]
+
+
 def _gate_problems(raw: dict, key: str) -> list[str]:
     """A gate is an earlier code phase, gating a code phase, with tasks of its own."""
     phases, gate = raw["phases"], raw["phases"][key].get("gate")
@@ -438,15 +465,7 @@ def _meaning_problems(raw: dict, data_root: Path, spec_folder: Path) -> list[str
         starts.append((key, _date(phase["start"])))
         problems += _gate_problems(raw, key)
         if phase["submission"] == "code":
-            gate = raw["phases"].get(phase.get("gate"), {}).get("tasks", [])
-            needed = worst_case_seconds([tasks[t]["budget_seconds"] for t in [*gate, *phase["tasks"]]
-                                         if t in tasks], grace) + margin
-            if phase["execution_time_limit"] < needed:
-                problems.append(
-                    f"phases.{key}.execution_time_limit: found {phase['execution_time_limit']}, "
-                    f"expected at least {needed:.0f} s (task budgets{' with the gate' if gate else ''}"
-                    f" + {grace:g} s grace + "
-                    f"{OVERHEAD_SECONDS_PER_TASK:g} s start-up per task + {margin:g} s for scoring)")
+            problems += _time_limit_problems(raw, key, grace, margin)
     for (before, first), (after, second) in zip(starts, starts[1:]):
         if second <= first:
             problems.append(f"phases.{after}.start: found {second}, expected a start after "
@@ -503,6 +522,7 @@ def load_spec(path: Path = DEFAULT_SPEC, data_root: Path | None = None) -> Compe
         description=plain.get("description", ""), organizers=tuple(plain.get("organizers", ())),
         logo=(path.parent / plain["logo"]) if plain.get("logo") else None,
         docker_image=plain["docker_image"], codabench_queue=plain.get("codabench_queue"),
+        codabench_tasks=plain.get("codabench_tasks", CODABENCH_TASKS[0]),
         end_date=_date(plain["end_date"]) if plain.get("end_date") else None,
         data_root=Path(data_root),
         budgets={name: float(task["budget_seconds"]) for name, task in plain["tasks"].items()},

@@ -101,6 +101,15 @@ DOCS: dict[str, Doc] = {
                            "upload (the build's summary says so).",
                            default="the default queue (limits capped at 600 s on Codabench)",
                            example="0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"),
+    "codabench_tasks": Doc("How a phase's tasks become Codabench tasks. `per_phase`: one Codabench "
+                           "task runs all of them in one run, and the phase's "
+                           "execution_time_limit covers the sum of their budgets. `per_task`: each "
+                           "task is a Codabench task of its own (one child submission each), and "
+                           "the limit covers the longest task alone; the leaderboard then shows "
+                           "the same columns under each task's name, and Codabench has no rank "
+                           "combined over tasks (it orders rows by their best task). A phase with "
+                           "a gate cannot be split. CodaLab v1.5 always runs a phase's tasks in one "
+                           "run.", default="per_phase", example="per_task"),
     "end_date": Doc("When the competition closes, in UTC. Must come after the last phase's start. "
                     "`null` or left out: no end date.", default="no end date"),
     "data_root": Doc("The folder of the organizer's task files, as a path relative to the spec's "

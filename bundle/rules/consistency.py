@@ -41,7 +41,8 @@ def _scorer_keys(bundle: Bundle, member: str) -> list:
 
 @rule("time-limit", "execution_time_limit is a positive int covering the ingestion budgets, grace "
       "and per-task overhead plus the scoring margin (§4.5, G23)",
-      "raise execution_time_limit or cut the task budgets (G23)", CODALAB)
+      "raise execution_time_limit or cut the task budgets (G23); CodaLab runs a phase's tasks in "
+      "one run (spec key codabench_tasks: per_task splits them on Codabench only)", CODALAB)
 def check_time_limit(bundle: Bundle) -> Iterator[Problem]:
     """§4.5, G23: the worker kills each step at execution_time_limit (default 300 s)."""
     for key, phase in phases(bundle):
@@ -165,8 +166,8 @@ def check_time_and_keys_v2(bundle: Bundle) -> Iterator[Problem]:
         for index in phase.get("tasks", []):
             task = tasks.get(str(index), {})
             if task.get("ingestion_program") in bundle.names:
-                yield from _v2_time_problems(bundle, f"phases[{i}]", limit,
-                                             task["ingestion_program"])
+                yield from _v2_time_problems(bundle, f"phases[{i}] ({task['ingestion_program']})",
+                                             limit, task["ingestion_program"])
             if task.get("scoring_program") in bundle.names:
                 keys = _scorer_keys(bundle, task["scoring_program"])
                 written |= set(keys)
