@@ -28,6 +28,7 @@ import yaml
 
 from bundle.build import BuildError, build_competition, competition_targets
 from bundle.rules import CODABENCH, CODALAB, check_bundle
+from bundle.datasets import keys_block, local_copies
 from bundle.dry_run import NOT_CHECKED, StepResult, dry_run, dry_run_codabench, table
 from bundle.spec import DEFAULT_SPEC, SpecError, load_spec
 
@@ -35,6 +36,9 @@ REPO = Path(__file__).resolve().parent
 IMAGE_PYTHON = REPO / ".venv-image" / "bin" / "python"
 UPLOAD = {"codalab": "CodaLab: Create competition > upload the zip",
           "codabench": "Codabench: Benchmarks > Management > Upload"}
+
+
+WAITING_FOR_KEYS = 3
 
 
 class UsageError(Exception):
@@ -114,17 +118,47 @@ def _is_codabench(zip_path: Path) -> bool:
             return False
 
 
+def _local_datasets(zip_path: Path) -> tuple[dict[str, Path], list[str]]:
+    """The local copy of each dataset the bundle's yaml names by key (its comments name the
+    file, next to the bundle, and its sha256), and what is wrong with them."""
+    with zipfile.ZipFile(zip_path) as bundle:
+        try:
+            text = bundle.read("competition.yaml").decode("utf-8", "replace")
+        except KeyError:
+            return {}, []
+    found, problems = {}, []
+    for key, (file, sha256) in local_copies(text).items():
+        local = zip_path.parent / file
+        if not local.is_file():
+            problems.append(f"dataset {key}: its local copy {local} is missing (the dry run "
+                            "runs the data from the copy written next to the bundle)")
+        elif hashlib.sha256(local.read_bytes()).hexdigest() != sha256:
+            problems.append(f"dataset {key}: {local} is not the zip the bundle was built with "
+                            f"(sha256 {sha256[:16]}...): rebuild")
+        else:
+            found[key] = local
+    return found, problems
+
+
 def _check(zip_path: Path, margin: float, submission: Path | None = None) -> bool:
     python = str(IMAGE_PYTHON if IMAGE_PYTHON.exists() else sys.executable)
     codabench = _is_codabench(zip_path)
     print(f"\ndry run of {zip_path} as {'Codabench' if codabench else 'CodaLab v1.5'} would "
           f"run it (programs run with {python}):")
+    datasets, dataset_problems = _local_datasets(zip_path)
+    for problem in dataset_problems:
+        print(f"  {problem}", file=sys.stderr)
+    if datasets:
+        print(f"  data uploaded apart, read from the local copies: "
+              f"{', '.join(path.name for path in datasets.values())}")
     failures = check_bundle(zip_path, CODABENCH if codabench else CODALAB,
-                            scoring_margin_seconds=margin)
+                            scoring_margin_seconds=margin,
+                            datasets={key: path.read_bytes() for key, path in datasets.items()})
     for failure in failures:
         print(f"  rule {failure.rule}: {failure.message} (fix: {failure.fix})", file=sys.stderr)
     try:
-        results = (dry_run_codabench if codabench else dry_run)(zip_path, python, submission)
+        results = (dry_run_codabench if codabench else dry_run)(zip_path, python, submission,
+                                                                datasets)
     except Exception as error:      # noqa: BLE001 - a bundle too broken to run is a finding
         results = [StepResult("(bundle)", "dry run", 0.0, "failed",
                               f"could not run the bundle: {type(error).__name__}: {error}")]
@@ -135,7 +169,7 @@ def _check(zip_path: Path, margin: float, submission: Path | None = None) -> boo
     print("not reproduced by this dry run (check these on the platform):")
     for line in NOT_CHECKED["codabench" if codabench else "codalab"]:
         print(f"  - {line}")
-    ok = not failures and not bad
+    ok = not failures and not bad and not dataset_problems
     print(f"dry run {'passed' if ok else 'FAILED'}: {len(results)} step(s), "
           f"{len(failures)} rule failure(s)")
     return ok
@@ -157,6 +191,8 @@ def _summary(built: list, out: Path, platform: str, spec) -> None:
     print(f"\n{len(built)} bundle(s) written to {os.path.relpath(out)}:")
     for bundle in built:
         print(f"  {bundle.path.name}  {bundle.path.stat().st_size / 2**20:.1f} MiB")
+        for dataset in bundle.datasets:
+            print(f"    names by key {dataset.key} the data uploaded apart as {dataset.file}")
     print(f"upload each on {UPLOAD[platform]}")
     print("after upload: open the competition's pages, then submit the starting kit's sample "
           "submission (starting_kit.zip) to each phase and see its row on the leaderboard")
@@ -168,40 +204,60 @@ def _summary(built: list, out: Path, platform: str, spec) -> None:
               "the default queue runs it")
 
 
-def _build(args, spec) -> tuple[int, list]:
-    """Build every target into a temporary folder; move the zips into --out only when all of
-    them were built, so a failed run leaves nothing new there."""
+def _waiting_summary(pending: list, out: Path, platform: str, spec) -> None:
+    """What to do before bundles whose data is uploaded apart can be written."""
+    datasets = [d for bundle in pending for d in bundle.waiting_for_keys]
+    print(f"\n{len(datasets)} dataset zip(s) to upload apart, written to {os.path.relpath(out)}:")
+    for dataset in datasets:
+        print(f"  {dataset.file}  {dataset.size / 2**20:.1f} MiB  sha256 {dataset.sha256}")
+        print(f"    {dataset.upload_step(platform)}")
+    print(f"then add their keys to {spec.path} and build again:\ndataset_keys:")
+    print(keys_block(datasets))
+    print("not written yet (they name the data by its key): "
+          + ", ".join(bundle.path.name for bundle in pending))
+
+
+def _build(args, spec, staging: Path) -> tuple[int, list, list]:
+    """Build every target into ``staging``; move the zips into --out only when all of them
+    were built, so a failed run leaves nothing new there. A bundle whose data uploaded apart
+    has no key yet stays in ``staging`` (its checks run there); its dataset zips go to --out."""
     targets = _targets(spec, args.phase or "all", args.track)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=".building-", dir=args.out.parent) as staging:
-        built = []
-        for phases, track in targets:
-            try:
-                bundle = build_competition(spec, phases, track, Path(staging), say=print,
-                                           platform=args.platform)
-            except BuildError as error:
-                print(f"build failed: {error}", file=sys.stderr)
-                print(f"nothing was written to {args.out}", file=sys.stderr)
-                return 1, []
-            built.append(bundle)
-        args.out.mkdir(parents=True, exist_ok=True)
-        moved = []
-        for bundle in built:
-            final = args.out / bundle.path.name
-            shutil.move(str(bundle.path), str(final))
-            moved.append(dataclasses.replace(bundle, path=final))
-    for bundle in moved:
+    built = []
+    for phases, track in targets:
+        try:
+            built.append(build_competition(spec, phases, track, staging, say=print,
+                                           platform=args.platform))
+        except BuildError as error:
+            print(f"build failed: {error}", file=sys.stderr)
+            print(f"nothing was written to {args.out}", file=sys.stderr)
+            return 1, [], []
+    args.out.mkdir(parents=True, exist_ok=True)
+    ready, pending = [], []
+    for bundle in built:
+        for dataset in bundle.datasets:
+            shutil.copyfile(staging / dataset.file, args.out / dataset.file)
+        if bundle.waiting_for_keys:
+            pending.append(bundle)
+            continue
+        final = args.out / bundle.path.name
+        shutil.move(str(bundle.path), str(final))
+        ready.append(dataclasses.replace(bundle, path=final))
+    for bundle in ready + pending:
         digest = hashlib.sha256(bundle.path.read_bytes()).hexdigest()
-        print(f"wrote {os.path.relpath(bundle.path)}  sha256 {digest}")
+        print(f"{'wrote' if bundle in ready else 'built (waiting for dataset keys)'} "
+              f"{os.path.relpath(bundle.path) if bundle in ready else bundle.path.name}  "
+              f"sha256 {digest}")
         print(f"  phase {', '.join(bundle.phases)}"
               + (f", track {bundle.track}" if bundle.track else "") + ": tasks "
               + ", ".join(f"{t} ({bundle.budgets[t]:g} s)" if t in bundle.budgets else t
                           for t in bundle.tasks))
         for name, size, member_digest in bundle.members:
             print(f"  {size:>10,d}  {member_digest[:16]}  {name}")
+        for dataset in bundle.datasets:
+            print(f"  {dataset.size:>10,d}  {dataset.sha256[:16]}  {dataset.file} (apart)")
         for warning in bundle.warnings:
             print(f"  warning: {warning}")
-    return 0, moved
+    return 0, ready, pending
 
 
 def _main(argv: list[str] | None) -> int:
@@ -224,19 +280,25 @@ def _main(argv: list[str] | None) -> int:
         return 1
     for warning in spec.warnings:
         print(f"warning: {spec.path}: {warning}", file=sys.stderr)
-    status, built = _build(args, spec)
-    if status:
-        return status
-    _summary(built, args.out, args.platform, spec)
-    if args.check:
-        return 0 if all(_check(b.path, spec.scoring_margin_seconds, args.submission)
-                        for b in built) else 1
-    return 0
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".building-", dir=args.out.parent) as staging:
+        status, ready, pending = _build(args, spec, Path(staging))
+        if status:
+            return status
+        if ready:
+            _summary(ready, args.out, args.platform, spec)
+        if pending:
+            _waiting_summary(pending, args.out, args.platform, spec)
+        if args.check and not all(_check(b.path, spec.scoring_margin_seconds, args.submission)
+                                  for b in ready + pending):
+            return 1
+    return WAITING_FOR_KEYS if pending else 0
 
 
 def main(argv: list[str] | None = None) -> int:
     """Exit codes: 0 success; 1 a spec or data error, a failed build or check; 2 a usage
-    error (bad arguments; --check or --submission on a missing file or a non-zip)."""
+    error (bad arguments; --check or --submission on a missing file or a non-zip); 3 the
+    dataset zips to upload apart were written, and the bundles wait for their keys."""
     try:
         return _main(argv)
     except UsageError as error:

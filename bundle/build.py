@@ -25,6 +25,8 @@ from pathlib import Path
 from typing import Callable
 
 from .rules import check_bundle
+from .datasets import (SEPARABLE, Dataset, DatasetKeyError, oversize_problem, separate,
+                       yaml_comments)
 from .codabench import DEFAULT_QUEUE_LIMIT_SECONDS, PAGE_FILES, TERMS_FILE, competition_yaml_v2
 from .leaderboard import competition_columns, per_task_columns, task_columns, written_keys
 from .phase_data import leakage_problems, stage_input_data, stage_public_data, stage_reference_data
@@ -38,7 +40,6 @@ from .worker import CODABENCH, CODALAB
 from .zips import folder_members, write_zip
 
 LARGE_MEMBER_BYTES = 100 * 2**20       # G24: bundles are unpacked in memory by the site
-LARGE_BUNDLE_BYTES = 300 * 2**20
 PUBLIC_ZIPS = ("input_data.zip", "public_data.zip", "starting_kit.zip")
 PHASE_FILES = ("scoring_program", "reference_data", "public_data", "starting_kit",
                "ingestion_program", "input_data")
@@ -59,6 +60,13 @@ class BuiltBundle:
     budgets: dict[str, float]
     members: tuple[tuple[str, int, str], ...]     # name, bytes, sha256
     warnings: tuple[str, ...]
+    # Data zips written next to the bundle, to upload apart (their bytes are in those files)
+    datasets: tuple[Dataset, ...] = ()
+
+    @property
+    def waiting_for_keys(self) -> list[Dataset]:
+        """Datasets the spec has no key for yet: the bundle names stand-ins until then."""
+        return [dataset for dataset in self.datasets if not dataset.key]
 
 
 def bundle_name(spec: CompetitionSpec, phases: list[str] | str, track: str | None,
@@ -110,13 +118,10 @@ def _members_of(zip_bytes: bytes) -> dict[str, bytes]:
 
 
 def _size_warnings(members: dict[str, bytes]) -> list[str]:
-    warnings = [f"{name} is {len(data) / 2**20:.0f} MiB: the site unpacks bundles in memory "
-                "(G24); serve large data as a dataset key instead"
-                for name, data in members.items() if len(data) > LARGE_MEMBER_BYTES]
-    total = sum(len(data) for data in members.values())
-    if total > LARGE_BUNDLE_BYTES:
-        warnings.append(f"the bundle holds {total / 2**20:.0f} MiB (G24)")
-    return warnings
+    """Large members of a bundle under the refusal size (datasets.SAFE_BUNDLE_BYTES)."""
+    return [f"{name} is {len(data) / 2**20:.0f} MiB: the site unpacks bundles in memory "
+            "(G24); upload large data apart (spec key upload_separately)"
+            for name, data in members.items() if len(data) > LARGE_MEMBER_BYTES]
 
 
 def _codalab_documents(spec, phases, plans, columns, files, pages) -> dict[str, bytes]:
@@ -231,28 +236,40 @@ def build_competition(spec: CompetitionSpec, phase_keys: list[str], track_key: s
         f"{len({t.name for plan in plans for t in plan.tasks})} task(s)")
     with tempfile.TemporaryDirectory(prefix="bundle-") as work:
         members, files = _phase_members(Path(work), plans, spec, say, platform)
-    pages = render_pages(page_contexts(spec, shown, plans, columns, spec.title,
-                                       _baseline_results(spec, plans[0], baseline_results),
-                                       platform),
-                         kind_of(plans[0]).TEMPLATES)
-    documents = _codabench_documents if platform == CODABENCH else _codalab_documents
-    members.update(documents(spec, shown, plans, columns, files, pages))
     if any(plan.code_submission for plan in plans):
         say("  leakage check ...")
         leaks = _leaks(plans, files, members)
         if leaks:
             raise BuildError("leakage check failed (hidden data in a public zip):\n  "
                              + "\n  ".join(leaks))
+    datasets = _separate(spec, name, files, members)
+    pages = render_pages(page_contexts(spec, shown, plans, columns, spec.title,
+                                       _baseline_results(spec, plans[0], baseline_results),
+                                       platform),
+                         kind_of(plans[0]).TEMPLATES)
+    documents = _codabench_documents if platform == CODABENCH else _codalab_documents
+    members.update(documents(spec, shown, plans, columns, files, pages))
+    members["competition.yaml"] = (yaml_comments(datasets).encode("utf-8")
+                                   + members["competition.yaml"])
+    oversize = oversize_problem(members, _separable(files, members), spec.max_bundle_bytes)
+    if oversize:
+        raise BuildError(oversize)
     path = Path(out_dir) / name
+    written = [path, *(Path(out_dir) / dataset.file for dataset in datasets)]
     try:
         write_zip(path, members)
+        for dataset in datasets:
+            (Path(out_dir) / dataset.file).write_bytes(dataset.data)
         say("  checking the emitted bundle ...")
-        failures = check_bundle(path, platform, scoring_margin_seconds=spec.scoring_margin_seconds)
+        failures = check_bundle(path, platform, scoring_margin_seconds=spec.scoring_margin_seconds,
+                                datasets={d.reference: d.data for d in datasets})
     except BaseException:
-        path.unlink(missing_ok=True)       # never a partial zip
+        for done in written:
+            done.unlink(missing_ok=True)       # never a partial zip
         raise
     if failures:
-        path.unlink()
+        for done in written:
+            done.unlink(missing_ok=True)
         raise BuildError("the emitted bundle breaks platform rules:\n  " + "\n  ".join(
             f"[{f.rule}] {f.message} (fix: {f.fix})" for f in failures))
     tasks = tuple(dict.fromkeys(t.name for plan in plans for t in plan.tasks))
@@ -263,7 +280,24 @@ def build_competition(spec: CompetitionSpec, phase_keys: list[str], track_key: s
                              for member, data in sorted(members.items())),
                        tuple(_size_warnings(members)
                              + [w for phase in shown
-                                for w in _platform_warnings(phase, platform, spec)]))
+                                for w in _platform_warnings(phase, platform, spec)]),
+                       tuple(dataclasses.replace(d, data=b"") for d in datasets))
+
+
+def _separable(files: list[dict], members: dict[str, bytes]) -> dict[str, str]:
+    """The data zips still in the bundle that could be uploaded apart: member -> its kind."""
+    return {part[kind]: kind for phase_files in files
+            for part in (phase_files, *phase_files.get("tasks", []))
+            for kind in SEPARABLE if part.get(kind) in members}
+
+
+def _separate(spec: CompetitionSpec, name: str, files: list[dict],
+              members: dict[str, bytes]) -> list[Dataset]:
+    try:
+        return separate(files, members, name.removesuffix(".zip"), spec.upload_separately,
+                        spec.dataset_keys)
+    except DatasetKeyError as error:
+        raise BuildError(f"{spec.path}: {error}") from None
 
 
 def build_bundle(spec: CompetitionSpec, phase_key: str, track_key: str | None, out_dir: Path,

@@ -35,6 +35,10 @@ SETPRIV = "/usr/bin/setpriv"
 NO_CAPABILITIES = (SETPRIV, "--no-new-privs", "--inh-caps=-all", "--ambient-caps=-all",
                    "--bounding-set=-all", "--")
 
+DATASET_KEYS_NOT_CHECKED = (
+    "data named by a dataset key (spec key upload_separately): that the key exists on the site "
+    "and holds the zip uploaded under it; the dry run reads the local copies, and the build "
+    "compares them with the sha256 the spec records with each key")
 NOT_CHECKED = {
     CODALAB: (
         "the image itself: programs run with its Python packages at its versions (.venv-image), "
@@ -43,6 +47,7 @@ NOT_CHECKED = {
         "network access from the container (the v1 worker sets none; it depends on the host)",
         "the site's upload limits (max_submission_size, submissions per day and in total)",
         "leaderboard placement (force_submission_to_leaderboard) and auto-migration (§4.11)",
+        DATASET_KEYS_NOT_CHECKED,
     ),
     CODABENCH: (
         "the image itself: programs run with its Python packages at its versions (.venv-image), "
@@ -53,6 +58,7 @@ NOT_CHECKED = {
         "real bound; that a custom queue exists and admits you is checked only on upload",
         "network access from the container (on unless the worker host disables it)",
         "the site's upload limits and the leaderboard's submission rule",
+        DATASET_KEYS_NOT_CHECKED,
     ),
 }
 
@@ -236,9 +242,20 @@ def _private_full_scores(step: StepResult, program: Path, output: Path) -> None:
                                               f"the full figures {hidden}")
 
 
-def dry_run(bundle_zip: Path, python: str, submission_zip: Path | None = None) -> list[StepResult]:
+def _unzip_bundle(bundle_zip: Path, destination: Path, datasets: dict[str, Path] | None) -> Path:
+    """The bundle's members, and the local copy of each dataset the yaml names by key, under
+    that key: where the site would fetch it from its storage."""
+    bundle = _unzip(bundle_zip, destination)
+    for key, local in (datasets or {}).items():
+        shutil.copyfile(local, bundle / key)
+    return bundle
+
+
+def dry_run(bundle_zip: Path, python: str, submission_zip: Path | None = None,
+            datasets: dict[str, Path] | None = None) -> list[StepResult]:
+    """``datasets``: key -> local copy of each dataset the yaml names by key."""
     with tempfile.TemporaryDirectory(prefix="dry-run-") as work:
-        bundle = _unzip(bundle_zip, Path(work) / "bundle")
+        bundle = _unzip_bundle(bundle_zip, Path(work) / "bundle", datasets)
         competition = yaml.safe_load((bundle / "competition.yaml").read_text(encoding="utf-8"))
         columns = competition["leaderboard"]["columns"]
         keys = [key for key, column in columns.items() if "computed" not in column]
@@ -346,10 +363,10 @@ def _run_phase_codabench(bundle: Path, phase: dict, task: dict, keys: list[str],
     return results + [step]
 
 
-def dry_run_codabench(bundle_zip: Path, python: str,
-                      submission_zip: Path | None = None) -> list[StepResult]:
+def dry_run_codabench(bundle_zip: Path, python: str, submission_zip: Path | None = None,
+                      datasets: dict[str, Path] | None = None) -> list[StepResult]:
     with tempfile.TemporaryDirectory(prefix="dry-run-v2-") as work:
-        bundle = _unzip(bundle_zip, Path(work) / "bundle")
+        bundle = _unzip_bundle(bundle_zip, Path(work) / "bundle", datasets)
         competition = yaml.safe_load((bundle / "competition.yaml").read_text(encoding="utf-8"))
         columns = competition["leaderboards"][0]["columns"]
         keys = [c["key"] for c in columns if c.get("computation") is None]

@@ -23,6 +23,7 @@ from __future__ import annotations
 import datetime as dt
 import difflib
 import json
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,6 +33,7 @@ import yaml
 from ingestion_program.ingest.config import OVERHEAD_SECONDS_PER_TASK, worst_case_seconds
 from kinds import DEFAULT_KIND, KINDS, runtime
 
+from .datasets import SAFE_BUNDLE_BYTES, SEPARABLE, UUID_PATTERN
 from .kinds import kind_definition
 from .phase_plan import TaskDataError, declaration_path, load_planned_task, task_data_problems
 from .programs import DEFAULT_LIMITS
@@ -90,7 +92,13 @@ SCHEMA = _object({
     "logo": {"type": "string", "pattern": r"^[^/].*\.(png|jpg|jpeg)$"},
     "docker_image": {"type": "string", "pattern": "^[0-9A-Za-z/.:-]+$"},
     "codabench_tasks": {"enum": list(CODABENCH_TASKS)},
-    "codabench_queue": {"type": "string", "pattern": "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"},
+    "upload_separately": {"type": "array", "items": {"enum": list(SEPARABLE)},
+                          "uniqueItems": True},
+    "dataset_keys": {"type": "object", "additionalProperties": _object(
+        {"key": {"type": "string", "pattern": UUID_PATTERN.pattern},
+         "sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$"}}, ["key", "sha256"])},
+    "max_bundle_mib": _number(exclusive=0),
+    "codabench_queue": {"type": "string", "pattern": UUID_PATTERN.pattern},
     "end_date": {"oneOf": [DATE, {"type": "null"}]},
     "data_root": {"type": ["string", "null"]},
     "tasks": {"type": "object", "minProperties": 1,
@@ -180,6 +188,10 @@ class CompetitionSpec:
     # A Codabench queue of the organizer's (its vhost UUID): no 600 s cap on the time limit.
     codabench_queue: str | None = None
     codabench_tasks: str = CODABENCH_TASKS[0]
+    # Data zips uploaded apart from the bundle, and the keys the sites gave them (datasets.py)
+    upload_separately: tuple[str, ...] = ()
+    dataset_keys: dict = dataclasses.field(default_factory=dict)
+    max_bundle_bytes: int = SAFE_BUNDLE_BYTES
 
     def phase(self, key: str) -> PhaseSpec:
         return next(p for p in self.phases if p.key == key)
@@ -523,6 +535,9 @@ def load_spec(path: Path = DEFAULT_SPEC, data_root: Path | None = None) -> Compe
         logo=(path.parent / plain["logo"]) if plain.get("logo") else None,
         docker_image=plain["docker_image"], codabench_queue=plain.get("codabench_queue"),
         codabench_tasks=plain.get("codabench_tasks", CODABENCH_TASKS[0]),
+        upload_separately=tuple(plain.get("upload_separately", ())),
+        dataset_keys=dict(plain.get("dataset_keys") or {}),
+        max_bundle_bytes=int(plain.get("max_bundle_mib", SAFE_BUNDLE_BYTES / 2**20) * 2**20),
         end_date=_date(plain["end_date"]) if plain.get("end_date") else None,
         data_root=Path(data_root),
         budgets={name: float(task["budget_seconds"]) for name, task in plain["tasks"].items()},

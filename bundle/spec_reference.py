@@ -33,6 +33,7 @@ COMMAND = "python -m bundle.spec_reference > docs/spec_reference.md"
 
 # The name a mapping's entries get in a key path: phases.<phase>.label.
 PLACEHOLDERS = {"tasks": "<task>", "phases": "<phase>", "tracks": "<track>",
+                "dataset_keys": "<dataset>",
                 "metric_weights": "<metric>"}
 
 
@@ -110,6 +111,38 @@ DOCS: dict[str, Doc] = {
                            "combined over tasks (it orders rows by their best task). A phase with "
                            "a gate cannot be split. CodaLab v1.5 always runs a phase's tasks in one "
                            "run.", default="per_phase", example="per_task"),
+    "upload_separately": Doc(
+        "Data zips the build writes next to the bundle instead of into it, for you to upload on "
+        "the site on their own, named in competition.yaml by the key the site gives each: any of "
+        "`input_data`, `reference_data`, `public_data`, `starting_kit`. For data too large for a "
+        "bundle (both sites read a bundle whole; see `max_bundle_mib`). The first build writes "
+        "the zips, prints how to upload each and the `dataset_keys` entries to fill in, and "
+        "exits with status 3 without writing the bundle; once the keys are in the spec, the "
+        "bundle names them, and `--check` runs on the local copies.",
+        default="none: all data inside the bundle", example=["input_data", "reference_data"]),
+    "dataset_keys": Doc("The keys the sites gave the zips of `upload_separately`, keyed by the "
+                        "zip's name without `.zip` (the build prints these entries).",
+                        default="none: every zip of `upload_separately` waits for its key",
+                        example={"bdl-2021-codabench.evaluation_reference_data": {
+                            "key": "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0",
+                            "sha256": "5f70bf18a086007016e948b04aed3b82103a36bea41755b6cddfaf10ace3c6ef"}}),
+    "dataset_keys.<dataset>": Doc("One uploaded zip: its key and the sha256 of the zip uploaded "
+                                  "under it. A build whose zip no longer has that sha256 (the "
+                                  "data changed since the upload) is refused.",
+                                  example={"key": "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0",
+                                           "sha256": "5f70bf18a086007016e948b04aed3b82103a36be"
+                                                     "a41755b6cddfaf10ace3c6ef"}),
+    "dataset_keys.<dataset>.key": Doc("The dataset's key as the site shows it (a UUID).",
+                                      example="0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"),
+    "dataset_keys.<dataset>.sha256": Doc("The sha256 of the zip uploaded under the key, as the "
+                                         "build printed it.",
+                                         example="5f70bf18a086007016e948b04aed3b82103a36bea4175"
+                                                 "5b6cddfaf10ace3c6ef"),
+    "max_bundle_mib": Doc("The largest bundle the build writes, in MiB: CodaLab reads a bundle "
+                          "whole into memory at upload (G24) and Codabench's unpacking stalled "
+                          "on 344 MB of reference data; a larger bundle is refused with the "
+                          "data zips that could go to `upload_separately`.",
+                          default=lambda spec: spec.max_bundle_bytes / 2**20, example=500),
     "end_date": Doc("When the competition closes, in UTC. Must come after the last phase's start. "
                     "`null` or left out: no end date.", default="no end date"),
     "data_root": Doc("The folder of the organizer's task files, as a path relative to the spec's "

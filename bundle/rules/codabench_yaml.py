@@ -11,6 +11,7 @@ from typing import Iterator
 
 from scoring_program.scorer.config import CONFIG_NAME as SCORING_CONFIG, FULL_STATISTICS
 
+from ..datasets import SEPARABLE, is_key
 from .framework import CODABENCH, Bundle, CannotCheck, rule
 
 TOP_KEYS = {"version", "title", "image", "terms", "pages", "tasks", "solutions", "phases",
@@ -119,9 +120,15 @@ def check_tasks(bundle: Bundle) -> Iterator[Problem]:
         if "scoring_program" not in task:
             yield f"tasks[{i}]: no scoring_program", "name the scoring program zip"
         for key in ("scoring_program", "ingestion_program", "input_data", "reference_data"):
-            if key in task and task[key] not in names:
+            if key in task and task[key] not in names and not _dataset_key(key, task[key]):
                 yield (f"tasks[{i}].{key}: {task[key]!r} is not a member ('Cannot find dataset')",
                        "ship the zip at the bundle root")
+
+
+def _dataset_key(file_key: str, value) -> bool:
+    """Data named by a dataset's UUID key (uploaded apart; §1.2): the site resolves it at upload
+    ('Cannot find <type> with key'), the dry run reads its local copy."""
+    return file_key in SEPARABLE and is_key(value)
 
 
 def _date(where: str, value) -> tuple[dt.datetime | None, list[Problem]]:
@@ -164,7 +171,7 @@ def check_phases(bundle: Bundle) -> Iterator[Problem]:
             yield f"{where}.tasks: {phase.get('tasks')!r} must list existing task indexes", \
                 "list the phase's task indexes"
         for key in ("public_data", "starting_kit"):
-            if key in phase and phase[key] not in names:
+            if key in phase and phase[key] not in names and not _dataset_key(key, phase[key]):
                 yield f"{where}.{key}: {phase[key]!r} is not a member", "ship the zip"
 
 

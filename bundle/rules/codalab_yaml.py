@@ -11,6 +11,7 @@ import datetime as dt
 import re
 from typing import Iterator
 
+from ..datasets import SEPARABLE, is_key
 from .framework import REZIP, Bundle, CannotCheck, Problem, is_int, rule
 from .zip_hygiene import wrapping_folder
 
@@ -224,12 +225,22 @@ def check_dates(bundle: Bundle) -> Iterator[Problem]:
 
 
 def _file_problems(bundle: Bundle, where: str, key: str, value) -> Iterator[Problem]:
+    if key in SEPARABLE and is_key(value):
+        # data uploaded apart: the site resolves the key at upload; a local copy is checked
+        if value in bundle.datasets:
+            yield from _wrapping_problems(bundle, where, key, value)
+        return
     if not isinstance(value, str) or not value.endswith(".zip"):
         yield (f"{where}.{key} is {value!r}: expected a member path ending in lowercase '.zip' "
                "(anything else is taken as a dataset key, G4)")
     elif value not in bundle.names:
         yield f"{where}.{key} names {value!r}, which is not a member of the bundle"
-    elif key in ("reference_data", "input_data"):
+    else:
+        yield from _wrapping_problems(bundle, where, key, value)
+
+
+def _wrapping_problems(bundle: Bundle, where: str, key: str, value: str) -> Iterator[Problem]:
+    if key in ("reference_data", "input_data"):
         try:
             folder = wrapping_folder(bundle.nested(value))
         except CannotCheck as error:

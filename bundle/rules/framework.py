@@ -82,9 +82,12 @@ class _Loader(yaml.SafeLoader):
 class Bundle:
     """What the rules read: member names, the YAML as the platform picks it, nested zips."""
 
-    def __init__(self, archive: zipfile.ZipFile, platform: str, margin: float):
+    def __init__(self, archive: zipfile.ZipFile, platform: str, margin: float,
+                 datasets: dict[str, bytes] | None = None):
         self.archive, self.platform, self.margin = archive, PLATFORMS[platform], margin
         self.names = archive.namelist()
+        # Local copies of the data the yaml names by key (uploaded apart), by that key
+        self.datasets = dict(datasets or {})
         self.yaml_name = self.platform.pick_yaml(self.names)
         self.spec, self.yaml_error, self.duplicates = None, None, []
         self._nested: dict[str, zipfile.ZipFile] = {}
@@ -115,11 +118,12 @@ class Bundle:
     def nested(self, member: str) -> zipfile.ZipFile:
         """The member as an open zip, cached; CannotCheck when it is absent or not a zip."""
         if member not in self._nested:
-            if member not in self.names:
+            if member not in self.names and member not in self.datasets:
                 raise CannotCheck(f"member {member!r} is not in the bundle "
                                   f"(see {self.platform.files_rule})")
+            data = self.datasets.get(member) or self.archive.read(member)
             try:
-                self._nested[member] = zipfile.ZipFile(BytesIO(self.archive.read(member)))
+                self._nested[member] = zipfile.ZipFile(BytesIO(data))
             except zipfile.BadZipFile as error:
                 raise CannotCheck(f"member {member!r} is not a valid zip ({error})") from None
         return self._nested[member]
@@ -198,9 +202,10 @@ def rules_for(platform: str) -> dict[str, Rule]:
     return {name: r for name, r in RULES.items() if platform in r.platforms}
 
 
-def check_bundle(path: Path, platform: str,
-                 scoring_margin_seconds: float = 60.0) -> list[CheckFailure]:
-    """Every failure of the platform's rules on the bundle zip at ``path``; empty means valid."""
+def check_bundle(path: Path, platform: str, scoring_margin_seconds: float = 60.0,
+                 datasets: dict[str, bytes] | None = None) -> list[CheckFailure]:
+    """Every failure of the platform's rules on the bundle zip at ``path``; empty means valid.
+    ``datasets``: local copies of data the yaml names by key, checked as if they were members."""
     rules = rules_for(platform)
     try:
         archive = zipfile.ZipFile(path)
@@ -208,7 +213,7 @@ def check_bundle(path: Path, platform: str,
         owner = PLATFORMS[platform].zip_rule
         return [CheckFailure(owner, f"{path}: not a readable zip ({error})", REZIP)]
     with archive:
-        bundle = Bundle(archive, platform, scoring_margin_seconds)
+        bundle = Bundle(archive, platform, scoring_margin_seconds, datasets)
         try:
             return [failure for r in rules.values() for failure in r.run(bundle)]
         finally:

@@ -55,3 +55,11 @@ def check_zip_structure(bundle: Bundle) -> Iterator[Problem]:
     elif folder:
         yield f"every member is inside {folder!r}: the site reads every path from the zip root"
     yield from walk(bundle.archive, "", 0)
+    for key, data in sorted(bundle.datasets.items()):     # data uploaded apart, by its key
+        try:
+            dataset = zipfile.ZipFile(BytesIO(data))
+        except zipfile.BadZipFile as error:
+            yield f"the local copy of dataset {key} is not a valid zip ({error})"
+            continue
+        with dataset:
+            yield from walk(dataset, f"dataset {key}::", 1)
