@@ -83,7 +83,8 @@ def ingestion_limits(spec: CompetitionSpec) -> dict:
     return {"memory_bytes": int(sandbox["memory_gib"] * 2**30),
             "max_file_bytes": int(sandbox["max_file_mib"] * 2**20),
             "disk_bytes": int(sandbox["disk_mib"] * 2**20),
-            "grace_seconds": float(sandbox["grace_seconds"])}
+            "grace_seconds": float(sandbox["grace_seconds"]),
+            "memory_rule": sandbox["memory_limit"]}
 
 
 def _zip_members(work: Path, plan: PhasePlan, spec: CompetitionSpec,

@@ -13,6 +13,7 @@ from pathlib import Path
 import jinja2
 import yaml
 
+from ingestion_program.ingest.config import MEMORY_RULE_TEXT
 from scoring_program.scorer.score_types import AGGREGATE, AVERAGE_RANK
 
 from .kinds import kind_of, task_types
@@ -213,9 +214,10 @@ def _budget_lines(spec: CompetitionSpec, code: bool) -> list[str]:
     return [f"each task's budget is wall-clock time; after it, SIGTERM goes to all your "
             f"processes and SIGKILL {sandbox['grace_seconds']:g} s later; your last "
             "checkpoint is scored",
-            f"memory {sandbox['memory_gib']:g} GiB (address space), files up to "
-            f"{sandbox['max_file_mib']:g} MiB, {sandbox['disk_mib']:g} MiB of disk in all "
-            "(working folder and scratch folders); nothing your code writes outlives its "
+            f"memory: {sandbox['memory_gib']:g} GiB of "
+            f"{MEMORY_RULE_TEXT[sandbox['memory_limit']]}",
+            f"files up to {sandbox['max_file_mib']:g} MiB, {sandbox['disk_mib']:g} MiB of disk "
+            "in all (working folder and scratch folders); nothing your code writes outlives its "
             "task, and only validated predictions are kept",
             *ISOLATION_LINES,
             "the machine (CPU model, cores, memory, GPU) is printed at the top of the "

@@ -30,7 +30,9 @@ from pathlib import Path
 import jsonschema
 import yaml
 
-from ingestion_program.ingest.config import OVERHEAD_SECONDS_PER_TASK, worst_case_seconds
+from ingestion_program.ingest.config import (ADDRESS_SPACE, MEMORY_RULES,
+                                             OVERHEAD_SECONDS_PER_TASK, RESIDENT,
+                                             worst_case_seconds)
 from kinds import DEFAULT_KIND, KINDS, runtime
 
 from .datasets import SAFE_BUNDLE_BYTES, SEPARABLE, UUID_PATTERN
@@ -56,6 +58,18 @@ SANDBOX_DEFAULTS = {"memory_gib": DEFAULT_LIMITS["memory_bytes"] / 2**30,
                     "max_file_mib": DEFAULT_LIMITS["max_file_bytes"] / 2**20,
                     "disk_mib": DEFAULT_LIMITS["disk_bytes"] / 2**20,
                     "grace_seconds": DEFAULT_LIMITS["grace_seconds"]}
+
+
+def is_gpu_image(image: str) -> bool:
+    """A GPU image by its tag (``codalab/codalab-legacy:gpu310``); a colon before the last
+    slash is a registry's port, not a tag."""
+    name = image.rsplit("/", 1)[-1]
+    return ":" in name and "gpu" in name.split(":", 1)[1].lower()
+
+
+def default_memory_rule(image: str) -> str:
+    """RLIMIT_AS stops a CUDA context from being created, so GPU images get the resident rule."""
+    return RESIDENT if is_gpu_image(image) else ADDRESS_SPACE
 
 
 class SpecError(ValueError):
@@ -128,7 +142,8 @@ SCHEMA = _object({
     "sandbox": _object({"memory_gib": _number(exclusive=0, maximum=1024),
                         "max_file_mib": _number(exclusive=0),
                         "disk_mib": _number(exclusive=0),
-                        "grace_seconds": _number(minimum=0, maximum=60)}),
+                        "grace_seconds": _number(minimum=0, maximum=60),
+                        "memory_limit": {"enum": list(MEMORY_RULES)}}),
     "scoring_margin_seconds": _number(minimum=0),
     LEAK_OVERRIDE_KEY: {
         **TASK_LIST,
@@ -195,6 +210,10 @@ class CompetitionSpec:
 
     def phase(self, key: str) -> PhaseSpec:
         return next(p for p in self.phases if p.key == key)
+
+    @property
+    def gpu_image(self) -> bool:
+        return is_gpu_image(self.docker_image)
 
     def track(self, key: str) -> TrackSpec:
         return next(t for t in self.tracks if t.key == key)
@@ -526,7 +545,8 @@ def load_spec(path: Path = DEFAULT_SPEC, data_root: Path | None = None) -> Compe
     problems = _meaning_problems(plain, Path(data_root), path.parent)
     if problems:
         raise SpecError(path, problems)
-    sandbox = {**SANDBOX_DEFAULTS, **plain.get("sandbox", {})}
+    sandbox = {**SANDBOX_DEFAULTS, "memory_limit": default_memory_rule(plain["docker_image"]),
+               **plain.get("sandbox", {})}
     now = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
     return CompetitionSpec(
         path=path, kind=plain["kind"], layout=plain.get("layout", LAYOUTS[0]),

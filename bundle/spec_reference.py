@@ -22,6 +22,7 @@ from pathlib import Path
 
 import yaml
 
+from ingestion_program.ingest.config import RESIDENT_SAMPLE_SECONDS
 from kinds import KINDS
 
 from .kinds import kind_definition
@@ -221,8 +222,21 @@ DOCS: dict[str, Doc] = {
     "tracks.<track>.tasks": Doc("The track's tasks; each must be a task of a code phase."),
     "sandbox": Doc("Limits of the sandbox in which the participants' code runs in a code phase.",
                    default="the defaults of its keys"),
-    "sandbox.memory_gib": Doc("Memory of the participant's process, in GiB.",
+    "sandbox.memory_gib": Doc("Memory the participant's code may use, in GiB, enforced as "
+                              "`sandbox.memory_limit` says.",
                               default=lambda spec: spec.sandbox["memory_gib"]),
+    "sandbox.memory_limit": Doc(
+        "How `sandbox.memory_gib` is enforced. `address_space`: RLIMIT_AS on each process, "
+        "which counts what a process reserves as well as what it uses; CUDA, JAX and PyTorch "
+        "reserve far more than they use, so GPU code cannot start under it. `resident`: the "
+        "ingestion sums the resident memory (anonymous and shared-memory pages, host RAM "
+        "actually used) of all the task's processes every "
+        f"{RESIDENT_SAMPLE_SECONDS * 1000:.0f} ms and kills the task above the limit; a brief "
+        "spike between two samples is not caught, and GPU memory is not limited (the device's "
+        "own memory is the bound).",
+        default="`resident` when `docker_image` is a GPU image (its tag contains `gpu`, as "
+                "`codalab/codalab-legacy:gpu310`), else `address_space`",
+        example="resident"),
     "sandbox.max_file_mib": Doc("Largest file the participant's code may write, in MiB.",
                                 default=lambda spec: spec.sandbox["max_file_mib"]),
     "sandbox.disk_mib": Doc("Disk space the participant's code may fill, in MiB.",

@@ -44,12 +44,13 @@ def new_run(prepared: Path, run: Path, submission_code: str | None) -> Path:
     return run
 
 
-def worker_command(run: Path) -> list[str]:
+def worker_command(run: Path, python: str | None = None) -> list[str]:
+    """``python``: the interpreter in place of the image's (a test whose code needs more)."""
     folder = run / "run"
     return program_command(folder / "ingestion_program", {
         "$ingestion_program": folder / "ingestion_program", "$submission_program": folder / "program",
         "$hidden": run / "hidden_ref", "$input": folder / "input", "$output": folder / "output",
-        "$tmp": folder / "temp"}, image_python())
+        "$tmp": folder / "temp"}, python or image_python())
 
 
 # As Codabench runs us: root, every capability dropped, no-new-privileges (util-linux setpriv).
@@ -58,13 +59,14 @@ SETPRIV = ["setpriv", "--no-new-privs", "--inh-caps=-all", "--ambient-caps=-all"
 
 
 def run_ingestion(run: Path, timeout: float = 300, unprivileged: bool = False,
-                  env: dict | None = None) -> subprocess.CompletedProcess:
+                  env: dict | None = None, python: str | None = None
+                  ) -> subprocess.CompletedProcess:
     """The staging folder goes under a TMPDIR named after ``run``, so every process of this run
     has it in its command line or working folder and can be told from anyone else's."""
     staging = staging_root(run)
     staging.mkdir(mode=0o755, exist_ok=True)
     os.chmod(staging, 0o755)       # the sandbox user must pass through (pytest's folders: 700)
-    command = (SETPRIV if unprivileged else []) + worker_command(run)
+    command = (SETPRIV if unprivileged else []) + worker_command(run, python)
     return subprocess.run(command, cwd=run / "run", capture_output=True, text=True,
                           timeout=timeout, env={**os.environ, "TMPDIR": str(staging), **(env or {})})
 

@@ -16,6 +16,22 @@ CONFIG_FORMAT = "ingestion-config/2"
 # Per task on top of its budget: staging the data, starting Python, validation, writing,
 # and the SIGTERM grace period (counted separately below).
 OVERHEAD_SECONDS_PER_TASK = 5.0
+# How ``memory_bytes`` is enforced. RLIMIT_AS counts every reservation, and CUDA, JAX and
+# PyTorch reserve far more address space than they touch, so GPU code cannot even start
+# under it; the resident rule measures what the task's processes really hold in RAM instead.
+ADDRESS_SPACE, RESIDENT = "address_space", "resident"
+MEMORY_RULES = (ADDRESS_SPACE, RESIDENT)
+RESIDENT_SAMPLE_SECONDS = 0.1
+MEMORY_RULE_TEXT = {
+    ADDRESS_SPACE: "address space, per process: counts what a process reserves, not only what "
+                   "it uses, so CUDA, JAX or PyTorch, which reserve far more than they use, "
+                   "cannot start under it",
+    RESIDENT: "resident memory, summed over all your processes: host RAM actually used "
+              "(anonymous and shared-memory pages; a page shared by several processes counts "
+              f"in each), sampled every {RESIDENT_SAMPLE_SECONDS * 1000:.0f} ms, so a brief "
+              "spike between samples is not caught; GPU memory is not limited by the ingestion "
+              "(the device's own memory is the bound)",
+}
 
 
 class ConfigError(ValueError):
@@ -24,7 +40,7 @@ class ConfigError(ValueError):
 
 @dataclass(frozen=True)
 class Limits:
-    memory_bytes: int            # RLIMIT_AS of the child
+    memory_bytes: int            # RLIMIT_AS of the child, or its processes' resident sum
     max_file_bytes: int          # RLIMIT_FSIZE: one file
     disk_bytes: int              # all files in the task's working directory
     open_files: int              # RLIMIT_NOFILE
@@ -32,6 +48,7 @@ class Limits:
     grace_seconds: float         # between SIGTERM and SIGKILL
     output_bytes: int            # stdout/stderr kept per stream: head + tail
     cores: int | None            # thread variables for the child; None: the machine's
+    memory_rule: str = ADDRESS_SPACE     # one of MEMORY_RULES: how memory_bytes is enforced
 
 
 @dataclass(frozen=True)
@@ -65,6 +82,12 @@ class IngestionConfig:
                                   self.limits.grace_seconds)
 
 
+def gib_text(size: int) -> str:
+    """One decimal, or two where one would misstate the limit (0.75 GiB is not 0.8)."""
+    gib = size / 2**30
+    return f"{gib:.1f} GiB" if abs(gib * 10 - round(gib * 10)) < 1e-9 else f"{gib:.2f} GiB"
+
+
 def worst_case_seconds(budgets, grace_seconds: float) -> float:
     """The longest an ingestion run of tasks with these budgets can take: the one formula the
     builder's checks and the spec's validation use too."""
@@ -85,7 +108,8 @@ def parse_config(raw: dict, source: str = CONFIG_NAME) -> IngestionConfig:
                         "processes", "output_bytes")},
                     grace_seconds=float(_field(limits_raw, "grace_seconds", number,
                                                f"{source}: limits")),
-                    cores=limits_raw.get("cores"))
+                    cores=limits_raw.get("cores"),
+                    memory_rule=_memory_rule(limits_raw, f"{source}: limits"))
     tasks = _tasks(_field(raw, "tasks", list, source), f"{source}: tasks")
     if not tasks:
         raise ConfigError(f"{source}: no tasks")
@@ -96,6 +120,15 @@ def parse_config(raw: dict, source: str = CONFIG_NAME) -> IngestionConfig:
                            tasks, limits,
                            raw.get("entry_module", "submission"), raw.get("entry_function", "predict"),
                            gate_tasks, _field(gate, "label", str, f"{source}: gate") if gate else None)
+
+
+def _memory_rule(limits_raw: dict, where: str) -> str:
+    """Configs written before the rule existed have no key: they meant RLIMIT_AS."""
+    rule = limits_raw.get("memory_rule", ADDRESS_SPACE)
+    if rule not in MEMORY_RULES:
+        raise ConfigError(f"{where}.memory_rule: expected one of {', '.join(MEMORY_RULES)}, "
+                          f"found {rule!r}")
+    return rule
 
 
 def _tasks(raw: list, where: str) -> tuple[TaskSpec, ...]:

@@ -183,6 +183,9 @@ def _confinement_lines(outcome: TaskOutcome, protections: Protections) -> list[s
 def _report(task: TaskSpec, outcome: TaskOutcome, protections: Protections) -> None:
     used = f"{outcome.wall_seconds:.1f} of {task.budget_seconds:g} s"
     memory = f", peak memory {outcome.peak_memory_mb:.0f} MiB" if outcome.peak_memory_mb else ""
+    if outcome.resident_peak_mb is not None:
+        memory += (f", highest resident memory sampled {outcome.resident_peak_mb:.0f} MiB "
+                   "(all its processes)")
     _say(f"[{task.name}] {outcome.status} in {used}{memory}"
          + (f"; prediction: {outcome.prediction}" if outcome.prediction else "; no prediction"))
     for line in _confinement_lines(outcome, protections):

@@ -61,8 +61,9 @@ def _ps_table() -> dict[int, tuple[int, str]]:
     return table
 
 
-def descendants(root: int | None = None) -> dict[int, str]:
-    """pid -> state of every process below ``root`` (this process by default)."""
+def descendants(root: int | None = None, apart: frozenset[int] = frozenset()) -> dict[int, str]:
+    """pid -> state of every process below ``root`` (this process by default), leaving out
+    the processes in ``apart`` and everything below them."""
     table = _process_table()
     children: dict[int, list[int]] = {}
     for pid, (parent, _) in table.items():
@@ -70,10 +71,41 @@ def descendants(root: int | None = None) -> dict[int, str]:
     found, stack = {}, [root or os.getpid()]
     while stack:
         for child in children.get(stack.pop(), []):
-            if child not in found:
+            if child not in found and child not in apart:
                 found[child] = table[child][1]
                 stack.append(child)
     return found
+
+
+def resident_bytes(pids) -> int:
+    """Host RAM the processes hold: anonymous and shared-memory resident pages, summed.
+
+    File-backed pages (loaded libraries, mapped files) are left out: the kernel can drop them,
+    and CUDA's libraries alone would otherwise weigh a gigabyte. A process that is gone, or
+    whose figures cannot be read, counts 0."""
+    return sum(_resident(pid) for pid in pids)
+
+
+def _resident(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status", "rb") as status:
+            fields = dict(line.split(b":", 1) for line in status.read().splitlines()
+                          if line.startswith((b"RssAnon:", b"RssShmem:")))
+    except (OSError, ValueError):
+        return 0
+    if fields:                                     # "RssAnon:   1234 kB"
+        return sum(int(value.split()[0]) for value in fields.values()) * 1024
+    return _resident_from_statm(pid)
+
+
+def _resident_from_statm(pid: int) -> int:
+    """Kernels before 4.5 have no RssAnon: resident minus shared pages is the anonymous part."""
+    try:
+        with open(f"/proc/{pid}/statm", "rb") as statm:
+            resident, shared = (int(v) for v in statm.read().split()[1:3])
+    except (OSError, ValueError):
+        return 0
+    return (resident - shared) * os.sysconf("SC_PAGE_SIZE")
 
 
 def signal_group(pgid: int, sig: int) -> None:
@@ -85,28 +117,31 @@ def signal_group(pgid: int, sig: int) -> None:
         pass        # the group is gone and its id was reused by someone else's
 
 
-def reap_zombies(spare: int | None = None) -> None:
+def reap_zombies(spare: int | None = None, apart: frozenset[int] = frozenset()) -> None:
     """Collect exited children (re-parented orphans included) so none stays a zombie.
 
-    ``spare`` is the task's main child: its exit status is collected by wait4 elsewhere.
+    ``spare`` is the task's main child: its exit status is collected by wait4 elsewhere;
+    ``apart``: children that are not the task's, whose status is their starter's to collect.
     """
     me = os.getpid()
     for pid, (parent, state) in _process_table().items():
-        if parent == me and state in GONE and pid != spare:
+        if parent == me and state in GONE and pid != spare and pid not in apart:
             try:
                 os.waitpid(pid, os.WNOHANG)
             except ChildProcessError:
                 pass
 
 
-def sweep(spare: int | None = None, timeout: float = 2.0) -> set[int]:
-    """SIGKILL every descendant until none is left alive; returns the pids signalled."""
+def sweep(spare: int | None = None, timeout: float = 2.0,
+          apart: frozenset[int] = frozenset()) -> set[int]:
+    """SIGKILL every descendant until none is left alive; returns the pids signalled.
+    ``apart``: processes that ran below this one before the task began, with their own."""
     killed: set[int] = set()
     deadline = time.monotonic() + timeout
     while True:
-        alive = [pid for pid, state in descendants().items() if state not in GONE]
+        alive = [pid for pid, state in descendants(apart=apart).items() if state not in GONE]
         if not alive:
-            reap_zombies(spare)
+            reap_zombies(spare, apart)
             return killed
         for pid in alive:
             try:
@@ -114,7 +149,7 @@ def sweep(spare: int | None = None, timeout: float = 2.0) -> set[int]:
                 killed.add(pid)
             except (ProcessLookupError, PermissionError):
                 pass
-        reap_zombies(spare)
+        reap_zombies(spare, apart)
         if time.monotonic() > deadline:
             return killed
         time.sleep(0.01)

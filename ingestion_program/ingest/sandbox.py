@@ -21,11 +21,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import confine
-from .config import Limits
+from .config import ADDRESS_SPACE, MEMORY_RULE_TEXT, Limits, gib_text
 from .processes import become_subreaper
 
 SANDBOX_USER = "nobody"
 PR_SET_DUMPABLE = 4
+CLONE_NEWNET = 0x40000000      # os.unshare and os.CLONE_NEWNET only exist from Python 3.12
+_LIBC = ctypes.CDLL(None, use_errno=True)
 
 
 @dataclass(frozen=True)
@@ -87,12 +89,21 @@ def _named(call: str):
     return wrap
 
 
+def _unshare_network() -> None:
+    """unshare(CLONE_NEWNET) through libc, so that Python 3.10 (the GPU image's) has it too;
+    libc is loaded before any fork, as this also runs between fork and exec."""
+    if not hasattr(_LIBC, "unshare"):
+        raise OSError(errno.ENOSYS, "no unshare in libc")
+    if _LIBC.unshare(CLONE_NEWNET) != 0:
+        number = ctypes.get_errno()
+        raise OSError(number, os.strerror(number))
+
+
 def _probe_network_namespace() -> str | None:
     @_named("unshare(CLONE_NEWNET)")
     def enter():
-        os.unshare(os.CLONE_NEWNET)
-    problem = _attempt(enter)
-    return problem
+        _unshare_network()
+    return _attempt(enter)
 
 
 def _probe_sandbox_user(uid: int, gid: int) -> str | None:
@@ -173,8 +184,7 @@ def probe() -> Protections:
     if hidden_problem:
         why_not["proc"] = hidden_problem
     uid, gid = _user(why_not)
-    network = _probe_network_namespace() if hasattr(os, "unshare") else \
-        "no os.unshare"
+    network = _probe_network_namespace()
     if network:
         why_not["network"] = network
     landlock_abi = _landlock(why_not, disabled)
@@ -199,10 +209,14 @@ def lock_down(protections: Protections, paths: list[Path]) -> list[str]:
 
 def preexec(protections: Protections, limits: Limits):
     """The function run in the child after fork, before exec (no threads, no logging)."""
+    # The resident rule is the supervisor's: an RLIMIT_AS would stop a CUDA context.
+    address_space = ((resource.RLIMIT_AS, limits.memory_bytes),) \
+        if limits.memory_rule == ADDRESS_SPACE else ()
+
     def set_up() -> None:
         if protections.network_namespace:
-            os.unshare(os.CLONE_NEWNET)
-        for which, value in ((resource.RLIMIT_AS, limits.memory_bytes),
+            _unshare_network()
+        for which, value in (*address_space,
                              (resource.RLIMIT_FSIZE, limits.max_file_bytes),
                              (resource.RLIMIT_NOFILE, limits.open_files),
                              (resource.RLIMIT_CORE, 0)):
@@ -226,7 +240,7 @@ def _state(protections: Protections, key: str, active: bool, detail: str = "") -
 
 
 def describe(protections: Protections, limits: Limits, locked: list[str]) -> list[str]:
-    gib, p = 2 ** 30, protections
+    p = protections
     lines = [
         "own process group and session, killed as a group: active",
         "child subreaper (escaped descendants swept after each task): "
@@ -239,7 +253,8 @@ def describe(protections: Protections, limits: Limits, locked: list[str]) -> lis
         "seccomp filter (no IP sockets, ptrace, io_uring, signals to this program): "
         + _state(p, "seccomp", p.seccomp),
         f"this program's /proc files hidden from the child: {_state(p, 'proc', p.hidden_proc)}",
-        f"limits: address space {limits.memory_bytes / gib:.1f} GiB, file size "
+        f"limits: memory {gib_text(limits.memory_bytes)} "
+        f"({MEMORY_RULE_TEXT[limits.memory_rule]}; rule: {limits.memory_rule}), file size "
         f"{limits.max_file_bytes / 2**20:.0f} MiB, disk {limits.disk_bytes / 2**20:.0f} MiB "
         f"(working folder, and /tmp, /var/tmp, /dev/shm wherever the child can write them), "
         f"open files {limits.open_files}"

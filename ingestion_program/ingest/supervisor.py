@@ -22,10 +22,10 @@ import numpy as np
 
 from competition_formats import FormatError
 
-from .config import Limits, TaskSpec
+from .config import RESIDENT, RESIDENT_SAMPLE_SECONDS, Limits, TaskSpec, gib_text
 from .confine import LANDLOCK_FILES
 from .frames import CHECKPOINT, FINAL, FRAME_TYPES, HEADER, MAGIC, PROTECTIONS
-from .processes import signal_group, sweep, wait_exit
+from .processes import descendants, resident_bytes, signal_group, sweep, wait_exit
 from .sandbox import Protections, preexec
 from .scratch import ScratchWatch, force_remove, tree_bytes
 
@@ -135,6 +135,7 @@ class TaskOutcome:
     exit_code: int | None = None
     signal: str | None = None
     peak_memory_mb: float | None = None
+    resident_peak_mb: float | None = None    # the resident rule's highest sample, all processes
     stdout: str = ""
     stderr: str = ""
     stderr_tail: str = ""
@@ -172,13 +173,21 @@ class UnitWindow:
         return self.names[index] if index < len(self.names) else f"unit {index}"
 
 
+# Set by the worker or the image, never by participants: which GPUs this container may use
+# (a worker sharing its GPUs between runs says so here) and where the CUDA images put the
+# driver's libraries.
+GPU_VARIABLES = ("CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES",
+                 "LD_LIBRARY_PATH")
+
+
 def _child_environment(workdir: Path, cores: int | None) -> dict[str, str]:
     available = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     threads = str(cores or available)
     return {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(workdir), "TMPDIR": str(workdir),
             "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1",
             **{name: threads for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
-                                          "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS")}}
+                                          "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS")},
+            **{name: os.environ[name] for name in GPU_VARIABLES if name in os.environ}}
 
 
 def _confinement_plan(staging: Staging, disabled: tuple[str, ...]) -> dict:
@@ -213,6 +222,9 @@ class _Run:
                 "first_unit": units.first if units else 0, "calibration": task.calibration,
                 "confine": _confinement_plan(staging, protections.disabled)}
         self.scratch = ScratchWatch(staging.base or staging.workdir, protections.uid)
+        # Whatever already runs below this program is not the task's: never counted or killed.
+        self.apart = frozenset(descendants())
+        self.resident_peak = 0
         self.started = time.monotonic()
         self.deadline = units.deadline if units else self.started + task.budget_seconds
         try:
@@ -240,11 +252,13 @@ class _Run:
         self.terminated_at = self.killed_at = None
         self.stop_reason: str | None = None      # why we stopped it, other than the budget
         self.unit_overrun = False                # killed: a unit ran past its own limit
+        self.memory_exceeded = False             # killed by the resident rule
         self.killed: set[int] = set()            # distinct leftover processes we killed
         self.next_disk_check = self.started + DISK_CHECK_SECONDS
+        self.next_memory_sample = self.started
 
     def _sweep(self) -> None:
-        self.killed |= sweep(spare=self.process.pid) - {self.process.pid}
+        self.killed |= sweep(spare=self.process.pid, apart=self.apart) - {self.process.pid}
 
     def _stop(self, reason: str | None) -> None:
         if reason and not self.stop_reason and self.terminated_at is None:
@@ -268,7 +282,30 @@ class _Run:
         signal_group(self.process.pid, signal.SIGKILL)
         self._sweep()
 
+    def _resident_exceeded(self, now: float) -> bool:
+        """The resident rule, sampled: the grace period after SIGTERM is no licence to grow,
+        but once the predictions are in, the linger stop ends the task anyway."""
+        if (self.limits.memory_rule != RESIDENT or now < self.next_memory_sample
+                or self.exit_status is not None or self.killed_at is not None
+                or self.frames.final_at is not None):
+            return False
+        self.next_memory_sample = now + RESIDENT_SAMPLE_SECONDS
+        used = resident_bytes(descendants(apart=self.apart))
+        self.resident_peak = max(self.resident_peak, used)
+        return used > self.limits.memory_bytes
+
+    def _stop_for_memory(self) -> None:
+        self.memory_exceeded = True
+        self.stop_reason = self.stop_reason or (
+            f"used {self.resident_peak / 2**30:.2f} GiB of host RAM, over its memory limit of "
+            f"{gib_text(self.limits.memory_bytes)} (rule: resident, the resident memory of "
+            "all its processes summed, sampled every "
+            f"{RESIDENT_SAMPLE_SECONDS * 1000:.0f} ms), and was killed")
+        self._stop(None)
+
     def _enforce(self, now: float) -> None:
+        if self._resident_exceeded(now):
+            self._stop_for_memory()
         if self.exit_status is None and self.terminated_at is None and self.stop_reason is None:
             if now >= self.deadline:
                 self.terminated_at = now
@@ -346,17 +383,44 @@ def _failure_message(run: _Run, limits: Limits) -> tuple[str, str]:
     error = run.frames.error
     if error:
         if "MemoryError" in error:
-            error += f" (the memory limit is {limits.memory_bytes / 2**30:.1f} GiB)"
+            error += f" (the memory limit is {memory_limit_text(limits)})"
         if "File too large" in error or "Disk quota" in error:
             error += f" (files are limited to {limits.max_file_bytes / 2**20:.0f} MiB)"
         return "failed", error
     code, signal_name = _exit_description(run.process.returncode)
+    hint = _address_space_hint(run, limits, signal_name)
     if signal_name:
         guess = signal_name == "SIGKILL" and run.killed_at is None   # not killed by us
-        return "failed", f"killed by {signal_name}" + (" (out of memory?)" if guess else "")
+        return "failed", (f"killed by {signal_name}" + (" (out of memory?)" if guess else "")
+                          + hint)
     last = run.stderr.last_lines(1)
     return "failed", (f"exited with code {code} before returning predictions"
-                      + (f": {last}" if last else ""))
+                      + (f": {last}" if last else "") + hint)
+
+
+def memory_limit_text(limits: Limits) -> str:
+    amount = gib_text(limits.memory_bytes)
+    return (f"{amount} of resident memory, all processes summed" if limits.memory_rule == RESIDENT
+            else f"{amount} of address space per process, which counts reservations too")
+
+
+# How native code dies when RLIMIT_AS refuses a reservation (XLA, LLVM, CUDA, glibc), seen in
+# its last words; a bare SIGABRT, SIGSEGV or SIGBUS is often the same thing unexplained.
+ALLOCATION_SYMPTOMS = ("memoryerror", "bad_alloc", "pthread_create", "resource temporarily "
+                       "unavailable", "cannot allocate memory", "out of memory", "out_of_memory",
+                       "resource_exhausted", "failed to map segment")
+CRASH_SIGNALS = ("SIGABRT", "SIGSEGV", "SIGBUS")
+
+
+def _address_space_hint(run: _Run, limits: Limits, signal_name: str | None) -> str:
+    if limits.memory_rule == RESIDENT:
+        return ""
+    words = run.stderr.last_lines(40).lower()
+    if any(symptom in words for symptom in ALLOCATION_SYMPTOMS):
+        return f" (probably the memory limit: {memory_limit_text(limits)})"
+    if signal_name in CRASH_SIGNALS:
+        return f" (a crash; possibly the memory limit: {memory_limit_text(limits)})"
+    return ""
 
 
 def run_task(task: TaskSpec, staging: Staging, protections: Protections, limits: Limits,
@@ -379,6 +443,8 @@ def run_task(task: TaskSpec, staging: Staging, protections: Protections, limits:
         status="ok", message="", wall_seconds=round((run.exited_at or run.ended) - run.started, 3),
         exit_code=code, signal=signal_name,
         peak_memory_mb=round(run.usage.ru_maxrss / 1024, 1) if run.usage else None,
+        resident_peak_mb=(round(run.resident_peak / 2**20, 1)
+                          if limits.memory_rule == RESIDENT else None),
         stdout=run.stdout.text(), stderr=run.stderr.text(), stderr_tail=run.stderr.last_lines(),
         killed_descendants=len(run.killed),
         deadline_to_gone_seconds=(run.ended - run.deadline) if run.terminated_at else None,
@@ -410,13 +476,14 @@ def run_task(task: TaskSpec, staging: Staging, protections: Protections, limits:
 
 
 def _stopped_inside_a_unit(run: _Run) -> bool:
-    """Killed at a unit's limit, or died in one without reporting an error (a crash, a signal,
-    an exit from their code): a fresh child may go on with the next unit. Not so for an error
-    report (their module does not import, ...), a stop for cause, or the task's budget."""
+    """Killed at a unit's limit or for its memory, or died in one without reporting an error (a
+    crash, a signal, an exit from their code): a fresh child may go on with the next unit. Not
+    so for an error report (their module does not import, ...), another stop for cause, or the
+    task's budget."""
     if run.units is None or run.frames.protections is None:
         return False
-    return run.unit_overrun or (run.frames.error is None and run.stop_reason is None
-                                and run.terminated_at is None)
+    return run.unit_overrun or run.memory_exceeded or (
+        run.frames.error is None and run.stop_reason is None and run.terminated_at is None)
 
 
 def _clean_scratch(run: _Run) -> str | None:

@@ -93,6 +93,8 @@ def _combined(task: TaskSpec, contract, children: list[tuple[int, TaskOutcome]],
         last, wall_seconds=round(sum(o.wall_seconds for o in outcomes), 3),
         peak_memory_mb=max((o.peak_memory_mb for o in outcomes if o.peak_memory_mb),
                            default=None),
+        resident_peak_mb=max((o.resident_peak_mb for o in outcomes
+                              if o.resident_peak_mb is not None), default=None),
         stdout=_joined([o.stdout for o in outcomes]), stderr=_joined([o.stderr for o in outcomes]),
         killed_descendants=sum(o.killed_descendants for o in outcomes),
         protections=outcomes[0].protections,

@@ -1,0 +1,90 @@
+"""A GPU image's spec: sandbox.memory_limit defaults to the resident rule there (RLIMIT_AS stops
+a CUDA context), the ingestion config carries the rule, and the log and pages say what it
+limits."""
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from bundle.build import ingestion_limits
+from bundle.phase_plan import phase_plan
+from bundle.programs import ingestion_config
+from bundle.render import _budget_lines
+from bundle.spec import SpecError, default_memory_rule, is_gpu_image, load_spec
+from ingestion_program.ingest.config import Limits
+from ingestion_program.ingest.sandbox import Protections, describe
+
+REPO = Path(__file__).resolve().parents[1]
+LABELS_SPEC = REPO / "kinds" / "label_accuracy" / "default_spec.yaml"
+
+
+@pytest.mark.parametrize("image, gpu", [
+    ("codalab/codalab-legacy:gpu310", True),
+    ("codalab/codalab-legacy:gpu", True),
+    ("tensorflow/tensorflow:2.16.1-GPU", True),
+    ("codalab/codalab-legacy:py312", False),
+    ("codalab/codalab-legacy", False),
+    ("registry.example.org:5000/gpu-team/image", False),      # a port, a folder: no tag
+    ("registry.example.org:5000/team/image:gpu", True),
+])
+def test_a_gpu_image_is_told_by_its_tag(image, gpu):
+    assert is_gpu_image(image) is gpu
+    assert default_memory_rule(image) == ("resident" if gpu else "address_space")
+
+
+def write_spec(tmp_path: Path, image: str, sandbox: dict | None = None) -> Path:
+    raw = yaml.safe_load(LABELS_SPEC.read_text())
+    raw["docker_image"] = image
+    if sandbox is not None:
+        raw["sandbox"] = sandbox
+    shutil.copyfile(LABELS_SPEC.parent / raw["logo"], tmp_path / raw["logo"])
+    (tmp_path / "spec.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
+    return tmp_path / "spec.yaml"
+
+
+@pytest.mark.parametrize("image, sandbox, rule", [
+    ("codalab/codalab-legacy:py312", None, "address_space"),
+    ("codalab/codalab-legacy:gpu310", None, "resident"),
+    ("codalab/codalab-legacy:gpu310", {"memory_limit": "address_space"}, "address_space"),
+    ("codalab/codalab-legacy:py312", {"memory_limit": "resident", "memory_gib": 8}, "resident"),
+])
+def test_the_rule_follows_the_image_unless_the_spec_names_one(tmp_path, image, sandbox, rule):
+    spec = load_spec(write_spec(tmp_path, image, sandbox))
+    assert spec.sandbox["memory_limit"] == rule and spec.gpu_image == is_gpu_image(image)
+    limits = ingestion_limits(spec)
+    assert limits["memory_rule"] == rule
+    config = ingestion_config(phase_plan(spec, "evaluation", code_submission=True), limits)
+    assert config["limits"]["memory_rule"] == rule
+
+
+def test_an_unknown_rule_is_refused_with_its_key(tmp_path):
+    with pytest.raises(SpecError) as error:
+        load_spec(write_spec(tmp_path, "codalab/codalab-legacy:gpu310", {"memory_limit": "rss"}))
+    assert "sandbox.memory_limit: found \"rss\", expected one of ['address_space', 'resident']" \
+        in str(error.value)
+
+
+def test_the_pages_say_what_each_rule_limits(tmp_path):
+    resident = _budget_lines(load_spec(write_spec(tmp_path, "codalab/codalab-legacy:gpu310")),
+                             True)
+    line = next(line for line in resident if line.startswith("memory: 4 GiB of resident"))
+    assert "host RAM actually used" in line and "sampled every 100 ms" in line
+    assert "a brief spike between samples is not caught" in line
+    assert "GPU memory is not limited by the ingestion (the device's own memory is the bound)" \
+        in line
+    address = _budget_lines(load_spec(write_spec(tmp_path, "codalab/codalab-legacy:py312")), True)
+    line = next(line for line in address if line.startswith("memory: 4 GiB of address space"))
+    assert "counts what a process reserves, not only what it uses" in line
+    assert "CUDA, JAX or PyTorch" in line
+
+
+@pytest.mark.parametrize("rule, words", [
+    ("address_space", "limits: memory 4.0 GiB (address space, per process"),
+    ("resident", "limits: memory 4.0 GiB (resident memory, summed over all your processes"),
+])
+def test_the_log_states_the_rule(rule, words):
+    limits = Limits(4 * 2**30, 2**28, 2**30, 256, 128, 2.0, 2**17, None, memory_rule=rule)
+    lines = describe(Protections(None, None, False, True), limits, [])
+    line = next(line for line in lines if line.startswith("limits:"))
+    assert line.startswith(words) and f"rule: {rule})" in line
