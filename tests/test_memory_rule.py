@@ -6,6 +6,7 @@ reserve far more address space than they use) survives. The JAX tests run the in
 with the main environment's interpreter, the one with jax (CPU only here: no GPU).
 """
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -216,3 +217,15 @@ def test_configs_without_the_rule_mean_address_space_and_others_are_refused():
     with pytest.raises(ConfigError, match=r"limits.memory_rule: expected one of address_space, "
                                           r"resident, found 'virtual'"):
         parse_config(json.loads(json.dumps(config)))
+
+
+@pytest.mark.skipif(shutil.which("nvidia-smi") is not None, reason="a GPU machine: run it by hand")
+def test_the_gpu_benchmark_runs_on_a_machine_without_a_gpu_and_says_so():
+    result = subprocess.run(
+        [MAIN_PYTHON, str(REPO / "benchmarks" / "gpu_sandbox.py"), "--framework", "jax",
+         "--size", "64", "--batch", "64", "--steps", "2", "--budget", "60"],
+        cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.startswith("no GPU found")
+    assert "| resident | ok | jax " in result.stdout and "| address_space | ok | jax " in result.stdout
+    assert "child confinement:" in result.stdout
