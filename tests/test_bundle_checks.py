@@ -9,6 +9,7 @@ import zipfile
 import pytest
 
 import bundle.rules.programs as programs
+import bundle.rules.python_version  # noqa: F401 - registered whether or not rules/ imports it
 from bundle.rules import BOTH, CODABENCH, CODALAB, check_bundle, rules_for
 from bundle.rules import RULES as REGISTRY
 
@@ -331,6 +332,11 @@ MUTATIONS = [
                               inside="scoring_program.zip"), "scoring-keys", "wine_w2", ()),
     ("scoring-duplicate-key", put("scoring_config.json", scoring_config(KEYS + KEYS[:1]),
                                   inside="scoring_program.zip"), "scoring-keys", "twice", ()),
+    ("gpu-image-python-3-11", chain(
+        edit("codalab/codalab-legacy:py312", "codalab/codalab-legacy:gpu310"),
+        put("clock.py", "import datetime\nUTC = datetime.UTC\n", inside="ingestion_program.zip")),
+     "python-version", "ingestion_program.zip::clock.py:2: datetime.UTC is new in Python 3.11",
+     ()),
 ]
 
 
@@ -358,6 +364,7 @@ VALID_VARIANTS = [
     ("tmp-and-shared", edit("$input $output\n", "$input $output $tmp $shared\n", "metadata",
                             "scoring_program.zip")),
     ("no-end-date", edit("end_date: 2027-06-30 23:59:59\n", "")),
+    ("gpu-image", edit("codalab/codalab-legacy:py312", "codalab/codalab-legacy:gpu310")),
 ]
 
 
