@@ -29,7 +29,7 @@ import yaml
 from bundle.build import BuildError, build_competition, competition_targets
 from bundle.rules import CODABENCH, CODALAB, check_bundle
 from bundle.datasets import keys_block, local_copies
-from bundle.dry_run import NOT_CHECKED, StepResult, dry_run, dry_run_codabench, table
+from bundle.dry_run import StepResult, not_checked, dry_run, dry_run_codabench, table
 from bundle.spec import DEFAULT_SPEC, SpecError, load_spec
 
 REPO = Path(__file__).resolve().parent
@@ -118,6 +118,19 @@ def _is_codabench(zip_path: Path) -> bool:
             return False
 
 
+def _image(zip_path: Path, codabench: bool) -> str:
+    """The docker image the bundle's yaml names (the platform's default where it names none)."""
+    with zipfile.ZipFile(zip_path) as bundle:
+        try:
+            comp = yaml.safe_load(bundle.read("competition.yaml"))
+        except (KeyError, yaml.YAMLError):
+            comp = None
+    key, default = (("docker_image", "codalab/codalab-legacy:py37") if codabench
+                    else ("competition_docker_image", "codalab/codalab-legacy:latest"))
+    image = comp.get(key) if isinstance(comp, dict) else None
+    return image if isinstance(image, str) else default
+
+
 def _local_datasets(zip_path: Path) -> tuple[dict[str, Path], list[str]]:
     """The local copy of each dataset the bundle's yaml names by key (its comments name the
     file, next to the bundle, and its sha256), and what is wrong with them."""
@@ -167,7 +180,7 @@ def _check(zip_path: Path, margin: float, submission: Path | None = None) -> boo
     for result in bad:
         print(f"\n{result.phase} / {result.step}: {result.status}\n{result.detail}", file=sys.stderr)
     print("not reproduced by this dry run (check these on the platform):")
-    for line in NOT_CHECKED["codabench" if codabench else "codalab"]:
+    for line in not_checked("codabench" if codabench else "codalab", _image(zip_path, codabench)):
         print(f"  - {line}")
     ok = not failures and not bad and not dataset_problems
     print(f"dry run {'passed' if ok else 'FAILED'}: {len(results)} step(s), "

@@ -281,7 +281,8 @@ def build_competition(spec: CompetitionSpec, phase_keys: list[str], track_key: s
                              for member, data in sorted(members.items())),
                        tuple(_size_warnings(members)
                              + [w for phase in shown
-                                for w in _platform_warnings(phase, platform, spec)]),
+                                for w in _platform_warnings(phase, platform, spec)]
+                             + _gpu_warnings(spec, platform)),
                        tuple(dataclasses.replace(d, data=b"") for d in datasets))
 
 
@@ -325,6 +326,22 @@ def competition_targets(spec: CompetitionSpec, phase: str = "all",
         code = spec.phase(key).code_submission
         targets += [([key], t) for t in (tracks if code else [None])]
     return targets
+
+
+GPU_WORKERS = {
+    CODALAB: ("a container gets the GPU only on workers started with USE_GPU (codalab_v1.md "
+              "§4.5): after upload choose a queue of GPU workers in the competition's editor "
+              "(Edit > Queue)"),
+    CODABENCH: ("a container gets the GPU only on workers started with USE_GPU (codabench_v2.md "
+                "§3.4): name a queue of GPU workers (spec key codabench_queue)"),
+}
+
+
+def _gpu_warnings(spec, platform: str) -> list[str]:
+    """A GPU image is not a GPU: the queue's workers decide."""
+    if not spec.gpu_image or (platform == CODABENCH and spec.codabench_queue):
+        return []
+    return [f"docker_image {spec.docker_image} is a GPU image, but {GPU_WORKERS[platform]}"]
 
 
 def _platform_warnings(phase, platform: str, spec) -> list[str]:

@@ -6,7 +6,7 @@ files are taken as predictions is decided by the worker's own rule (``worker.dis
 Each step runs under the phase's time limit, with the command from its metadata, in the
 worker's folder layout, with the stray files the worker leaves around (codalab_v1.md §4.3-4.6,
 codabench_v2.md §3.3-3.8). Then the scores file is read with the site's rules and its keys
-compared with the leaderboard's. What the dry run cannot reproduce is listed in ``NOT_CHECKED``
+compared with the leaderboard's. What the dry run cannot reproduce is listed by ``not_checked``
 and printed with every run.
 """
 from __future__ import annotations
@@ -26,6 +26,7 @@ import yaml
 from scoring_program.scorer.config import scores_file_keys
 
 from .codabench import DEFAULT_EXECUTION_TIME_LIMIT_SECONDS, DEFAULT_QUEUE_LIMIT_SECONDS
+from .spec import is_gpu_image
 from .worker import (CODABENCH, CODALAB, WorkerCommandError, dispatch_submission,
                      penalised_tasks, read_scores, run_program)
 
@@ -41,8 +42,6 @@ DATASET_KEYS_NOT_CHECKED = (
     "compares them with the sha256 the spec records with each key")
 NOT_CHECKED = {
     CODALAB: (
-        "the image itself: programs run with its Python packages at its versions (.venv-image), "
-        "not inside codalab/codalab-legacy:py312",
         "the container's memory limit (the worker host's memory minus 512 MB) and its CPU speed",
         "network access from the container (the v1 worker sets none; it depends on the host)",
         "the site's upload limits (max_submission_size, submissions per day and in total)",
@@ -50,8 +49,6 @@ NOT_CHECKED = {
         DATASET_KEYS_NOT_CHECKED,
     ),
     CODABENCH: (
-        "the image itself: programs run with its Python packages at its versions (.venv-image), "
-        "not inside codalab/codalab-legacy:py312",
         "the time limit as the real worker applies it: this worker revision does not enforce it "
         "(its alarm is swallowed); the dry run enforces min(limit, 600 s) as the default queue "
         "should (on a custom queue, the limit), and the ingestion's per-task budgets are the "
@@ -61,6 +58,20 @@ NOT_CHECKED = {
         DATASET_KEYS_NOT_CHECKED,
     ),
 }
+
+
+def not_checked(platform: str, image: str) -> list[str]:
+    """What the dry run of a bundle on ``platform`` running ``image`` does not reproduce."""
+    if is_gpu_image(image):
+        first = (f"the image itself: programs run here with the py312 image's packages "
+                 f"(.venv-image) on this machine's Python, not inside {image} (its own Python and "
+                 "packages; the python-version rule checks the programs' sources against them), "
+                 "and whether the container gets a GPU (only on workers with USE_GPU) shows only "
+                 "on the platform")
+    else:
+        first = ("the image itself: programs run with its Python packages at its versions "
+                 f"(.venv-image), not inside {image}")
+    return [first, *NOT_CHECKED[platform]]
 
 
 @dataclass

@@ -88,3 +88,28 @@ def test_the_log_states_the_rule(rule, words):
     lines = describe(Protections(None, None, False, True), limits, [])
     line = next(line for line in lines if line.startswith("limits:"))
     assert line.startswith(words) and f"rule: {rule})" in line
+
+
+@pytest.mark.parametrize("platform, queue", [("codalab", None), ("codabench", None),
+                                             ("codabench", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0")])
+def test_a_gpu_competition_builds_and_dry_runs_and_says_the_gpu_is_the_queues(
+        platform, queue, tmp_path):
+    """Built and dry-run on the gpu310 image: the python-version rule passes the shipped
+    programs, the dry run names what it cannot check about the image, and the summary warns
+    that only a queue of GPU workers gives the container a GPU (unless a queue is named)."""
+    import subprocess
+    import sys
+    spec = write_spec(tmp_path, "codalab/codalab-legacy:gpu310")
+    if queue:
+        raw = yaml.safe_load(spec.read_text())
+        raw["codabench_queue"] = queue
+        spec.write_text(yaml.safe_dump(raw, sort_keys=False))
+    result = subprocess.run([sys.executable, str(REPO / "build_bundle.py"), "--config", str(spec),
+                             "--phase", "all", "--platform", platform, "--check", "--out",
+                             str(tmp_path / "out")], cwd=REPO, capture_output=True, text=True,
+                            timeout=900)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "dry run passed" in result.stdout
+    assert "not inside codalab/codalab-legacy:gpu310 (its own Python and packages" in result.stdout
+    warned = "is a GPU image, but a container gets the GPU only on workers started with USE_GPU"
+    assert (warned in result.stdout) is (queue is None)
