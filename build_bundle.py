@@ -110,24 +110,27 @@ def _zip_usage_problem(given: Path, what: str) -> str | None:
     return None
 
 
-def _is_codabench(zip_path: Path) -> bool:
-    with zipfile.ZipFile(zip_path) as bundle:
-        try:      # any "version" key means a v2 bundle, even a mistyped "2" (which its checks report)
-            return "version" in yaml.safe_load(bundle.read("competition.yaml"))
-        except (KeyError, yaml.YAMLError, TypeError):
-            return False
-
-
-def _image(zip_path: Path, codabench: bool) -> str:
-    """The docker image the bundle's yaml names (the platform's default where it names none)."""
+def _competition(zip_path: Path) -> dict:
+    """The bundle's competition.yaml, or an empty mapping where it has none that parses (its
+    checks report that)."""
     with zipfile.ZipFile(zip_path) as bundle:
         try:
             comp = yaml.safe_load(bundle.read("competition.yaml"))
         except (KeyError, yaml.YAMLError):
-            comp = None
+            return {}
+    return comp if isinstance(comp, dict) else {}
+
+
+def _is_codabench(zip_path: Path) -> bool:
+    # any "version" key means a v2 bundle, even a mistyped "2" (which its checks report)
+    return "version" in _competition(zip_path)
+
+
+def _image(zip_path: Path, codabench: bool) -> str:
+    """The docker image the bundle's yaml names (the platform's default where it names none)."""
     key, default = (("docker_image", "codalab/codalab-legacy:py37") if codabench
                     else ("competition_docker_image", "codalab/codalab-legacy:latest"))
-    image = comp.get(key) if isinstance(comp, dict) else None
+    image = _competition(zip_path).get(key)
     return image if isinstance(image, str) else default
 
 

@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Callable
 
 from .rules import check_bundle
-from .datasets import (SEPARABLE, Dataset, DatasetKeyError, oversize_problem, separate,
-                       yaml_comments)
+from .datasets import (SEPARABLE, Dataset, DatasetKeyError, file_parts, oversize_problem,
+                       separate, yaml_comments)
 from .codabench import DEFAULT_QUEUE_LIMIT_SECONDS, PAGE_FILES, TERMS_FILE, competition_yaml_v2
 from .leaderboard import competition_columns, per_task_columns, task_columns, written_keys
 from .phase_data import leakage_problems, stage_input_data, stage_public_data, stage_reference_data
@@ -40,7 +40,6 @@ from .worker import CODABENCH, CODALAB
 from .zips import folder_members, write_zip
 
 LARGE_MEMBER_BYTES = 100 * 2**20       # G24: bundles are unpacked in memory by the site
-PUBLIC_ZIPS = ("input_data.zip", "public_data.zip", "starting_kit.zip")
 PHASE_FILES = ("scoring_program", "reference_data", "public_data", "starting_kit",
                "ingestion_program", "input_data")
 PUBLIC_FILES = ("public_data", "starting_kit")          # a phase's, whatever its tasks
@@ -210,8 +209,7 @@ def _leaks(plans: list[PhasePlan], files: list[dict], members: dict) -> list[str
     """Every hidden reference of a code phase against every public zip of the competition."""
     hidden = {f"{zip_name}:{name}": data for zip_name in _hidden_zips(plans, files)
               for name, data in _members_of(members[zip_name]).items()}
-    public = {part[key]: _members_of(members[part[key]])
-              for phase_files in files for part in (phase_files, *phase_files.get("tasks", []))
+    public = {part[key]: _members_of(members[part[key]]) for part in file_parts(files)
               for key in ("input_data", "public_data", "starting_kit") if key in part}
     zeroed = getattr(kind_of(plans[0]), "ZEROED_PUBLIC_ARRAYS", ())
     return leakage_problems(hidden, public, zeroed) if hidden else []
@@ -288,8 +286,7 @@ def build_competition(spec: CompetitionSpec, phase_keys: list[str], track_key: s
 
 def _separable(files: list[dict], members: dict[str, bytes]) -> dict[str, str]:
     """The data zips still in the bundle that could be uploaded apart: member -> its kind."""
-    return {part[kind]: kind for phase_files in files
-            for part in (phase_files, *phase_files.get("tasks", []))
+    return {part[kind]: kind for part in file_parts(files)
             for kind in SEPARABLE if part.get(kind) in members}
 
 

@@ -72,7 +72,7 @@ class DatasetKeyError(ValueError):
     pass
 
 
-def _parts(files: list[dict]):
+def file_parts(files: list[dict]):
     """Every mapping of file keys in a competition's file map: each phase's, and each of its
     tasks' when they are apart."""
     for phase_files in files:
@@ -86,7 +86,7 @@ def separate(files: list[dict], members: dict[str, bytes], stem: str, kinds: tup
     stand-in): the bundle's own member map and file map, changed in place. A key whose sha256
     is not the zip's is refused: the data changed since that upload."""
     datasets: dict[str, Dataset] = {}
-    for part in _parts(files):
+    for part in file_parts(files):
         for kind in kinds:
             member = part.get(kind)
             if member is None:
