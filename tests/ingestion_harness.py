@@ -11,8 +11,13 @@ import subprocess
 import textwrap
 from pathlib import Path
 
+import dataclasses
+
 from plans import embedded_phase
+from bundle.kinds import definition
 from bundle.phase_data import stage_input_data, stage_reference_data
+from bundle.phase_plan import phase_plan
+from bundle.spec import load_spec
 from bundle.programs import assemble_ingestion_program
 from bundle.worker import program_command
 from scoring_harness import image_python
@@ -28,6 +33,40 @@ def prepare(root: Path, phase: str = "development", budget=BUDGET_SECONDS, limit
     stage_input_data(plan, root / "input")
     stage_reference_data(plan, root / "hidden_ref")
     return plan
+
+
+# Each kind's default competition and the code phase its hostile-submission tests run.
+KIND_CODE_PHASES = {"bdl2021": "development", "pgdl2020": "phase1", "retina": "final"}
+KINDS = tuple(KIND_CODE_PHASES)
+
+
+def kind_plan(kind: str, budget=None):
+    """The code phase of ``kind``'s default competition (tasks in name order)."""
+    spec = load_spec(definition(kind).DEFAULT_SPEC)
+    plan = phase_plan(spec, KIND_CODE_PHASES[kind], code_submission=True, budget_seconds=budget)
+    return dataclasses.replace(plan, tasks=tuple(sorted(plan.tasks, key=lambda t: t.name)))
+
+
+def prepare_kind(root: Path, kind: str, budget=None, limits=None):
+    """``prepare`` for any kind's code phase; the run's submission is the kind's sample."""
+    plan = kind_plan(kind, budget)
+    assemble_ingestion_program(plan, root / "ingestion_program", {**TEST_LIMITS, **(limits or {})})
+    stage_input_data(plan, root / "input")
+    stage_reference_data(plan, root / "hidden_ref")
+    definition(kind).sample_code_submission(root / "sample")
+    return plan
+
+
+def new_kind_run(prepared: Path, run: Path, files: dict[str, str] | None = None) -> Path:
+    """A run of the kind's sample submission with ``files`` (relative path -> text) added
+    or replaced: the hostile part."""
+    new_run(prepared, run, None)
+    submission = run / "run" / "program"
+    shutil.copytree(prepared / "sample", submission, dirs_exist_ok=True)
+    for name, text in (files or {}).items():
+        (submission / name).parent.mkdir(parents=True, exist_ok=True)
+        (submission / name).write_text(textwrap.dedent(text))
+    return run
 
 
 def new_run(prepared: Path, run: Path, submission_code: str | None) -> Path:
