@@ -168,15 +168,15 @@ return uniform(task)""", prelude="import subprocess, sys, time")
 
 def test_runs_without_psutil(prepared, tmp_path):
     """The first py312 images had no psutil: the process tree is read from /proc."""
-    blocker = tmp_path / "no_psutil"
-    blocker.mkdir()
-    (blocker / "psutil.py").write_text("raise ImportError('psutil is not installed')\n")
     code = submission("""
 subprocess.Popen([sys.executable, "-c", "import os, time; os.setsid(); time.sleep(600)"])
 time.sleep(0.3)
 return uniform(task)""", prelude="import subprocess, sys, time")
     run = new_run(prepared, tmp_path, code)
-    result = run_ingestion(run, env={"PYTHONPATH": str(blocker)})
+    # First on the program's own path (the worker's PYTHONPATH never reaches it: python3 -I).
+    (run / "run" / "ingestion_program" / "psutil.py").write_text(
+        "raise ImportError('psutil is not installed')\n")
+    result = run_ingestion(run)
     assert result.returncode == 0, result.stderr
     record = read_run_record(run / "run" / "output" / "ingestion_record.json")
     assert record.tasks["iris"].status == "ok" and record.hardware["memory_gib"] > 0

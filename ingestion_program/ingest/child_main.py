@@ -1,6 +1,13 @@
 """Runs inside the sandboxed child: confine itself, import the participant's module, hand its
 function to the kind's contract (``participant.py``, staged next to this file), and send what
 it returns to the parent as frames. Standard library and numpy only.
+
+The order is the protection: the interpreter starts isolated (``-I``: no PYTHONPATH, no
+working folder on the path), so until ``install`` has confined this process every import
+comes from the standard library or the image's packages. Only then are numpy and the kind's
+contract imported (their threads inherit the confinement) and the submission's folder put on
+the path, so no file of the participant's can run unconfined or shadow the code that reports
+the protections.
 """
 import importlib
 import io
@@ -12,9 +19,9 @@ import traceback
 
 from .confine import install
 from .frames import CHECKPOINT, ERROR, FINAL, PROTECTIONS, write_frame
-from .participant import SIGNATURE, call
 
 RUNTIME = os.path.dirname(os.path.abspath(__file__))
+HANDSHAKE_FD = 0      # the parent answers on stdin once it has read the kernel's view
 
 
 def _send_array(fd, frame_type, predictions, numpy):
@@ -58,8 +65,8 @@ def _finish(code):
     os._exit(code)
 
 
-def _call(spec, fd, started):
-    import numpy
+def _call(spec, fd, started, contract, numpy):
+    SIGNATURE, call = contract.SIGNATURE, contract.call
     module_name, function_name = spec["entry_module"], spec["entry_function"]
     try:
         module = importlib.import_module(module_name)
@@ -84,12 +91,47 @@ def _call(spec, fd, started):
     return 0
 
 
+def _wait_for_parent():
+    """Blocks until the parent has checked the protections with the kernel (one byte, or EOF
+    when it closed stdin), so the check sees this process before any code of theirs runs."""
+    try:
+        os.read(HANDSHAKE_FD, 1)
+    except OSError:
+        pass
+
+
+def _shadowed_names(submission):
+    """Their top-level modules that ``import`` cannot reach: a module of that name is already
+    loaded (the runtime's own imports), so Python's one is used, not theirs."""
+    try:
+        names = os.listdir(submission)
+    except OSError:
+        return []
+    modules = {name[:-3] for name in names if name.endswith(".py")} | {
+        name for name in names if os.path.isfile(os.path.join(submission, name, "__init__.py"))}
+    return sorted(name for name in modules if name in sys.modules)
+
+
+def _enter_submission(submission):
+    sys.path.insert(0, submission)
+    shadowed = _shadowed_names(submission)
+    if shadowed:
+        sys.stderr.write(
+            "note: your " + ", ".join(shadowed) + " cannot be imported under that name: Python's "
+            "own module of the same name was already loaded before your code started (rename "
+            "yours)\n")
+
+
 def main(argv=None):
     spec = json.loads((argv or sys.argv)[1])
     started = time.monotonic()
     fd = spec["result_fd"]
     write_frame(fd, PROTECTIONS, json.dumps(install(spec["confine"])).encode())
-    _finish(_call(spec, fd, started))
+    _wait_for_parent()
+    import numpy
+    contract = importlib.import_module(__package__ + ".participant")
+    _enter_submission(spec["submission"])
+    _finish(_call(spec, fd, started, contract, numpy))
 
 
 if __name__ == "__main__":

@@ -256,11 +256,28 @@ def install_seccomp(protected=None):
         raise Refused("prctl(PR_SET_SECCOMP)", ctypes.get_errno())
 
 
+def _still_open(plan):
+    """A forbidden folder this process can still open, asking the kernel itself; None when
+    every one is refused, as a Landlock domain in force refuses them."""
+    for path in plan["forbidden"]:
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            continue
+        os.close(fd)
+        return path
+    return None
+
+
 def _landlock_entries(plan):
     try:
         abi = install_landlock(plan)
     except Refused as error:
         return [[name, False, str(error)] for name in (LANDLOCK_FILES, LANDLOCK_NET, LANDLOCK_SCOPE)]
+    opened = _still_open(plan)
+    if opened is not None:
+        why = f"the kernel still lets this process open {opened}"
+        return [[name, False, why] for name in (LANDLOCK_FILES, LANDLOCK_NET, LANDLOCK_SCOPE)]
 
     def entry(name, needed):
         return [name, abi >= needed,

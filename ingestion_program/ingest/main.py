@@ -1,6 +1,6 @@
 """The ingestion run on the worker:
 
-    python3 $ingestion_program/ingestion.py $input $output $ingestion_program $submission_program $hidden
+    python3 -I $ingestion_program/ingestion.py $input $output $ingestion_program $submission_program $hidden
 
 For each task of the phase: stage its inputs (as the competition kind says) and a read-only
 copy of the submission, run the participant's function in a sandboxed child under the task's

@@ -23,7 +23,7 @@ import numpy as np
 from competition_formats import FormatError
 
 from .config import RESIDENT, RESIDENT_SAMPLE_SECONDS, Limits, TaskSpec, gib_text
-from .confine import LANDLOCK_FILES
+from .confine import LANDLOCK_FILES, SECCOMP
 from .frames import CHECKPOINT, FINAL, FRAME_TYPES, HEADER, MAGIC, PROTECTIONS
 from .processes import descendants, resident_bytes, signal_group, sweep, wait_exit
 from .sandbox import Protections, preexec
@@ -33,7 +33,10 @@ POLL_SECONDS = 0.05
 DISK_CHECK_SECONDS = 0.25
 # After the child exits, descendants may still hold its pipes open: give them this long.
 LINGER_SECONDS = 0.5
-BOOTSTRAP = ("import sys; sys.path[:0] = [sys.argv[2], sys.argv[3]]; "
+# Isolated (-I: no PYTHONPATH, user site or working folder on the path), unbuffered, no .pyc:
+# only the runtime is on the path until the child has confined itself (child_main.py).
+CHILD_FLAGS = ("-I", "-u", "-B")
+BOOTSTRAP = ("import sys; sys.path.insert(0, sys.argv[2]); "
              "from ingest_runtime.child_main import main; sys.exit(main(sys.argv[:2]))")
 
 
@@ -69,8 +72,9 @@ class OutputCapture:
 class FrameReader:
     """Parses result frames as bytes arrive; anything malformed is a protocol violation."""
 
-    def __init__(self, max_payload: int):
+    def __init__(self, max_payload: int, verify=lambda report: report):
         self.max_payload = max_payload
+        self.verify = verify      # the report corrected by what the kernel says of the child
         self.buffer = bytearray()
         self.checkpoint: bytes | None = None
         self.final: bytes | None = None
@@ -119,9 +123,11 @@ class FrameReader:
             return
         try:
             report = json.loads(payload)
-            self.protections = [(str(name), bool(on), str(detail)) for name, on, detail in report]
+            report = [(str(name), bool(on), str(detail)) for name, on, detail in report]
         except (ValueError, TypeError):
             self.violation = "an unreadable protection report"
+            return
+        self.protections = self.verify(report)
 
 
 @dataclass
@@ -180,6 +186,29 @@ GPU_VARIABLES = ("CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVE
                  "LD_LIBRARY_PATH")
 
 
+def _kernel_status(pid: int) -> dict[str, str]:
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as status:
+            return dict(line.rstrip("\n").split(":\t", 1) for line in status if ":\t" in line)
+    except OSError:
+        return {}
+
+
+def kernel_checked(report: list, pid: int) -> list:
+    """What the child said it installed, with seccomp taken from the kernel's own view of the
+    child (/proc/<pid>/status: a filter is mode 2 and needs no-new-privileges), so no module
+    the child might have imported can make the log claim a filter that is not there."""
+    status = _kernel_status(pid)
+    filtered = status.get("Seccomp", "").strip() == "2" and status.get("NoNewPrivs", "").strip() == "1"
+    checked = []
+    for name, on, detail in report:
+        if name == SECCOMP and on and not filtered:
+            on, detail = False, ("the kernel shows no filter on the child "
+                                 f"(Seccomp: {status.get('Seccomp', 'unknown').strip()})")
+        checked.append((name, on, detail))
+    return checked
+
+
 def _child_environment(workdir: Path, cores: int | None) -> dict[str, str]:
     available = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     threads = str(cores or available)
@@ -213,11 +242,13 @@ class _Run:
                  limits: Limits, entry: tuple[str, str], contract, units: UnitWindow | None):
         self.task, self.limits, self.units = task, limits, units
         self.stdout, self.stderr = OutputCapture(limits.output_bytes), OutputCapture(limits.output_bytes)
-        self.frames = FrameReader(max_payload=contract.output_bytes(task))
+        self.frames = FrameReader(max_payload=contract.output_bytes(task),
+                                  verify=lambda report: self._kernel_checked(report))
         read_fd, write_fd = os.pipe()
         spec = {"name": task.name, "task_type": task.task_type, "contract": task.contract,
                 "budget_seconds": task.budget_seconds,
                 "data": str(staging.data), "result_fd": write_fd,
+                "submission": str(staging.submission),
                 "entry_module": entry[0], "entry_function": entry[1],
                 "first_unit": units.first if units else 0, "calibration": task.calibration,
                 "confine": _confinement_plan(staging, protections.disabled)}
@@ -229,9 +260,9 @@ class _Run:
         self.deadline = units.deadline if units else self.started + task.budget_seconds
         try:
             self.process = subprocess.Popen(
-                [sys.executable, "-c", BOOTSTRAP, json.dumps(spec), str(staging.runtime),
-                 str(staging.submission)],
-                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                [sys.executable, *CHILD_FLAGS, "-c", BOOTSTRAP, json.dumps(spec),
+                 str(staging.runtime)],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                 pass_fds=(write_fd,), cwd=staging.workdir, start_new_session=True,
                 env=_child_environment(staging.workdir, limits.cores),
                 preexec_fn=preexec(protections, limits))
@@ -256,6 +287,16 @@ class _Run:
         self.killed: set[int] = set()            # distinct leftover processes we killed
         self.next_disk_check = self.started + DISK_CHECK_SECONDS
         self.next_memory_sample = self.started
+
+    def _kernel_checked(self, report: list) -> list:
+        """The child's report as the kernel sees the child, then the child may go on."""
+        checked = kernel_checked(report, self.process.pid)
+        try:
+            self.process.stdin.write(b"1")
+            self.process.stdin.close()
+        except OSError:
+            pass           # it is gone already: nothing of theirs will run
+        return checked
 
     def _sweep(self) -> None:
         self.killed |= sweep(spare=self.process.pid, apart=self.apart) - {self.process.pid}
@@ -353,8 +394,11 @@ class _Run:
                     self.selector.unregister(key.fd)
                     if key.fd == self.result_fd:
                         os.close(key.fd)
-        self.process.stdout.close()
-        self.process.stderr.close()
+        for stream in (self.process.stdin, self.process.stdout, self.process.stderr):
+            try:
+                stream.close()
+            except OSError:
+                pass        # stdin: the child is gone, its pipe broken
         self.selector.close()
         self.process.returncode = os.waitstatus_to_exitcode(self.exit_status)
         self._sweep()
