@@ -92,7 +92,7 @@ leaderboard:
 """
 SCORING_METADATA = ("command: python3 $program/score.py $input $output\n"
                     "description: Scores predictions\n")
-INGESTION_METADATA = ("command: python3 $ingestion_program/ingestion.py $input $output "
+INGESTION_METADATA = ("command: python3 -I $ingestion_program/ingestion.py $input $output "
                       "$ingestion_program $submission_program $hidden\n"
                       "description: Runs the participant's code\n")
 KEYS = ["wine_agreement", "iris_agreement", "weighted_loss"]
@@ -273,6 +273,9 @@ MUTATIONS = [
                                "scoring_program.zip"), "program-metadata", "$hidden", ()),
     ("braced-variable", edit("$input $output\n", "${input} $output\n", "metadata",
                              "scoring_program.zip"), "program-metadata", "'$'", ()),
+    ("ingestion-not-isolated", edit("python3 -I $ingestion", "python3 $ingestion", "metadata",
+                                    "ingestion_program.zip"), "program-metadata", "without -I",
+     ()),
     ("metadata-not-yaml", put("metadata", "command: [python3\n", inside="ingestion_program.zip"),
      "program-metadata", "ingestion_program.zip::metadata", ()),
     ("block-command", edit("command: python3 $program/score.py $input $output\n",

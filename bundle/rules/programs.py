@@ -41,6 +41,22 @@ def _command_problems(command, allowed: frozenset) -> list[str]:
                   f"this program (allowed: {sorted('$' + v for v in allowed)})")) if bad]
 
 
+PYTHONS = ("python", "python3")
+
+
+def _isolation_problems(command, program: str) -> list[str]:
+    """The ingestion must start Python isolated: CodaLab's worker puts the submission's folder
+    on its PYTHONPATH (codalab_v1.md §4.5), so without -I a participant's sitecustomize.py or
+    json.py runs inside the ingestion, with the hidden data and the signing key in reach."""
+    words = command.split(" ") if isinstance(command, str) else []
+    if program != "ingestion_program" or not words or words[0] not in PYTHONS:
+        return []
+    if len(words) < 2 or words[1] != "-I":
+        return [f"starts {words[0]} without -I: the worker's PYTHONPATH holds the participant's "
+                "folder, whose modules would then run inside the ingestion"]
+    return []
+
+
 @rule("program-metadata", "each scoring/ingestion zip has a root metadata with only command and "
       "description; one single-spaced command line, no shell syntax, known variables "
       "(§3.3, G18, G19)", "write one line like: command: python3 $program/score.py $input $output",
@@ -72,6 +88,8 @@ def check_program_metadata(bundle: Bundle) -> Iterator[Problem]:
         command = metadata.get("command")
         yield from (f"{member}::metadata command {command!r} {problem} (G19)"
                     for problem in _command_problems(command, VARIABLES[program]))
+        yield from (f"{member}::metadata command {command!r} {problem}"
+                    for problem in _isolation_problems(command, program))
 
 
 def _codabench_metadata(archive: zipfile.ZipFile) -> dict | None:
@@ -100,5 +118,7 @@ def check_programs_v2(bundle: Bundle) -> Iterator[Problem]:
                 continue
             for problem in _command_problems(metadata["command"], CODABENCH_VARIABLES):
                 yield f"tasks[{i}].{program}: command {problem}", "one plain command line"
+            for problem in _isolation_problems(metadata["command"], program):
+                yield f"tasks[{i}].{program}: command {problem}", "start it as python3 -I"
             for junk in walk(archive, f"{member}::", 1):
                 yield junk, "rezip without junk"
