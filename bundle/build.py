@@ -32,7 +32,8 @@ from .leaderboard import competition_columns, per_task_columns, task_columns, wr
 from .phase_data import leakage_problems, stage_input_data, stage_public_data, stage_reference_data
 from .kinds import kind_of
 from .phase_plan import PhasePlan, TaskDataError, code_variant, phase_plan
-from .programs import assemble_ingestion_program, assemble_scoring_program
+from .programs import (RECORD_KEY_IN_PROGRAM, assemble_ingestion_program,
+                       assemble_scoring_program)
 from .render import competition_yaml, logo_member, page_contexts, render_pages
 from .spec import CompetitionSpec
 from .starting_kit import stage_starting_kit
@@ -99,7 +100,8 @@ def _zip_members(work: Path, plan: PhasePlan, spec: CompetitionSpec,
                  written_keys(plan, platform))}
     if plan.code_submission:
         steps |= {"ingestion_program":
-                  lambda d: assemble_ingestion_program(plan, d, ingestion_limits(spec)),
+                  lambda d: assemble_ingestion_program(plan, d, ingestion_limits(spec),
+                                                       RECORD_KEY_IN_PROGRAM[platform]),
                   "input_data": lambda d: stage_input_data(plan, d)}
     zips = {}
     for name in (name for name in PHASE_FILES if name in names and name in steps):

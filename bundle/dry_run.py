@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -28,7 +29,8 @@ from scoring_program.scorer.config import scores_file_keys
 from .codabench import DEFAULT_EXECUTION_TIME_LIMIT_SECONDS, DEFAULT_QUEUE_LIMIT_SECONDS
 from .spec import is_gpu_image
 from .worker import (CODABENCH, CODALAB, WorkerCommandError, dispatch_submission,
-                     penalised_tasks, read_scores, run_program)
+                     penalised_tasks, program_command, read_scores, run_program,
+                     submission_metadata)
 
 SAMPLES = {True: "sample_code_submission.zip", False: "sample_result_submission.zip"}
 SETPRIV = "/usr/bin/setpriv"
@@ -129,6 +131,42 @@ def _timed(phase: str, step: str, program: Path, variables: dict, python: str, c
     return StepResult(phase, step, seconds, "ok")
 
 
+def _start_own_command(submission: Path, variables: dict, cwd: Path, platform: str,
+                       python: str) -> tuple[subprocess.Popen, float] | None:
+    """A command in the submission's metadata: both workers start it in a container of its
+    own at the same time as the ingestion (codalab_v1.md G20, codabench_v2.md §3.4), and so
+    does the dry run (without capabilities where it can), for what the ingestion and the
+    scorer make of it to show."""
+    _, metadata = submission_metadata(submission, platform)
+    if not isinstance(metadata, dict) or not metadata.get("command"):
+        return None
+    try:
+        argv = [*without_capabilities(),
+                *program_command(submission, variables, python, platform)]
+        process = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL,
+                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                   env=_worker_env(), start_new_session=True)
+    except (WorkerCommandError, OSError):
+        return None          # the worker could not start it either; the dispatch says why
+    return process, time.monotonic()
+
+
+def _own_command_step(phase: str, own, limit: float) -> list[StepResult]:
+    if own is None:
+        return []
+    process, started = own
+    try:
+        output, _ = process.communicate(timeout=max(1.0, started + limit - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        output, _ = process.communicate()
+    tail = "\n".join(output.decode("utf-8", "replace").strip().splitlines()[-5:])
+    return [StepResult(phase, "command", time.monotonic() - started, "failed", (
+        f"the submission's own command ran beside the ingestion, outside its sandbox, and "
+        f"ended with exit status {process.returncode}; the ingestion refuses such a submission"
+        + (f"; its last output:\n{tail}" if tail else "")))]
+
+
 def _worker_env(extra: dict | None = None) -> dict:
     return {**os.environ, "PYTHONUNBUFFERED": "1", **(extra or {})}
 
@@ -193,12 +231,18 @@ def _codalab_predict(bundle: Path, name: str, phase: dict, submission_zip: Path,
         _unzip(bundle / phase["ingestion_program"], run / "ingestion_program")
         _unzip_like_codalab(bundle / phase["input_data"], run / "input")
         _unzip_like_codalab(bundle / phase["reference_data"], work / "hidden_ref")
-        results.append(_timed(name, "ingestion", run / "ingestion_program", {
+        variables = {
             "$ingestion_program": run / "ingestion_program", "$submission_program": run / "program",
             "$predictions": run / "input" / "res", "$input": run / "input",
             "$output": run / "output", "$tmp": run / "temp", "$hidden": work / "hidden_ref",
-            "$shared": work / "shared"}, python, run, limit,
-            env=_worker_env({"PYTHONPATH": f"{os.environ.get('PYTHONPATH', '')}:{run / 'program'}"})))
+            "$shared": work / "shared"}
+        # G20: the submission's own command shares the run folder but not $hidden.
+        own = _start_own_command(submission, {**variables, "$program": run / "program",
+                                              "$hidden": "$hidden"}, run, CODALAB, python)
+        results.append(_timed(name, "ingestion", run / "ingestion_program", variables, python,
+                              run, limit, env=_worker_env(
+                                  {"PYTHONPATH": f"{os.environ.get('PYTHONPATH', '')}:{run / 'program'}"})))
+        results += _own_command_step(name, own, limit)
     exit_code = 0 if results[-1].status == "ok" else 1
     (run / "output" / "metadata").write_text(           # §4.6: appended by the worker
         f"exitCode: {exit_code}\ningestionExitCode: {exit_code}\nelapsedTime: {results[-1].seconds:.1f}\n")
@@ -314,6 +358,16 @@ def _codabench_timed(phase: str, step: str, app: Path, ingestion: bool, python: 
                   prefix=without_capabilities())
 
 
+def _program_container(app: Path, submission: Path, folder: Path) -> Path:
+    """The folders Codabench mounts into the submission's own container (§3.4): its files as
+    /app/program, the shared output and the input data; not the ingestion program."""
+    folder.mkdir(parents=True)
+    (folder / "program").symlink_to(submission)
+    (folder / "output").symlink_to(app / "output")
+    (folder / "input_data").symlink_to(app / "input_data")
+    return folder
+
+
 def _codabench_push_output(output: Path, step: StepResult | None) -> StepResult | None:
     """§3.7: the worker writes output/metadata, and fails if the program wrote one."""
     if (output / "metadata").exists():
@@ -338,8 +392,12 @@ def _codabench_predict(bundle: Path, name: str, task: dict, submission_zip: Path
         _unzip(bundle / task["ingestion_program"], app / "program")
         _unzip(bundle / task["input_data"], app / "input_data")
         shutil.copytree(submission, app / "ingested_program")
+        own = _start_own_command(submission, _codabench_variables(
+            _program_container(app, submission, work / "predict" / "program_app"), False),
+            submission, CODABENCH, python)
         ingestion = _codabench_timed(name, "ingestion", app, True, python, limit)
         results.append(ingestion)
+        results += _own_command_step(name, own, limit)
     pushed = _codabench_push_output(app / "output", ingestion)
     if pushed:
         results.append(pushed)

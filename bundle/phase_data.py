@@ -11,10 +11,9 @@ from pathlib import Path
 
 import numpy as np
 
-from competition_formats import RECORD_KEY_NAME, file_digest
-
 from .kinds import kind_of
 from .phase_plan import PhasePlan
+from .record_key import write_record_key
 
 
 def stage_input_data(plan: PhasePlan, destination: Path) -> Path:
@@ -36,21 +35,8 @@ def stage_reference_data(plan: PhasePlan, destination: Path) -> Path:
     for task in plan.tasks:
         kind.stage_reference(task, destination)
     if plan.code_submission:
-        write_record_key(destination, plan.name)
+        write_record_key(destination, plan)
     return destination
-
-
-def write_record_key(folder: Path, phase: str) -> Path:
-    """The key that signs the ingestion record (competition_formats.run_record).
-
-    Derived from the hidden files themselves, so only someone holding them can sign, and a
-    rebuild of the same data gives the same bundle."""
-    digest = hashlib.sha256(f"ingestion-record-key/{phase}".encode())
-    for path in sorted(Path(folder).iterdir()):
-        digest.update(path.name.encode() + b"\0" + file_digest(path).encode())
-    key = Path(folder) / RECORD_KEY_NAME
-    key.write_text(digest.hexdigest() + "\n", encoding="ascii")
-    return key
 
 
 def stage_public_data(plan: PhasePlan, destination: Path) -> Path:

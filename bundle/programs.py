@@ -16,11 +16,13 @@ from scoring_program.scorer.config import CONFIG_FORMAT, CONFIG_NAME, parse_conf
 
 from ingestion_program.ingest.config import CONFIG_FORMAT as INGESTION_CONFIG_FORMAT
 from ingestion_program.ingest.config import CONFIG_NAME as INGESTION_CONFIG_NAME
+from ingestion_program.ingest.config import DEFAULT_MAX_ENTRIES
 from ingestion_program.ingest.config import parse_config as parse_ingestion_config
 
 from .kinds import entry, kind_of, task_types
 from .leaderboard import FULL_SCORES, phase_columns
 from .phase_plan import PhasePlan
+from .record_key import write_record_key
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_PACKAGES = ("competition_formats",)
@@ -28,10 +30,16 @@ IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", ".DS_Store", "README.md
 SEAM_MODULES = ("__init__.py", "scoring.py", "report.py", "svg_charts.py")
 
 
-# What the scorer requires of a code phase's res/ (scorer/config.py RECORD_RULES): CodaLab
-# mounts the reference data for the ingestion, which can then sign its record; Codabench
-# does not, but there the ingestion always runs and rewrites the record.
-RECORD_RULE = {"codalab": "signed", "codabench": "required"}
+# What the scorer requires of a code phase's res/ (scorer/config.py RECORD_RULES): on both
+# platforms a record the ingestion signed, with the key that the scorer reads in ref/.
+RECORD_RULE = {"codalab": "signed", "codabench": "signed"}
+# Where the ingestion reads that key: a folder no container of the participant's sees. CodaLab
+# mounts the hidden reference data ($hidden) into the ingestion's container only, while a
+# submission's own command shares the run folder, ingestion program included (codalab_v1.md
+# §4.4-4.5). Codabench mounts no reference data in the prediction step and gives each container
+# only its own program folder (codabench_v2.md §3.4), so there the key is in the ingestion
+# program, which participants cannot download (make_programs_available: false).
+RECORD_KEY_IN_PROGRAM = {"codalab": False, "codabench": True}
 
 
 def scoring_config(plan: PhasePlan, platform: str = "codalab", columns=None) -> dict:
@@ -78,9 +86,12 @@ def assemble_program(source: Path, destination: Path, config_name: str, config: 
 
 
 # Sandbox limits of the ingestion program unless the organizer spec says otherwise.
+# processes: RLIMIT_NPROC of the sandbox user, which counts threads too: BLAS, OpenMP and
+# PyTorch start a pool per core each, and a participant's thread pool comes on top.
 DEFAULT_LIMITS = {"memory_bytes": 4 * 2**30, "max_file_bytes": 256 * 2**20,
-                  "disk_bytes": 1 * 2**30, "open_files": 256, "processes": 128,
-                  "grace_seconds": 2.0, "output_bytes": 128 * 2**10, "cores": None}
+                  "disk_bytes": 1 * 2**30, "open_files": 256, "processes": 4096,
+                  "grace_seconds": 2.0, "output_bytes": 128 * 2**10, "cores": None,
+                  "max_entries": DEFAULT_MAX_ENTRIES}
 
 
 def _ingestion_task(kind, task) -> dict:
@@ -107,9 +118,14 @@ def ingestion_config(plan: PhasePlan, limits: dict | None = None) -> dict:
 
 
 def assemble_ingestion_program(plan: PhasePlan, destination: Path,
-                               limits: dict | None = None) -> Path:
-    return assemble_program(REPO / "ingestion_program", Path(destination), INGESTION_CONFIG_NAME,
-                            ingestion_config(plan, limits))
+                               limits: dict | None = None, record_key: bool = False) -> Path:
+    """``record_key``: the program carries the key that signs its record (a bundle's, on a
+    platform that wants it there; never a starting kit's)."""
+    folder = assemble_program(REPO / "ingestion_program", Path(destination),
+                              INGESTION_CONFIG_NAME, ingestion_config(plan, limits))
+    if record_key and plan.code_submission:
+        write_record_key(folder, plan)
+    return folder
 
 
 def assemble_scoring_program(plan: PhasePlan, destination: Path,

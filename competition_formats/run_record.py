@@ -63,6 +63,9 @@ class RunRecord:
     # A phase with a gate: {"label": the earlier phase, "passed": bool, "reason": why not,
     # "tasks": {name: run}}; the code ran on this phase's tasks only if it passed.
     gate: dict | None = None
+    # Why the ingestion ran none of the submission (it carries a command the platform starts
+    # outside the sandbox); the submission fails.
+    refused: str | None = None
 
     @property
     def gate_failure(self) -> str | None:
@@ -115,6 +118,8 @@ def write_run_record(path: PathLike, record: RunRecord, key: bytes | None = None
                "files": dict(sorted(record.files.items()))}
     if record.gate is not None:
         content["gate"] = record.gate
+    if record.refused is not None:
+        content["refused"] = record.refused
     if key is not None:
         content["signature"] = _signature(content, key)
     Path(path).write_text(json.dumps(content, indent=1, sort_keys=True) + "\n", encoding="utf-8")
@@ -174,5 +179,8 @@ def read_run_record(path: PathLike) -> RunRecord:
     gate = raw.get("gate")
     if gate is not None and not (isinstance(gate, dict) and isinstance(gate.get("passed"), bool)):
         raise FormatError(f"{path}: 'gate' must be an object with a boolean 'passed'")
+    refused = raw.get("refused")
+    if refused is not None and not isinstance(refused, str):
+        raise FormatError(f"{path}: 'refused' must be a string, found {type(refused).__name__}")
     return RunRecord({name: _task_run(path, name, run) for name, run in tasks.items()},
-                     raw.get("hardware") or {}, files, raw.get("signature"), gate)
+                     raw.get("hardware") or {}, files, raw.get("signature"), gate, refused)

@@ -33,3 +33,17 @@ def pytest_terminal_summary(terminalreporter, config):
     for folder in config.stash.get(_ARTIFACT_FOLDERS, []):
         count = sum(1 for _ in folder.rglob("*.png"))
         terminalreporter.write_line(f"test artefacts: {count} screenshots in {folder}")
+
+
+def pytest_configure(config):
+    """One signing secret for the whole run (the builds of a test must agree), not the one
+    on this machine; subprocesses inherit it."""
+    import atexit
+    import os
+    import shutil
+    import tempfile
+    from bundle.record_key import SECRET_VARIABLE
+    if not os.environ.get(SECRET_VARIABLE):
+        folder = tempfile.mkdtemp(prefix="record-secret-")
+        atexit.register(shutil.rmtree, folder, True)
+        os.environ[SECRET_VARIABLE] = str(Path(folder) / "record-secret")

@@ -12,7 +12,8 @@ completed every one.
 Exit status: 0 when the run completed (even if tasks failed: the scorer penalises them),
 1 for an unusable config or input, 2 for bad arguments or an internal error, 3 when the code
 did not complete the gate's tasks (the platform then marks the submission failed, and failed
-submissions do not count toward the limits).
+submissions do not count toward the limits), 4 when the submission carries a command of its own
+(``submission_metadata.py``) and nothing of it was run.
 """
 from __future__ import annotations
 
@@ -37,6 +38,7 @@ from .hardware import describe_hardware
 from .confine import LANDLOCK_FILES
 from .sandbox import Protections, describe, lock_down, probe
 from .scratch import force_remove, new_staging_folder, remove_abandoned_staging
+from .submission_metadata import own_command_problem
 from .supervisor import Staging, TaskOutcome, clean_workdir, run_task
 from .units import run_in_units, unit_plan
 
@@ -46,6 +48,7 @@ RUNTIME_PACKAGE = "ingest_runtime"
 RUNTIME_FILES = ("frames.py", "child_main.py", "confine.py")
 CONTRACT_FILE = "participant.py"         # the kind's child side, staged next to them
 GATE_FAILED = 3
+SUBMISSION_REFUSED = 4
 STOPPING_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
@@ -306,6 +309,9 @@ def ingest(input_dir: Path, output_dir: Path, program_dir: Path, submission_dir:
     dirs = {"input": input_dir, "output": output_dir, "program": program_dir,
             "submission": submission_dir, "hidden": hidden_dir}
     protections = _announce(config, hardware, dirs)
+    refusal = own_command_problem(submission_dir)
+    if refusal:
+        return _refuse(config, output_dir, hardware, _record_key(program_dir, hidden_dir), refusal)
     base = new_staging_folder()
     os.chmod(base, 0o711)      # the child may pass through to its own folders, not list them
     before = set(os.listdir(output_dir))
@@ -325,7 +331,7 @@ def ingest(input_dir: Path, output_dir: Path, program_dir: Path, submission_dir:
     runs = {task.name: _task_run(outcome) for task, outcome in done}
     files = {f"{task.prediction_stem}.npy": file_digest(output_dir / f"{task.prediction_stem}.npy")
              for task, outcome in done if outcome.predictions is not None}
-    key = read_record_key(hidden_dir)
+    key = _record_key(program_dir, hidden_dir)
     write_run_record(output_dir / RECORD_NAME, RunRecord(runs, hardware, files, gate=gate), key)
     if gate is not None and not gate["passed"]:
         print(f"your code did not complete the tasks of {config.gate_label}, which it must "
@@ -335,8 +341,27 @@ def ingest(input_dir: Path, output_dir: Path, program_dir: Path, submission_dir:
     ok = sum(run.status == "ok" for run in runs.values())
     _say(f"done: {ok} of {len(runs)} task(s) ok; record written to {RECORD_NAME}, "
          + ("signed with the phase's key" if key else
-            "unsigned (no key in the hidden data: none is mounted for this program here)"))
+            "unsigned (no key in this program or the hidden data: the scorer of a code phase "
+            "will not accept it)"))
     return 0
+
+
+def _refuse(config: IngestionConfig, output_dir: Path, hardware: dict, key: bytes | None,
+            reason: str) -> int:
+    """Nothing of the submission runs; the signed record says why, so that the scorer fails
+    it on a platform that scores whatever this program's exit status (Codabench)."""
+    runs = {task.name: TaskRun(status="failed", wall_seconds=0.0, message=reason)
+            for task in config.tasks}
+    force_remove(output_dir / RECORD_NAME)
+    write_run_record(output_dir / RECORD_NAME, RunRecord(runs, hardware, refused=reason), key)
+    print(f"submission refused: {reason}", file=sys.stderr)
+    return SUBMISSION_REFUSED
+
+
+def _record_key(program_dir: Path, hidden_dir: Path | None) -> bytes | None:
+    """The signing key where the platform lets only this program read it: this program's
+    folder on Codabench, the hidden data CodaLab mounts for it (bundle/programs.py)."""
+    return read_record_key(program_dir) or read_record_key(hidden_dir)
 
 
 def _interrupted(number, _frame) -> None:

@@ -6,7 +6,9 @@ what the ingestion program wrote) by name only: the worker leaves other files in
 Exit status: 0 scored; 1 reference data or config broken (the organizer's to fix); 2 bad
 arguments or an internal error; 3 the code did not complete the phase's gate (an earlier
 phase's tasks it must finish first: the submission fails, as it would have on CodaLab, whose
-worker fails it at the ingestion's exit). Apart from the gate, a participant's failure never
+worker fails it at the ingestion's exit); 4 the ingestion refused the submission (it carries a
+command of its own, which the platform runs outside the sandbox). Apart from these, a
+participant's failure never
 fails the run: a task with no
 usable prediction gets the worst value of every column, even when it is the only task (the
 light track), so the platform shows a score and the report says why. Every failure is
@@ -85,6 +87,7 @@ def _refused_record(config, reason: str) -> RunRecord:
 
 
 GATE_FAILED = 3      # the code did not complete the gate's tasks: the submission must fail
+SUBMISSION_REFUSED = 4   # the ingestion ran nothing of it (it carries a command of its own)
 
 
 def _calibration(result, record) -> dict:
@@ -118,6 +121,10 @@ def score(input_dir: Path, output_dir: Path, program_dir: Path) -> int:
     refusal = record_refusal(config, ref, res, record)
     if refusal:
         record = _refused_record(config, refusal)
+    elif record is not None and record.refused:
+        _say(f"not scored: the ingestion refused the submission: {record.refused}. The "
+             "submission fails; failed submissions do not count toward the limits")
+        return SUBMISSION_REFUSED
     elif record is not None and record.gate_failure:
         _say(f"not scored: your code did not complete the tasks of "
              f"{record.gate.get('label', 'the gate')}, which it must before it runs on this "
