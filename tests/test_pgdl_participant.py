@@ -4,6 +4,7 @@ NaNs, and that each baseline gives a finite, deterministic number quickly."""
 import importlib.util
 import json
 import math
+import sys
 import time
 from pathlib import Path
 
@@ -218,7 +219,7 @@ def _spec(task, ids, seconds):
     return {"data": str(task), "contract": {"model_ids": ids, "seconds_per_model": seconds}}
 
 
-def test_call_records_nan_for_bad_values_and_slow_models(task, capsys):
+def test_call_records_nan_for_bad_values_and_slow_models(task, capfd):
     seen = []
 
     def measure(model, dataset):
@@ -240,12 +241,12 @@ def test_call_records_nan_for_bad_values_and_slow_models(task, capsys):
     np.testing.assert_array_equal(checkpoints[0], [2.5, np.nan, np.nan])
     np.testing.assert_array_equal(checkpoints[1], [2.5, np.nan, np.nan])
     np.testing.assert_array_equal(checkpoints[2], values)
-    err = capsys.readouterr().err
+    err = capfd.readouterr().err
     assert "[model_1]" in err and "not a number" in err
     assert "[model_2]" in err and "per model" in err
 
 
-def test_call_bare_ids_and_an_error_costs_one_model(task, capsys):
+def test_call_bare_ids_and_an_error_costs_one_model(task, capfd):
     def measure(model, dataset):
         if model.id == "model_0":
             raise RuntimeError("boom")
@@ -256,7 +257,7 @@ def test_call_bare_ids_and_an_error_costs_one_model(task, capsys):
                               checkpoints.append)
     assert math.isnan(values[0]) and values[1:].tolist() == [4.0, 4.0]
     assert len(checkpoints) == 3
-    assert "RuntimeError: boom" in capsys.readouterr().err
+    assert "RuntimeError: boom" in capfd.readouterr().err
 
 
 def test_call_raises_when_every_model_raises(task):
@@ -268,6 +269,34 @@ def test_call_raises_when_every_model_raises(task):
         participant.call(measure, _spec(task, ["model_0", "model_1"], 10), time.monotonic(),
                          checkpoints.append)
     assert len(checkpoints) == 2
+
+
+def test_a_later_process_leaves_the_judgement_to_the_ingestion(task):
+    """A process started after another died saw part of the zoo only: it returns its NaNs."""
+    def measure(model, dataset):
+        raise KeyError("nothing works")
+
+    spec = {**_spec(task, ["model_0", "model_1", "model_2"], 10), "first_unit": 1}
+    values = participant.call(measure, spec, time.monotonic(), lambda v: None)
+    assert np.isnan(values).all()
+
+
+def test_call_survives_base_exceptions_and_a_replaced_stderr(task, capfd, monkeypatch):
+    def measure(model, dataset):
+        monkeypatch.setattr(sys, "stderr", None)       # our messages must still get out
+        if model.id == "model_0":
+            raise SystemExit(2)
+        if model.id == "model_1":
+            raise KeyboardInterrupt
+        return 1.0
+
+    values = participant.call(measure, _spec(task, ["model_0", "model_1", "model_2"], 10),
+                              time.monotonic(), lambda v: None)
+    assert np.isnan(values[:2]).all() and values[2] == 1.0
+    err = capfd.readouterr().err
+    assert "[model_0] complexity() raised SystemExit: 2; its value is NaN" in err
+    assert "[model_1] complexity() raised KeyboardInterrupt; its value is NaN" in err
+    assert "in _measure" not in err and "in measure" in err      # their frames only
 
 
 def _trained(tmp_path, steps=150):

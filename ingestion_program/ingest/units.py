@@ -113,11 +113,31 @@ def _combined(task: TaskSpec, contract, children: list[tuple[int, TaskOutcome]],
             notes = list(checked) + notes
         except FormatError as error:   # each part passed the same check: report, do not crash
             combined.predictions, notes = None, notes + [f"the merged results are unusable: {error}"]
+    if not _any_value(combined.predictions):
+        combined.predictions = None        # nothing to score: the run's reasons say more
+        if complete:
+            combined.status = "failed"
+            combined.message = _no_value_text(states, _unit_notes(children, names))
     combined.prediction = None if combined.predictions is None else (
         "final" if complete else "anytime")
     combined.notes = notes + (["the task's budget ended before every unit was tried"]
                               if not complete and last.status == "timed_out" else [])
     return combined
+
+
+def _any_value(predictions) -> bool:
+    """Whether some unit got a value: the kind leaves NaN in the rows of the others."""
+    return predictions is not None and bool(np.isfinite(predictions).any())
+
+
+def _no_value_text(states: list[str], unit_notes: list[str]) -> str:
+    """Why a task whose every unit was tried counts as failed, and the first error that ended
+    a child (each unit's own line follows in the notes)."""
+    counts = ", ".join(f"{states.count(state)} {label}" for state, label in (
+        (FAILED, "failed"), (TIMED_OUT, "timed out"), (DONE, "finished without one"))
+        if state in states)
+    return f"none of the {len(states)} units got a value ({counts})" + (
+        f"; the first error: {unit_notes[0]}" if unit_notes else "")
 
 
 def _joined(texts: list[str]) -> str:

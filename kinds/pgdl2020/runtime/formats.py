@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -228,9 +229,10 @@ def read_predict(path: PathLike, ids: Sequence[str]) -> np.ndarray:
     """Read a PGDL ``.predict`` file, ``{model_id: value}``, as one float64 per model of ``ids``
     (in that order). Keys may be ``model_<id>`` or the bare ``<id>``; so may ``ids``.
 
-    Refused, naming the model: a model of ``ids`` with no value, a key for no model of ``ids``
-    (or two keys for one model), a value that is not a JSON number (booleans and numeric
-    strings included), NaN or infinity.
+    Refused, naming the line and the model: a model of ``ids`` with no value, a key for no
+    model of ``ids`` (or two keys for one model), a value that is not a JSON number (booleans,
+    numeric strings, arrays and objects included), NaN, infinity or a number beyond float64's
+    range (``1e400``, an integer of 400 digits).
 
     PGDL's marker ``"EXCEEDED"`` (the ingestion ran out of time before that model) is read as
     NaN, not refused: the file is well formed, and the scorer penalises a task with any
@@ -238,35 +240,28 @@ def read_predict(path: PathLike, ids: Sequence[str]) -> np.ndarray:
     """
     path = Path(path)
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"),
-                         parse_constant=lambda name: _NonFinite(name))
+        text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise FormatError(f"{path}: missing") from None
     except (OSError, ValueError) as error:
-        raise FormatError(f"{path}: not readable JSON ({error})") from None
-    if not isinstance(raw, dict):
-        raise FormatError(f"{path}: expected a JSON object {{model_id: value}}, found "
-                          f"{type(raw).__name__}")
+        raise FormatError(f"{path}: not readable as UTF-8 text ({error})") from None
     wanted = {model_folder(model): position for position, model in enumerate(ids)}
     values = np.full(len(wanted), np.nan)
-    found: dict[str, str] = {}
+    found: dict[str, tuple[str, int]] = {}
     extra = []
-    for key, value in raw.items():
+    for key, value, literal, at in _flat_object(path, text):
         folder = model_folder(key)
         if folder not in wanted:
             extra.append(key)
             continue
         if folder in found:
-            raise FormatError(f"{path}: keys {found[folder]!r} and {key!r} are the same model")
-        found[folder] = key
-        if value == EXCEEDED:
-            continue                      # NaN: the time budget ran out before this model
-        if isinstance(value, _NonFinite) or (_is_number(value) and not math.isfinite(value)):
-            raise FormatError(f"{path}: model {folder}: expected a finite number, found {value}")
-        if not _is_number(value):
-            raise FormatError(f"{path}: model {folder}: expected a number, found "
-                              f"{type(value).__name__} {value!r:.60}")
-        values[wanted[folder]] = float(value)
+            first, first_at = found[folder]
+            raise FormatError(f"{path}: line {_line(text, at)}: keys {first!r} and {key!r} are "
+                              f"the same model ({folder}; the first is on line "
+                              f"{_line(text, first_at)})")
+        found[folder] = key, at
+        if value != EXCEEDED:             # EXCEEDED stays NaN: the budget ran out before it
+            values[wanted[folder]] = _number(path, text, at, folder, value, literal)
     missing = [model for model in wanted if model not in found]
     if missing or extra:
         parts = []
@@ -281,6 +276,91 @@ def read_predict(path: PathLike, ids: Sequence[str]) -> np.ndarray:
 
 class _NonFinite(str):
     """NaN / Infinity / -Infinity as the JSON text spelled them (json accepts them)."""
+
+
+# Integers are read as floats: the measure is a float64, and a Python int of thousands of
+# digits would overflow (or pass ``sys.int_info``'s digit limit) on its way there.
+_SCALARS = json.JSONDecoder(parse_int=float, parse_constant=_NonFinite)
+_WHITESPACE = re.compile(r"[ \t\n\r]*")
+_CONTAINERS = {"[": "an array", "{": "an object"}
+
+
+def _flat_object(path: Path, text: str):
+    """``(key, value, literal, offset)`` for each member of the one JSON object in ``text``,
+    whose values must be scalars. Read one member at a time: an array or object where a value
+    belongs is refused where it opens, so no nesting depth can exhaust the recursion limit as
+    ``json.loads`` would."""
+    at = _skip(text, 0)
+    if text[at:at + 1] != "{":
+        raise _syntax(path, text, at, "a JSON object {model_id: value}")
+    at = _skip(text, at + 1)
+    closing = text[at:at + 1] == "}"
+    while not closing:
+        if text[at:at + 1] != '"':
+            raise _syntax(path, text, at, "a model id in double quotes")
+        key, at = _scalar(path, text, at, "a model id in double quotes")
+        at = _skip(text, at)
+        if text[at:at + 1] != ":":
+            raise _syntax(path, text, at, f"':' after the key {key!r}")
+        start = _skip(text, at + 1)
+        value, at = _scalar(path, text, start, f"a number as the value of {key!r}")
+        yield key, value, text[start:at], start
+        at = _skip(text, at)
+        if text[at:at + 1] not in (",", "}"):
+            raise _syntax(path, text, at, f"',' or '}}' after the value of {key!r}")
+        closing = text[at] == "}"
+        at = _skip(text, at + 1)
+    if at < len(text):
+        raise _syntax(path, text, at, "nothing after the object's closing '}'")
+
+
+def _skip(text: str, at: int) -> int:
+    return _WHITESPACE.match(text, at).end()
+
+
+def _scalar(path: Path, text: str, at: int, expected: str):
+    """The string, number or literal that starts at ``at``, and where it ends."""
+    if text[at:at + 1] in _CONTAINERS:
+        raise FormatError(f"{_where(path, text, at)}: expected {expected}, found "
+                          f"{_CONTAINERS[text[at]]} (a .predict file is one flat object "
+                          f"{{model_id: number}})")
+    try:
+        return _SCALARS.raw_decode(text, at)
+    except json.JSONDecodeError as error:
+        raise FormatError(f"{path}: line {error.lineno} column {error.colno}: expected "
+                          f"{expected}: {error.msg.removesuffix(' at')}") from None
+
+
+def _syntax(path: Path, text: str, at: int, expected: str) -> FormatError:
+    found = repr(text[at]) if at < len(text) else "the end of the file"
+    return FormatError(f"{_where(path, text, at)}: expected {expected}, found {found}")
+
+
+def _number(path: Path, text: str, at: int, model: str, value, literal: str) -> float:
+    """A member's value as a finite float64, or FormatError naming its line and model."""
+    if _is_number(value) and math.isfinite(value):
+        return float(value)
+    where = f"{path}: line {_line(text, at)}: model {model}"    # counted on error only
+    if isinstance(value, _NonFinite) or _is_number(value):
+        beyond = "" if isinstance(value, _NonFinite) else ", beyond the range of a float64"
+        raise FormatError(f"{where}: expected a finite number, found {_excerpt(literal)}{beyond}")
+    raise FormatError(f"{where}: expected a number, found {type(value).__name__} {value!r:.60}")
+
+
+def _excerpt(literal: str, shown: int = 40) -> str:
+    if len(literal) <= shown:
+        return literal
+    return f"{literal[:shown // 2]}...{literal[-8:]} ({len(literal)} characters)"
+
+
+def _line(text: str, at: int) -> int:
+    return text.count("\n", 0, at) + 1
+
+
+def _where(path: Path, text: str, at: int) -> str:
+    line = _line(text, at)
+    column = at - (text.rfind("\n", 0, at) + 1) + 1
+    return f"{path}: line {line} column {column}"
 
 
 def _some(names: list[str], shown: int = 5) -> str:

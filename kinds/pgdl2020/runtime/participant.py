@@ -15,7 +15,6 @@ plain multilayer perceptron evaluated with numpy in float64 (see ``Model``).
 import json
 import math
 import os
-import sys
 import time
 import traceback
 
@@ -321,16 +320,96 @@ def _model_folder(data, model_id):
     return folder
 
 
-def _as_float(value):
-    """The returned value as a float, or None when it is not a number."""
-    if isinstance(value, (str, bytes, bytearray)) or value is None:
-        return None
-    if isinstance(value, numpy.ndarray) and value.size != 1:
-        return None
+# numpy dtype kinds of a real number: booleans, complex numbers and strings are not measures
+REAL_KINDS = "iuf"
+
+
+def _number(value):
+    """``float(value)`` for one real number; TypeError for anything else. ``float`` may run
+    the object's own ``__float__``: the caller catches whatever that raises."""
+    if isinstance(value, numpy.ndarray):
+        if value.size != 1:
+            raise TypeError("not one number")
+        value = numpy.asarray(value).reshape(())[()]
+    kind = value.dtype.kind if isinstance(value, numpy.generic) else None
+    if (isinstance(value, (bool, str, bytes, bytearray)) or value is None
+            or (kind is not None and kind not in REAL_KINDS)):
+        raise TypeError("not a number")
+    return float(value)
+
+
+def _shown(value):
+    """What was returned, described without running its own code: its ``__repr__`` may raise,
+    hang or run to megabytes, and ``str`` of an int of 5000 digits raises."""
     try:
-        return float(value.reshape(()) if isinstance(value, numpy.ndarray) else value)
-    except (TypeError, ValueError, OverflowError):
-        return None
+        kind = type(value)
+        if kind in (bool, numpy.bool_):
+            return f"the boolean {bool(value)}"
+        if kind is int:
+            return f"an integer of about {int(value.bit_length() * 0.30103) + 1} digits"
+        if kind in (str, bytes, bytearray):
+            return f"{kind.__name__} {value[:60]!r}"
+        if kind is numpy.ndarray:
+            return f"an array of shape {value.shape} and dtype {value.dtype}"
+        if isinstance(value, numpy.generic):
+            return f"a numpy {value.dtype} value"
+        return "None" if value is None else f"an object of type {kind.__name__}"
+    except BaseException:       # noqa: BLE001 - a hostile type's name: still this network only
+        return "an object"
+
+
+def _exception_text(error):
+    """``Type: message``; a message that cannot be made (its ``__str__`` raised) is left out."""
+    try:
+        text = str(error)[:300]
+    except BaseException:       # noqa: BLE001 - their __str__ fails: the type still says a lot
+        text = ""
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+def _traceback_text(error):
+    """Their frames only: the first is ``_measure``'s, where the call was made."""
+    try:
+        frames = error.__traceback__.tb_next if error.__traceback__ else None
+        return "".join(traceback.format_exception(type(error), error, frames))
+    except BaseException:       # noqa: BLE001 - a hostile exception's chain: its name will do
+        return f"({type(error).__name__}: its traceback could not be printed)\n"
+
+
+def _say(text):
+    """Straight to descriptor 2: their code may have replaced or closed ``sys.stderr``."""
+    try:
+        os.write(2, text.encode("utf-8", "replace"))
+    except OSError:
+        pass
+
+
+def _measure(function, model, dataset, limit):
+    """``(value, None, None)``, or ``(None, why, error)`` when the network gets no value.
+
+    Whatever their call raises costs this network only, SystemExit and KeyboardInterrupt too:
+    uncaught, they would end this process with an error report, after which the ingestion
+    starts no fresh process (it does after a crash or a kill), so the rest of the zoo would go
+    unmeasured. ``os._exit`` is left alone: it ends the process like a crash, which costs that
+    network only, and code that forks must keep it to end its children."""
+    began = time.monotonic()
+    try:
+        value = function(model, dataset)
+    except BaseException as error:  # noqa: BLE001 - see above
+        return None, f"raised {_exception_text(error)}", error
+    try:
+        number = _number(value)
+    except BaseException as error:  # noqa: BLE001 - their __float__ is their code too
+        if isinstance(error, TypeError):
+            return None, f"returned {_shown(value)}, not a number", None
+        return None, (f"returned {_shown(value)}, which float() refused "
+                      f"({_exception_text(error)})"), None
+    elapsed = time.monotonic() - began
+    if elapsed > limit:
+        return None, f"took {elapsed:.2f} s, more than the {limit:g} s per model", None
+    if not math.isfinite(number):
+        return None, f"returned {number}, not a finite number", None
+    return number, None, None
 
 
 def call(function, spec, started, checkpoint):
@@ -340,10 +419,12 @@ def call(function, spec, started, checkpoint):
 
     ``spec["data"]``: the staged task folder (``model_*/`` and ``dataset_1/train.npz``);
     ``spec["contract"]``: ``{"model_ids": [...], "seconds_per_model": s}``. Returns the float64
-    vector of the values, NaN for a model whose value is not a number, whose call raised or
-    took longer than ``seconds_per_model``, or that this process did not measure;
-    ``checkpoint(values)`` follows every model: the parent counts them to know which model is
-    under way. If every call raised, the first error is raised again.
+    vector of the values, NaN for a model whose call raised (SystemExit included), returned
+    anything but a finite real number, took longer than ``seconds_per_model``, or that this
+    process did not measure; each such model's reason goes to stderr. ``checkpoint(values)``
+    follows every model: the parent counts them to know which model is under way. When this
+    process ran the whole task and no model got a value, the first error is raised again, if
+    any call raised one.
     """
     contract = spec["contract"]
     model_ids = list(contract["model_ids"])
@@ -354,36 +435,22 @@ def call(function, spec, started, checkpoint):
     first_model = Model(_model_folder(data, model_ids[first])) if first < len(model_ids) else None
     dataset = Dataset(os.path.join(data, "dataset_1"),
                       num_classes=first_model.num_classes if first_model else None)
-    name = getattr(function, "__name__", "complexity")
-    errors, numbers = [], 0
+    name = spec.get("entry_function", "complexity")
+    first_error = None
     for index, model_id in enumerate(model_ids[first:], start=first):
         model = first_model if index == first else Model(_model_folder(data, model_id))
         first_model = None
-        began = time.monotonic()
-        try:
-            value = function(model, dataset)
-        except Exception as error:      # noqa: BLE001 - their error costs this model only
-            errors.append(error)
-            sys.stderr.write(f"[{model_id}] {name}() raised {type(error).__name__}: {error}; "
-                             f"its value is NaN\n")
-            traceback.print_exception(type(error), error, error.__traceback__, file=sys.stderr)
-            value = None
+        number, why, error = _measure(function, model, dataset, limit)
+        if why is None:
+            values[index] = number
         else:
-            elapsed = time.monotonic() - began
-            number = _as_float(value)
-            if elapsed > limit:
-                sys.stderr.write(f"[{model_id}] {name}() took {elapsed:.2f} s, more than the "
-                                 f"{limit:g} s per model; its value is NaN\n")
-            elif number is None:
-                sys.stderr.write(f"[{model_id}] {name}() returned {type(value).__name__} "
-                                 f"{str(value)[:80]!r}, not a number; its value is NaN\n")
-            else:
-                values[index] = number
-                numbers += 1
-                if not math.isfinite(number):
-                    sys.stderr.write(f"[{model_id}] {name}() returned {number}\n")
-        sys.stderr.flush()
+            _say(f"[{model_id}] {name}() {why}; its value is NaN\n")
+            if error is not None:
+                _say(_traceback_text(error))
+                first_error = error if first_error is None else first_error
         checkpoint(values.copy())
-    if errors and numbers == 0 and len(errors) == len(model_ids) - first:
-        raise errors[0]
+    # Only a process that saw every model knows that none got a value; the ingestion judges
+    # a zoo split between processes.
+    if first == 0 and first_error is not None and not numpy.isfinite(values).any():
+        raise first_error
     return values

@@ -86,8 +86,10 @@ def _measure(task: TaskConfig, res: Path, ids) -> np.ndarray:
         if path.suffix == PREDICT_SUFFIX:
             return read_predict(path, ids)
         values = np.load(path, allow_pickle=False).astype(np.float64).ravel()
-    except (FormatError, ValueError, OSError) as error:
-        raise SubmissionError(f"{path.name}: {str(error).replace(str(res) + '/', '')}") from None
+    except FormatError as error:          # it names the file already, by its path under res/
+        raise SubmissionError(str(error).replace(str(res) + "/", "")) from None
+    except (ValueError, OSError) as error:
+        raise SubmissionError(f"{path.name}: {error}") from None
     if values.shape != (len(ids),):
         raise SubmissionError(f"{path.name}: expected {len(ids)} values, found {values.size}")
     return values
