@@ -203,6 +203,10 @@ ISOLATION_LINES = (
     "on CodaLab your code also runs as a separate unprivileged user in an empty network "
     "namespace; Codabench drops every privilege, so neither is possible there, and its isolation "
     "rests on the seccomp filter and Landlock alone",
+    "a submission whose metadata file holds a command: is refused and fails: both platforms "
+    "start such a command in a container of its own, beside the ingestion and outside this "
+    "sandbox (with the network and the output folder), so nothing of it is run; keep only "
+    "description: (the kit's submission_zip.py writes it so)",
     "the log of every submission lists each protection as active or NOT ACTIVE for that run; "
     "do not rely on the network or on multiprocessing (threads work)")
 
