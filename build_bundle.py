@@ -30,6 +30,7 @@ from bundle.build import BuildError, build_competition, competition_targets
 from bundle.rules import CODABENCH, CODALAB, check_bundle
 from bundle.datasets import keys_block, local_copies
 from bundle.dry_run import StepResult, not_checked, dry_run, dry_run_codabench, table
+from bundle.record_key import secret_path
 from bundle.spec import DEFAULT_SPEC, SpecError, load_spec
 
 REPO = Path(__file__).resolve().parent
@@ -203,6 +204,17 @@ REVEAL = {
                   "while, its issue #2128)")}
 
 
+# Who can sign a code phase's ingestion record (docs/sandbox.md, bundle/programs.py).
+SIGNING = {
+    "codalab": "code phases: the ingestion signs its record with a key made from the secret in "
+               "{secret} (keep it to rebuild the same bundles); the key is in the hidden "
+               "reference data, which the participant's containers never see",
+    "codabench": "code phases: the ingestion signs its record with a key made from the secret in "
+                 "{secret} (keep it to rebuild the same bundles); on Codabench the key is in the "
+                 "ingestion program: leave 'make programs available' off in the competition's "
+                 "editor, or participants can download it and forge scored runs"}
+
+
 def _summary(built: list, out: Path, platform: str, spec) -> None:
     print(f"\n{len(built)} bundle(s) written to {os.path.relpath(out)}:")
     for bundle in built:
@@ -214,6 +226,8 @@ def _summary(built: list, out: Path, platform: str, spec) -> None:
           "submission (starting_kit.zip) to each phase and see its row on the leaderboard")
     if spec.public_rows and not spec.reveal_full_scores:
         print(REVEAL[platform])
+    if any(phase.code_submission for phase in spec.phases):
+        print(SIGNING[platform].format(secret=secret_path()))
     if spec.codabench_queue and platform == "codalab":
         print("custom queue: CodaLab v1.5 takes no queue in competition.yaml (the key is refused, "
               "G12); after upload choose yours in the competition's editor (Edit > Queue), or "

@@ -305,6 +305,10 @@ def test_every_page_reads_right_in_a_browser(platform, browser, default_bundles,
             if page == "evaluation":
                 # the symbols of the formulas are there, rendered: no escaped or missing markup
                 found += [] if "Σ" in text else ["the metric formulas lost their Σ"]
+                if "evaluation-light" in bundle.name or "evaluation" == bundle.name:
+                    own = "a submission whose metadata file holds a command: is refused and fails"
+                    found += [] if own in " ".join(text.split()) else [
+                        "no word of what the platform runs outside the sandbox"]
             if platform == "codabench":
                 found += check_markdown_safe(html)
             problems += [f"{where}: {problem}" for problem in found]
