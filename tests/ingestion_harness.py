@@ -129,3 +129,13 @@ def processes_of(run: Path) -> list[str]:
         if state != b"Z" and any(m in cmdline or cwd.startswith(m) for m in marks):
             found.append(cmdline)
     return found
+
+
+def assert_nothing_left_behind(run: Path) -> None:
+    """No process of ``run`` survives it, and the ingestion removed its staging folder."""
+    assert processes_of(run) == [], "processes left behind"
+    staging = staging_root(run)
+    if staging.exists():
+        left = os.listdir(staging)
+        shutil.rmtree(staging, ignore_errors=True)
+        assert left == [], f"staging left behind: {left}"

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from competition_formats import read_run_record
-from ingestion_harness import (KINDS, new_kind_run, prepare_kind, processes_of, run_ingestion,
-                               staging_root)
+from ingestion_harness import (KINDS, assert_nothing_left_behind, new_kind_run, prepare_kind,
+                               run_ingestion)
 from ingestion_program.ingest.confine import SECCOMP
 from ingestion_program.ingest.supervisor import kernel_checked
 
@@ -55,12 +55,7 @@ def prepared(request, tmp_path_factory):
 @pytest.fixture(autouse=True)
 def nothing_left_behind(tmp_path):
     yield
-    assert processes_of(tmp_path) == [], "processes left behind"
-    staging = staging_root(tmp_path)
-    if staging.exists():
-        left = os.listdir(staging)
-        shutil.rmtree(staging, ignore_errors=True)
-        assert left == [], f"staging left behind: {left}"
+    assert_nothing_left_behind(tmp_path)
 
 
 def run_hostile(prepared, tmp_path, files: dict[str, str], setting: str, env=None):

@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 from competition_formats import read_run_record
-from ingestion_harness import (SETPRIV, new_run, prepare, processes_of, run_ingestion,
-                               staging_root, worker_command)
+from ingestion_harness import (SETPRIV, assert_nothing_left_behind, new_run, prepare,
+                               processes_of, run_ingestion, staging_root, worker_command)
 from ingestion_program.ingest import confine
 
 REPO = Path(__file__).resolve().parents[1]
@@ -86,12 +86,7 @@ def prepared_long(tmp_path_factory):
 def nothing_left_behind(tmp_path):
     """No process of this test survives it, and the ingestion removed its staging folder."""
     yield
-    assert processes_of(tmp_path) == [], "processes left behind"
-    staging = staging_root(tmp_path)
-    if staging.exists():
-        left = os.listdir(staging)
-        shutil.rmtree(staging, ignore_errors=True)
-        assert left == [], f"staging left behind: {left}"
+    assert_nothing_left_behind(tmp_path)
 
 
 def probe_results(record) -> dict:
@@ -129,8 +124,8 @@ raise SystemExit("probe done")""", prelude="import json, sys")
     assert "unprivileged user: NOT ACTIVE (setgroups: EPERM" in result.stdout
     assert "network namespace (no network): NOT ACTIVE (unshare(CLONE_NEWNET): EPERM)" \
         in result.stdout
-    assert "seccomp filter (no IP sockets, ptrace, io_uring, signals to this program): active" \
-        in result.stdout
+    assert ("seccomp filter (no IP sockets, ptrace, io_uring, memfd or SysV shared memory, new "
+            "sessions or process groups, signals to this program): active") in result.stdout
     assert "preexec_fn" not in result.stdout + result.stderr
 
 
