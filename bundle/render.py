@@ -20,6 +20,7 @@ from .kinds import kind_of, task_types
 from .leaderboard import LeaderboardColumn, aggregate_description, codabench_columns
 from .markdown_text import markdown_html
 from .phase_plan import PhasePlan, epoch_text
+from .programs import DEFAULT_LIMITS
 from .spec import CompetitionSpec, PhaseSpec
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -208,7 +209,11 @@ ISOLATION_LINES = (
     "sandbox (with the network and the output folder), so nothing of it is run; keep only "
     "description: (the kit's submission_zip.py writes it so)",
     "the log of every submission lists each protection as active or NOT ACTIVE for that run; "
-    "do not rely on the network or on multiprocessing (threads work)")
+    "do not rely on the network or on multiprocessing; threads work (on CodaLab, where your "
+    f"code runs as a user of its own, its processes and threads together are limited to "
+    f"{DEFAULT_LIMITS['processes']}); memfd_create and SysV shared memory are refused, and no "
+    "process of yours can start a session or process group of its own",
+    f"at most {DEFAULT_LIMITS['max_entries']:,} files and folders in the working folder")
 
 
 def _budget_lines(spec: CompetitionSpec, code: bool) -> list[str]:

@@ -11,6 +11,9 @@ from pathlib import Path
 for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_variable, "1")
 
+# Started isolated (python3 -I), so PYTHONDONTWRITEBYTECODE is not read: nothing is cached
+# in the program's folder, which may be read-only and is compared before and after a run.
+sys.dont_write_bytecode = True
 PROGRAM_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(PROGRAM_DIR))
 

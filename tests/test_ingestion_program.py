@@ -49,9 +49,9 @@ def prepared(tmp_path_factory):
     return root
 
 
-def ingest(prepared, tmp_path, code):
+def ingest(prepared, tmp_path, code, env=None):
     run = new_run(prepared, tmp_path, code)
-    result = run_ingestion(run)
+    result = run_ingestion(run, env=env)
     assert result.returncode == 0, result.stderr
     record = read_run_record(run / "run" / "output" / "ingestion_record.json")
     return run, result, record
@@ -128,16 +128,27 @@ def test_child_ignoring_sigterm_is_killed_after_the_grace_period(prepared, tmp_p
     assert_digits_fine(run, record)
 
 
-def test_grandchild_that_calls_setsid_is_swept(prepared, tmp_path):
+# Leaves the task's process group where it can (seccomp refuses setsid), then sleeps.
+ESCAPER = ("import os, sys, time\ntry:\n    os.setsid()\nexcept OSError as error:\n"
+           "    print('setsid:', type(error).__name__, file=sys.stderr)\ntime.sleep(600)")
+
+
+@pytest.mark.parametrize("filter_", ["on", "off"])
+def test_grandchild_that_calls_setsid_is_swept(prepared, tmp_path, filter_):
+    """With seccomp, setsid is refused and the group's SIGKILL takes the grandchild; without,
+    it leaves the group, and the /proc sweep finds it."""
     code = submission("""
-subprocess.Popen([sys.executable, "-c",
-                  "import os, time; os.setsid(); time.sleep(600)", "bdl-marker"],
-                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+subprocess.Popen([sys.executable, "-c", @escaper, "bdl-marker"],
+                 stdout=subprocess.DEVNULL)
 time.sleep(0.3)
-return uniform(task)""", prelude="import subprocess, sys, time")
-    run, result, record = ingest(prepared, tmp_path, code)
+return uniform(task)""".replace("@escaper", repr(ESCAPER)), prelude="import subprocess, sys, time")
+    env = {"INGESTION_SANDBOX_DISABLE": "seccomp"} if filter_ == "off" else None
+    run, result, record = ingest(prepared, tmp_path, code, env)
     assert record.tasks["iris"].status == "ok"
     assert "killed 1 leftover process(es)" in result.stdout
+    stderr = run / "run" / "output" / "iris_stderr.txt"
+    refused = stderr.exists() and "setsid: PermissionError" in stderr.read_text()
+    assert refused is (filter_ == "on")
     assert_nothing_left(run)
     assert_digits_fine(run, record)
 
@@ -159,9 +170,9 @@ def test_a_thread_left_running_does_not_lose_the_returned_prediction(prepared, t
 def test_leftover_processes_are_counted_once_each(prepared, tmp_path):
     code = submission("""
 for _ in range(3):
-    subprocess.Popen([sys.executable, "-c", "import os, time; os.setsid(); time.sleep(600)"])
+    subprocess.Popen([sys.executable, "-c", @escaper])
 time.sleep(0.5)
-return uniform(task)""", prelude="import subprocess, sys, time")
+return uniform(task)""".replace("@escaper", repr(ESCAPER)), prelude="import subprocess, sys, time")
     run, result, record = ingest(prepared, tmp_path, code)
     assert "[iris]   killed 3 leftover process(es)" in result.stdout
 
@@ -169,9 +180,9 @@ return uniform(task)""", prelude="import subprocess, sys, time")
 def test_runs_without_psutil(prepared, tmp_path):
     """The first py312 images had no psutil: the process tree is read from /proc."""
     code = submission("""
-subprocess.Popen([sys.executable, "-c", "import os, time; os.setsid(); time.sleep(600)"])
+subprocess.Popen([sys.executable, "-c", @escaper])
 time.sleep(0.3)
-return uniform(task)""", prelude="import subprocess, sys, time")
+return uniform(task)""".replace("@escaper", repr(ESCAPER)), prelude="import subprocess, sys, time")
     run = new_run(prepared, tmp_path, code)
     # First on the program's own path (the worker's PYTHONPATH never reaches it: python3 -I).
     (run / "run" / "ingestion_program" / "psutil.py").write_text(
@@ -188,9 +199,8 @@ def test_forked_sleepers_holding_the_pipes_do_not_hang_the_run(prepared, tmp_pat
     code = submission("""
 for _ in range(5):
     if os.fork() == 0:
-        os.setsid()
-        os.execv(sys.executable, [sys.executable, "-c", "import time; time.sleep(600)", "bdl-marker"])
-return uniform(task)""", prelude="import os, sys")
+        os.execv(sys.executable, [sys.executable, "-c", @escaper, "bdl-marker"])
+return uniform(task)""".replace("@escaper", repr(ESCAPER)), prelude="import os, sys")
     run, result, record = ingest(prepared, tmp_path, code)
     assert record.tasks["iris"].status == "ok"
     assert_nothing_left(run)

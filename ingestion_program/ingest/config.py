@@ -34,6 +34,12 @@ MEMORY_RULE_TEXT = {
 }
 
 
+# Files, folders and links a task may have in its working folder (and scratch folders) at once:
+# each costs the disk walk and the removal after the task time, and empty files cost an inode
+# but no disk space. Configs written before the limit existed get this.
+DEFAULT_MAX_ENTRIES = 100_000
+
+
 class ConfigError(ValueError):
     pass
 
@@ -44,11 +50,12 @@ class Limits:
     max_file_bytes: int          # RLIMIT_FSIZE: one file
     disk_bytes: int              # all files in the task's working directory
     open_files: int              # RLIMIT_NOFILE
-    processes: int               # RLIMIT_NPROC (applies when running as a dedicated user)
+    processes: int               # RLIMIT_NPROC, threads included (only for a dedicated user)
     grace_seconds: float         # between SIGTERM and SIGKILL
     output_bytes: int            # stdout/stderr kept per stream: head + tail
     cores: int | None            # thread variables for the child; None: the machine's
     memory_rule: str = ADDRESS_SPACE     # one of MEMORY_RULES: how memory_bytes is enforced
+    max_entries: int = DEFAULT_MAX_ENTRIES   # files and folders the task may create
 
 
 @dataclass(frozen=True)
@@ -109,7 +116,8 @@ def parse_config(raw: dict, source: str = CONFIG_NAME) -> IngestionConfig:
                     grace_seconds=float(_field(limits_raw, "grace_seconds", number,
                                                f"{source}: limits")),
                     cores=limits_raw.get("cores"),
-                    memory_rule=_memory_rule(limits_raw, f"{source}: limits"))
+                    memory_rule=_memory_rule(limits_raw, f"{source}: limits"),
+                    max_entries=_max_entries(limits_raw, f"{source}: limits"))
     tasks = _tasks(_field(raw, "tasks", list, source), f"{source}: tasks")
     if not tasks:
         raise ConfigError(f"{source}: no tasks")
@@ -129,6 +137,13 @@ def _memory_rule(limits_raw: dict, where: str) -> str:
         raise ConfigError(f"{where}.memory_rule: expected one of {', '.join(MEMORY_RULES)}, "
                           f"found {rule!r}")
     return rule
+
+
+def _max_entries(limits_raw: dict, where: str) -> int:
+    value = limits_raw.get("max_entries", DEFAULT_MAX_ENTRIES)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ConfigError(f"{where}.max_entries: expected a positive integer, found {value!r}")
+    return value
 
 
 def _tasks(raw: list, where: str) -> tuple[TaskSpec, ...]:

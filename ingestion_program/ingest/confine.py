@@ -21,15 +21,17 @@ LANDLOCK_CREATE_RULESET_VERSION, LANDLOCK_RULE_PATH_BENEATH = 1, 1
 SYSCALLS = {
     "x86_64": {"arch": 0xC000003E, "socket": 41, "ptrace": 101, "process_vm_readv": 310,
                "process_vm_writev": 311, "kill": 62, "tkill": 200, "tgkill": 234,
-               "rt_sigqueueinfo": 129, "rt_tgsigqueueinfo": 297},
+               "rt_sigqueueinfo": 129, "rt_tgsigqueueinfo": 297, "memfd_create": 319,
+               "shmget": 29, "msgget": 68, "setpgid": 109, "setsid": 112, "prctl": 157},
     "aarch64": {"arch": 0xC00000B7, "socket": 198, "ptrace": 117, "process_vm_readv": 270,
                 "process_vm_writev": 271, "kill": 129, "tkill": 130, "tgkill": 131,
-                "rt_sigqueueinfo": 138, "rt_tgsigqueueinfo": 240},
+                "rt_sigqueueinfo": 138, "rt_tgsigqueueinfo": 240, "memfd_create": 279,
+                "shmget": 194, "msgget": 186, "setpgid": 154, "setsid": 157, "prctl": 167},
 }
 for _table in SYSCALLS.values():
     _table.update(landlock_create_ruleset=444, landlock_add_rule=445, landlock_restrict_self=446,
                   io_uring_setup=425, io_uring_enter=426, io_uring_register=427, pidfd_open=434,
-                  pidfd_send_signal=424, pidfd_getfd=438)
+                  pidfd_send_signal=424, pidfd_getfd=438, memfd_secret=447)
 NR = SYSCALLS.get(platform.machine(), {})
 
 FS_EXECUTE, FS_WRITE_FILE, FS_READ_FILE, FS_READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
@@ -48,8 +50,9 @@ LANDLOCK_FILES = ("Landlock files (writes only in its working folder, reads only
                   "task)")
 LANDLOCK_NET = "Landlock network (no TCP connect or bind)"
 LANDLOCK_SCOPE = "Landlock scoping (no signals or abstract sockets outside its own processes)"
-SECCOMP = ("seccomp (sockets only AF_UNIX; no ptrace, process_vm_*, io_uring; "
-           "no signals to the ingestion or its ancestors)")
+SECCOMP = ("seccomp (sockets only AF_UNIX; no ptrace, process_vm_*, io_uring, memfd or SysV "
+           "shared memory, new sessions or process groups; no signals to the ingestion or its "
+           "ancestors)")
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.syscall.restype = ctypes.c_long
@@ -210,9 +213,17 @@ class _Program:
 
 
 ALLOW, ERRNO = 0x7FFF0000, 0x00050000
+PR_SET_DUMPABLE = 4
 # pidfd_send_signal: a /proc/<pid> folder is a pidfd too, so its target cannot be checked here.
+# setsid, setpgid: every process of the task stays in its group, so that one killpg reaches
+# them all at once; a fork bomb outside it would have to be chased through /proc.
 DENIED = ("ptrace", "process_vm_readv", "process_vm_writev", "io_uring_setup", "io_uring_enter",
-          "io_uring_register", "pidfd_send_signal", "pidfd_getfd")
+          "io_uring_register", "pidfd_send_signal", "pidfd_getfd", "setsid", "setpgid")
+# Memory that belongs to no process, so neither memory rule sees it (a memfd filled by
+# write(), a SysV segment or queue, which outlive the task too). ENOSYS, as from a kernel
+# built without them: code that can do without (libffi, glibc, Mesa...) checks for ENOSYS
+# and falls back to files, which the disk limit counts; EPERM would make most of it fail.
+ABSENT = ("memfd_create", "memfd_secret", "shmget", "msgget")
 SIGNALLING = ("kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo", "pidfd_open")
 
 
@@ -225,8 +236,11 @@ def seccomp_program(protected):
     p.load(0)
     p.jump(p.JGE_K, 0x40000000, "deny")
     p.jump(p.JEQ_K, NR["socket"], "socket")
+    p.jump(p.JEQ_K, NR["prctl"], "prctl")
     for name in DENIED:
         p.jump(p.JEQ_K, NR[name], "deny")
+    for name in ABSENT:
+        p.jump(p.JEQ_K, NR[name], "absent")
     for name in SIGNALLING:
         p.jump(p.JEQ_K, NR[name], "signal")
     p.ret(ALLOW)
@@ -234,6 +248,13 @@ def seccomp_program(protected):
     p.load(16)                     # low 32 bits of the first argument (little-endian)
     p.jump(p.JEQ_K, 1, "allow")    # AF_UNIX
     p.ret(ERRNO | errno.EACCES)
+    p.label("prctl")
+    # Not dumpable, its /proc/<pid>/fd would be closed to a supervisor without capabilities,
+    # which counts the deleted files held open there against the disk limit.
+    p.load(16)
+    p.jump(p.JEQ_K, PR_SET_DUMPABLE, "deny", "allow")
+    p.label("absent")
+    p.ret(ERRNO | errno.ENOSYS)
     p.label("signal")
     p.load(16)
     for value in protected:

@@ -35,6 +35,7 @@ from kinds import UnknownKind, runtime
 from .calibration import calibrate
 from .config import CONFIG_NAME, ConfigError, IngestionConfig, TaskSpec, load_config
 from .hardware import describe_hardware
+from .modes import ModeGuard
 from .confine import LANDLOCK_FILES
 from .sandbox import Protections, describe, lock_down, probe
 from .scratch import force_remove, new_staging_folder, remove_abandoned_staging
@@ -240,12 +241,13 @@ def _run_tasks(tasks: tuple[TaskSpec, ...], config: IngestionConfig, base: Path,
                shared: tuple[dict, Path], write: bool = True
                ) -> list[tuple[TaskSpec, TaskOutcome]]:
     forbidden = tuple(p for p in (*dirs.values(), base) if p)
-    sources, submission = shared
+    sources, submission, modes = shared
     done = []
     for task in tasks:
         started = time.monotonic()
         staging = _stage_task(base, task, dirs["input"], sources, submission, protections.uid,
                               forbidden, contract)
+        modes.add(staging.workdir.parent)
         task = calibrate(task, staging.data, contract)
         entry = (config.entry_module, config.entry_function)
         units = unit_plan(task, contract)
@@ -253,12 +255,15 @@ def _run_tasks(tasks: tuple[TaskSpec, ...], config: IngestionConfig, base: Path,
                    if units else run_task(task, staging, protections, config.limits, entry,
                                           contract))
         outcome.calibration = task.calibration
+        restored = modes.restore()         # the child may have changed them: see modes.py
         if not clean_workdir(staging.workdir):
             outcome.notes.append("its working folder could not be removed")
         if write:
             _write_outputs(dirs["output"], task, outcome)
         done.append((task, outcome))
         _report(task, outcome, protections)
+        for line in restored:
+            _say(f"[{task.name}]   {line}")
         overhead = time.monotonic() - started - outcome.wall_seconds
         _say(f"[{task.name}]   staging, validation and writing took {overhead:.2f} s")
     return done
@@ -317,8 +322,12 @@ def ingest(input_dir: Path, output_dir: Path, program_dir: Path, submission_dir:
     before = set(os.listdir(output_dir))
     done: list[tuple[TaskSpec, TaskOutcome]] = []
     try:
+        # Modes are recorded once the submission's copy is staged, before any child runs; the
+        # submission's own folder is not read again.
         shared = (_runtime_sources(dirs["program"], contract),
-                  _stage_common(base, dirs["submission"]))
+                  _stage_common(base, dirs["submission"]),
+                  ModeGuard([dirs[name] for name in ("input", "output", "program", "hidden")]
+                            + [base]))
         gate = _run_gate(config, base, dirs, protections, contract, shared)
         if gate is None or gate["passed"]:
             done = _run_tasks(config.tasks, config, base, dirs, protections, contract, shared)

@@ -132,6 +132,17 @@ def reap_zombies(spare: int | None = None, apart: frozenset[int] = frozenset()) 
                 pass
 
 
+def child_waiting() -> bool:
+    """Whether some child of this process has exited and waits to be reaped; a cheap look
+    before ``reap_zombies`` walks /proc."""
+    if not hasattr(os, "waitid"):
+        return True
+    try:
+        return os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:
+        return False
+
+
 def sweep(spare: int | None = None, timeout: float = 2.0,
           apart: frozenset[int] = frozenset()) -> set[int]:
     """SIGKILL every descendant until none is left alive; returns the pids signalled.

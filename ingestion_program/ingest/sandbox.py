@@ -250,15 +250,16 @@ def describe(protections: Protections, limits: Limits, locked: list[str]) -> lis
         "Landlock (files, TCP, signals): " + _state(
             p, "landlock", p.landlock_abi is not None,
             f" (kernel ABI {p.landlock_abi}; each task's child confirms what it installed)"),
-        "seccomp filter (no IP sockets, ptrace, io_uring, signals to this program): "
-        + _state(p, "seccomp", p.seccomp),
+        "seccomp filter (no IP sockets, ptrace, io_uring, memfd or SysV shared memory, new "
+        "sessions or process groups, signals to this program): " + _state(p, "seccomp", p.seccomp),
         f"this program's /proc files hidden from the child: {_state(p, 'proc', p.hidden_proc)}",
         f"limits: memory {gib_text(limits.memory_bytes)} "
         f"({MEMORY_RULE_TEXT[limits.memory_rule]}; rule: {limits.memory_rule}), file size "
         f"{limits.max_file_bytes / 2**20:.0f} MiB, disk {limits.disk_bytes / 2**20:.0f} MiB "
         f"(working folder, and /tmp, /var/tmp, /dev/shm wherever the child can write them), "
-        f"open files {limits.open_files}"
-        + (f", processes {limits.processes}" if p.separate_user else ""),
+        f"open files {limits.open_files}, files and folders {limits.max_entries}"
+        + (f", processes and threads {limits.processes} (RLIMIT_NPROC of user {SANDBOX_USER}: "
+           "every thread counts)" if p.separate_user else ""),
         "output folder: written by this program only, from validated predictions"
         + ("" if p.separate_user else " (Landlock; each task's child confirms it below)")
         if p.output_protected else

@@ -25,12 +25,20 @@ from competition_formats import FormatError
 from .config import RESIDENT, RESIDENT_SAMPLE_SECONDS, Limits, TaskSpec, gib_text
 from .confine import LANDLOCK_FILES, SECCOMP
 from .frames import CHECKPOINT, FINAL, FRAME_TYPES, HEADER, MAGIC, PROTECTIONS
-from .processes import descendants, resident_bytes, signal_group, sweep, wait_exit
+from .processes import (GONE, child_waiting, descendants, reap_zombies, resident_bytes,
+                        signal_group, sweep, wait_exit)
 from .sandbox import Protections, preexec
-from .scratch import ScratchWatch, force_remove, tree_bytes
+from .scratch import (MAX_DEPTH, Root, ScratchWatch, TreeWalk, force_remove, held_open_roots,
+                      open_root)
 
 POLL_SECONDS = 0.05
 DISK_CHECK_SECONDS = 0.25
+# The longest the disk walk holds up the loop at once; a walk in progress also shortens the
+# loop's wait to this, so a big tree is walked at about half of one core.
+WALK_SLICE_SECONDS = 0.02
+# The task's orphans are re-parented to this program: a chain of processes that each fork and
+# exit leaves thousands of zombies a second, each holding a pid until it is reaped.
+REAP_SECONDS = 0.25
 # After the child exits, descendants may still hold its pipes open: give them this long.
 LINGER_SECONDS = 0.5
 # Isolated (-I: no PYTHONPATH, user site or working folder on the path), unbuffered, no .pyc:
@@ -253,6 +261,8 @@ class _Run:
                 "first_unit": units.first if units else 0, "calibration": task.calibration,
                 "confine": _confinement_plan(staging, protections.disabled)}
         self.scratch = ScratchWatch(staging.base or staging.workdir, protections.uid)
+        self.workdir_fd = open_root(staging.workdir)      # see Root.fd
+        self.disk_walk: TreeWalk | None = None   # under way, a slice per turn of the loop
         # Whatever already runs below this program is not the task's: never counted or killed.
         self.apart = frozenset(descendants())
         self.resident_peak = 0
@@ -268,6 +278,7 @@ class _Run:
                 preexec_fn=preexec(protections, limits))
         except BaseException:
             os.close(read_fd)
+            self._close_folders()
             raise
         finally:
             os.close(write_fd)
@@ -286,7 +297,7 @@ class _Run:
         self.memory_exceeded = False             # killed by the resident rule
         self.killed: set[int] = set()            # distinct leftover processes we killed
         self.next_disk_check = self.started + DISK_CHECK_SECONDS
-        self.next_memory_sample = self.started
+        self.next_memory_sample = self.next_reap = self.started
 
     def _kernel_checked(self, report: list) -> list:
         """The child's report as the kernel sees the child, then the child may go on."""
@@ -299,13 +310,23 @@ class _Run:
         return checked
 
     def _sweep(self) -> None:
+        """One SIGKILL to the task's group reaches all its processes at once, and the kernel
+        lets none of them fork once it is pending: seccomp keeps them from leaving the group
+        (setsid, setpgid), so a fork bomb cannot outrun it. /proc is then swept for any that
+        left anyway (the filter switched off or not installed)."""
+        self.killed |= self._leftovers()
+        signal_group(self.process.pid, signal.SIGKILL)
         self.killed |= sweep(spare=self.process.pid, apart=self.apart) - {self.process.pid}
+
+    def _leftovers(self) -> set[int]:
+        """The task's live processes other than its main child, counted before the kill."""
+        return {pid for pid, state in descendants(apart=self.apart).items()
+                if state not in GONE and pid != self.process.pid}
 
     def _stop(self, reason: str | None) -> None:
         if reason and not self.stop_reason and self.terminated_at is None:
             self.stop_reason = reason
         if self.killed_at is None:
-            signal_group(self.process.pid, signal.SIGKILL)
             self.killed_at = time.monotonic()
         self._sweep()
 
@@ -313,14 +334,54 @@ class _Run:
         """Whether Landlock keeps the child out of the shared scratch folders."""
         return any(name == LANDLOCK_FILES and on for name, on, _ in self.frames.protections or [])
 
-    def _disk_usage(self) -> int:
-        limit = self.limits.disk_bytes
-        used = tree_bytes(str(self.workdir), limit)
-        return used if self.confined() else used + self.scratch.usage(limit)
+    def _disk_roots(self) -> list[Root]:
+        """Its working folder, the scratch folders unless Landlock keeps it out, and the
+        deleted files its processes hold open (in no folder, yet on the disk or in RAM)."""
+        roots = [Root(str(self.workdir), fd=self.workdir_fd)]
+        if not self.confined():
+            roots += self.scratch.roots()
+        return roots + held_open_roots(descendants(apart=self.apart))
+
+    def _disk_problem(self, now: float) -> str | None:
+        """Takes the disk walk a slice further, starting one when due; why the task must stop,
+        as soon as the part walked is over a limit."""
+        if self.disk_walk is None:
+            if now < self.next_disk_check:
+                return None
+            self.disk_walk = TreeWalk(self._disk_roots())
+        done = self.disk_walk.step(WALK_SLICE_SECONDS)
+        problem = self._over_limits(self.disk_walk)
+        if done or problem:
+            self._end_walk()
+            self.next_disk_check = time.monotonic() + DISK_CHECK_SECONDS
+        return problem
+
+    def _over_limits(self, walk: TreeWalk) -> str | None:
+        limits = self.limits
+        if walk.bytes > limits.disk_bytes:
+            return f"wrote more than {limits.disk_bytes / 2**20:.0f} MiB to disk (disk limit)"
+        if walk.entries > limits.max_entries:
+            return (f"created more than {limits.max_entries} files and folders (file count "
+                    "limit)")
+        if walk.too_deep:
+            return f"nested folders more than {MAX_DEPTH} deep (folder depth limit)"
+        return None
+
+    def _end_walk(self) -> None:
+        if self.disk_walk is not None:
+            self.disk_walk.close()
+            self.disk_walk = None
+
+    def _close_folders(self) -> None:
+        self._end_walk()
+        self.scratch.close()
+        if self.workdir_fd is not None:
+            os.close(self.workdir_fd)
+            self.workdir_fd = None
 
     def abort(self) -> None:
         """This program is being stopped: take the child and its descendants with it."""
-        signal_group(self.process.pid, signal.SIGKILL)
+        self._close_folders()
         self._sweep()
 
     def _resident_exceeded(self, now: float) -> bool:
@@ -358,16 +419,20 @@ class _Run:
             elif not self.unit_overrun and self._unit_overran(now):
                 self.unit_overrun = True
                 self._stop(None)     # no grace: the next unit's time is not this one's
-            elif now >= self.next_disk_check:
-                self.next_disk_check = now + DISK_CHECK_SECONDS
-                if self._disk_usage() > self.limits.disk_bytes:
-                    self._stop(f"wrote more than {self.limits.disk_bytes / 2**20:.0f} MiB to disk "
-                               "(disk limit)")
+            else:
+                problem = self._disk_problem(now)
+                if problem:
+                    self._stop(problem)
         if self.terminated_at is not None and self.killed_at is None and \
                 now >= self.terminated_at + self.limits.grace_seconds:
             self._stop(None)
         if self.exit_status is not None and now >= self.exited_at + LINGER_SECONDS:
             self._sweep()   # they hold the pipes
+
+    def _reap_orphans(self, now: float) -> None:
+        if now >= self.next_reap and child_waiting():
+            self.next_reap = now + REAP_SECONDS
+            reap_zombies(spare=self.process.pid, apart=self.apart)
 
     def _unit_overran(self, now: float) -> bool:
         """The unit under way has had its seconds since the child's set-up report or its last
@@ -385,8 +450,10 @@ class _Run:
                     self.exited_at = now
             if self.exit_status is not None and not self.selector.get_map():
                 break
+            self._reap_orphans(now)
             self._enforce(now)
-            for key, _ in self.selector.select(POLL_SECONDS):
+            wait = POLL_SECONDS if self.disk_walk is None else WALK_SLICE_SECONDS
+            for key, _ in self.selector.select(wait):
                 chunk = os.read(key.fd, 1 << 16)
                 if chunk:
                     key.data(chunk)
@@ -400,6 +467,7 @@ class _Run:
             except OSError:
                 pass        # stdin: the child is gone, its pipe broken
         self.selector.close()
+        self._close_folders()
         self.process.returncode = os.waitstatus_to_exitcode(self.exit_status)
         self._sweep()
         self.ended = time.monotonic()
