@@ -16,6 +16,9 @@ import numpy as np
 import pytest
 import yaml
 
+from bundle.datasets import SAFE_BUNDLE_BYTES
+from bundle.spec import load_spec
+
 REPO = Path(__file__).resolve().parents[1]
 SPEC = REPO / "kinds" / "label_accuracy" / "default_spec.yaml"
 WAITING = 3
@@ -120,13 +123,17 @@ def test_a_malformed_key_entry_is_refused_naming_it(entry, message, tmp_path):
 
 # ---- data large enough to cross the safe size (written here, never committed) --------------
 
-BIG_ROWS = 2_000_000          # 2 M x 4 features: about 46 MiB a copy once zipped
+# 200 k x 4 features: about 4.6 MiB a copy once zipped, five copies past a limit of 20 MiB. The
+# crossing is the same at the default 200 MiB (SAFE_BUNDLE_BYTES, asserted below) with ten
+# times the rows, which cost this test 100 s of a CI run that must stay under 20 minutes.
+BIG_ROWS = 200_000
+LIMIT_MIB = 20
 
 
 def big_task(root: Path) -> None:
     """One label-accuracy task in the organizer's format with a training set of BIG_ROWS rows
     of incompressible values: its inputs appear in five zips (input and public data of two
-    phases, and both starting kits), past the 200 MiB a bundle may hold."""
+    phases, and both starting kits), past the LIMIT_MIB a bundle of this test may hold."""
     rng = np.random.default_rng(0)
     folder = root / "big"
     folder.mkdir(parents=True)
@@ -152,10 +159,11 @@ def test_a_bundle_past_the_safe_size_is_refused_and_data_apart_makes_it_small(tm
     for phase in phases.values():
         phase["tasks"] = ["big"]
     spec = write_spec(tmp_path, data_root=str(tmp_path / "tasks"), phases=phases,
-                      tasks={"big": {"budget_seconds": 30}})
+                      tasks={"big": {"budget_seconds": 30}}, max_bundle_mib=LIMIT_MIB)
+    assert load_spec(SPEC).max_bundle_bytes == SAFE_BUNDLE_BYTES == 200 * 2**20
     refused = build(spec, tmp_path / "refused")
     assert refused.returncode == 1 and "Traceback" not in refused.stderr
-    assert "more than the 200 MiB a site can safely unpack" in refused.stderr
+    assert f"more than the {LIMIT_MIB} MiB a site can safely unpack" in refused.stderr
     assert "add upload_separately: [" in refused.stderr
     assert not (tmp_path / "refused").exists() or not list((tmp_path / "refused").iterdir())
 
@@ -166,7 +174,7 @@ def test_a_bundle_past_the_safe_size_is_refused_and_data_apart_makes_it_small(tm
     waiting = build(spec, out)
     assert waiting.returncode == WAITING, waiting.stdout[-3000:] + waiting.stderr[-3000:]
     apart = sum(path.stat().st_size for path in out.glob("*.zip"))
-    assert apart > 200 * 2**20
+    assert apart > LIMIT_MIB * 2**20
     passed = build(with_keys(spec, keys_from(waiting.stdout)), out, "codalab", "--check")
     assert passed.returncode == 0, passed.stdout[-3000:] + passed.stderr[-3000:]
     assert "dry run passed" in passed.stdout and "big_accuracy=" in passed.stdout
