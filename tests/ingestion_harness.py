@@ -4,6 +4,7 @@ Layout (codalab_v1.md §4.4): run/program = the participant's unzipped submissio
 run/ingestion_program, run/input = the phase's input data, run/output (becomes res/),
 and the hidden reference data in a folder beside the run, passed as $hidden.
 """
+import dataclasses
 import hashlib
 import os
 import shutil
@@ -11,7 +12,7 @@ import subprocess
 import textwrap
 from pathlib import Path
 
-import dataclasses
+import pytest
 
 from plans import embedded_phase
 from bundle.kinds import definition
@@ -34,6 +35,18 @@ def prepare(root: Path, phase: str = "development", budget=BUDGET_SECONDS, limit
     stage_reference_data(plan, root / "hidden_ref")
     return plan
 
+
+# The two ways a worker starts the ingestion: CodaLab's root, and Codabench's root without
+# capabilities (SETPRIV below); the hostile-submission tests run in both.
+SETTINGS = ("root", "no capabilities")
+needs_root = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"),
+                                reason="needs root and util-linux setpriv to drop capabilities")
+# BDL's sample trains for seconds; a test that needs any valid submission takes this one.
+FAST_BDL = """
+import numpy as np
+def predict(task, x_train, y_train, x_test, checkpoint):
+    return np.full((task.n_test, task.num_classes), 1.0 / task.num_classes)
+"""
 
 # Each kind's default competition and the code phase its hostile-submission tests run.
 KIND_CODE_PHASES = {"bdl2021": "development", "pgdl2020": "phase1", "retina": "final"}

@@ -7,28 +7,17 @@ Landlock and seccomp. Each test runs such a submission through the real ingestio
 as root and without capabilities (as Codabench starts containers), on every kind's code phase.
 """
 import os
-import shutil
 from pathlib import Path
 
 import pytest
 
 from competition_formats import read_run_record
-from ingestion_harness import (KINDS, assert_nothing_left_behind, new_kind_run, prepare_kind,
-                               run_ingestion)
+from ingestion_harness import (FAST_BDL, KINDS, SETTINGS, assert_nothing_left_behind,
+                               needs_root, new_kind_run, prepare_kind, run_ingestion)
 from ingestion_program.ingest.confine import SECCOMP
 from ingestion_program.ingest.supervisor import kernel_checked
 
 pytestmark = pytest.mark.slow
-SETTINGS = ("root", "no capabilities")
-needs_root = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"),
-                                reason="needs root and util-linux setpriv to drop capabilities")
-
-# BDL's sample trains for seconds; these tests need any valid submission, so a fast one.
-FAST_BDL = """
-import numpy as np
-def predict(task, x_train, y_train, x_test, checkpoint):
-    return np.full((task.n_test, task.num_classes), 1.0 / task.num_classes)
-"""
 
 
 def hostile_module(name: str, marker: Path) -> str:

@@ -6,7 +6,6 @@ codabench_v2.md §3.4). Such a submission is refused before anything of it runs,
 says why and is signed, and a record the command writes itself is never accepted: not by the
 ingestion of any kind, as root or without capabilities, nor by either platform's dry run.
 """
-import os
 import shutil
 import zipfile
 from pathlib import Path
@@ -16,14 +15,12 @@ import pytest
 from bundle.dry_run import dry_run, dry_run_codabench
 from competition_formats import RECORD_KEY_NAME, read_record_key, read_run_record, \
     signature_problem
-from ingestion_harness import KINDS, new_kind_run, prepare_kind, run_ingestion, staging_root
+from ingestion_harness import (KINDS, SETTINGS, needs_root, new_kind_run, prepare_kind,
+                               run_ingestion, staging_root)
 from scoring_harness import image_python
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[1]
-SETTINGS = ("root", "no capabilities")
-needs_root = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"),
-                                reason="needs root and util-linux setpriv to drop capabilities")
 
 # Waits for the ingestion to finish, then puts a record of its own making in the output, with
 # predictions whose digests it lists: what a command beside the ingestion could do.

@@ -18,20 +18,11 @@ from pathlib import Path
 import pytest
 
 from competition_formats import read_run_record
-from ingestion_harness import (KINDS, assert_nothing_left_behind, new_kind_run, prepare_kind,
-                               processes_of, run_ingestion)
+from ingestion_harness import (FAST_BDL, KINDS, SETTINGS, assert_nothing_left_behind,
+                               needs_root, new_kind_run, prepare_kind, processes_of,
+                               run_ingestion)
 
 pytestmark = pytest.mark.slow
-SETTINGS = ("root", "no capabilities")
-needs_root = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"),
-                                reason="needs root and util-linux setpriv to drop capabilities")
-
-# BDL's sample trains for seconds; these tests need any valid submission, so a fast one.
-FAST_BDL = """
-import numpy as np
-def predict(task, x_train, y_train, x_test, checkpoint):
-    return np.full((task.n_test, task.num_classes), 1.0 / task.num_classes)
-"""
 
 # The start of every hostile.py. Its task is named by its working folder
 # (<staging>/tasks/<task>/work); a marker there keeps it to one process per task.
