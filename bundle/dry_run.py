@@ -28,7 +28,7 @@ from scoring_program.scorer.config import scores_file_keys
 
 from .codabench import DEFAULT_EXECUTION_TIME_LIMIT_SECONDS, DEFAULT_QUEUE_LIMIT_SECONDS
 from .spec import is_gpu_image
-from .worker import (CODABENCH, CODALAB, WorkerCommandError, dispatch_submission,
+from .worker import (CODABENCH, CODALAB, Dispatch, WorkerCommandError, dispatch_submission,
                      penalised_tasks, program_command, read_scores, run_program,
                      submission_metadata)
 
@@ -172,13 +172,13 @@ def _worker_env(extra: dict | None = None) -> dict:
 
 
 def _submission_step(name: str, submission: Path, platform: str, code_phase: bool,
-                     output: Path) -> tuple[StepResult, bool]:
-    """The worker's dispatch: (its verdict, whether the ingestion program runs)."""
+                     output: Path) -> tuple[StepResult, Dispatch]:
+    """The worker's dispatch: our verdict on it, and what the worker does with the files."""
     dispatch = dispatch_submission(submission, platform, has_ingestion=code_phase)
     if dispatch.copies_to_output:
         shutil.copytree(submission, output, dirs_exist_ok=True)
     status = "ok" if dispatch.ok else "failed"
-    return StepResult(name, "submission", 0.0, status, dispatch.problem or ""), dispatch.runs_ingestion
+    return StepResult(name, "submission", 0.0, status, dispatch.problem or ""), dispatch
 
 
 def _phase_keys(program: Path, leaderboard_keys: list[str]) -> list[str]:
@@ -219,15 +219,15 @@ def _codalab_input_leftovers(input_dir: Path) -> None:
 
 
 def _codalab_predict(bundle: Path, name: str, phase: dict, submission_zip: Path, python: str,
-                     work: Path, limit: float) -> tuple[list[StepResult], Path]:
+                     work: Path, limit: float) -> tuple[list[StepResult], Path, bool]:
     run = work / "predict" / "run"
     for folder in ("input", "output", "temp"):
         (run / folder).mkdir(parents=True)
     (run / "output" / "detailed_results.html").write_text("")      # §4.6: made before the run
     submission = _unzip_like_codalab(submission_zip, run / "program")
-    step, runs_ingestion = _submission_step(name, submission, CODALAB, True, run / "output")
+    step, dispatch = _submission_step(name, submission, CODALAB, True, run / "output")
     results = [step]
-    if runs_ingestion:
+    if dispatch.runs_ingestion:
         _unzip(bundle / phase["ingestion_program"], run / "ingestion_program")
         _unzip_like_codalab(bundle / phase["input_data"], run / "input")
         _unzip_like_codalab(bundle / phase["reference_data"], work / "hidden_ref")
@@ -246,7 +246,12 @@ def _codalab_predict(bundle: Path, name: str, phase: dict, submission_zip: Path,
     exit_code = 0 if results[-1].status == "ok" else 1
     (run / "output" / "metadata").write_text(           # §4.6: appended by the worker
         f"exitCode: {exit_code}\ningestionExitCode: {exit_code}\nelapsedTime: {results[-1].seconds:.1f}\n")
-    return results, run / "output"
+    # The worker fails the predict step only where it cannot start it or a program failed; a
+    # zip it takes for prediction files (our submission step says why that is a mistake)
+    # finishes there and is scored (§4.1), and the scorer decides what that costs.
+    completed = (dispatch.runs_ingestion or dispatch.copies_to_output) and all(
+        result.status == "ok" for result in results[1:])
+    return results, run / "output", completed
 
 
 def _run_phase(bundle: Path, name: str, phase: dict, keys: list[str], python: str, work: Path,
@@ -257,9 +262,9 @@ def _run_phase(bundle: Path, name: str, phase: dict, keys: list[str], python: st
     submission_zip = submission_zip or kit / SAMPLES[code_phase]
     results: list[StepResult] = []
     if code_phase:
-        results, predictions = _codalab_predict(bundle, name, phase, submission_zip, python,
-                                                work, limit)
-        if any(r.status != "ok" for r in results):
+        results, predictions, completed = _codalab_predict(bundle, name, phase, submission_zip,
+                                                           python, work, limit)
+        if not completed:
             return results      # a failed predict step is never scored (§4.7)
     else:
         predictions = _unzip_like_codalab(submission_zip, work / "results")
@@ -385,10 +390,10 @@ def _codabench_predict(bundle: Path, name: str, task: dict, submission_zip: Path
     (app / "output").mkdir(parents=True)
     code_phase = bool(task.get("ingestion_program"))
     submission = _unzip(submission_zip, work / "submission")
-    step, runs_ingestion = _submission_step(name, submission, CODABENCH, code_phase, app / "output")
+    step, dispatch = _submission_step(name, submission, CODABENCH, code_phase, app / "output")
     results = [step]
     ingestion = None
-    if runs_ingestion:
+    if dispatch.runs_ingestion:
         _unzip(bundle / task["ingestion_program"], app / "program")
         _unzip(bundle / task["input_data"], app / "input_data")
         shutil.copytree(submission, app / "ingested_program")

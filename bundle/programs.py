@@ -56,7 +56,8 @@ def scoring_config(plan: PhasePlan, platform: str = "codalab", columns=None) -> 
     config = {"format": CONFIG_FORMAT, "phase": plan.name, "kind": plan.kind, "tasks": tasks,
               "columns": columns,
               "record": RECORD_RULE[platform] if plan.code_submission else "optional",
-              "full_scores": FULL_SCORES[platform]}
+              "full_scores": FULL_SCORES[platform],
+              **({"gated": True} if plan.gate else {})}
     parse_config(config, "generated scoring config")      # the scorer must accept what we emit
     return config
 

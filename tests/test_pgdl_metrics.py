@@ -397,3 +397,32 @@ def test_write_predict_refuses_bad_values(tmp_path):
         write_predict(tmp_path / "x.predict", IDS, [1.0, float("nan"), 2.0])
     with pytest.raises(ValueError, match="3 ids but 2 values"):
         write_predict(tmp_path / "x.predict", IDS, [1.0, 2.0])
+
+
+def test_the_evaluation_page_states_what_a_reversed_measure_scores():
+    """The page's claim about a measure that orders the networks backwards, checked on the
+    embedded zoos: the gaps themselves score 1, and reversed the figures the page gives."""
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1] / "kinds" / "pgdl2020"
+    reversed_scores = []
+    for configs in sorted((root / "reference" / "embedded").glob("*/model_configs.json")):
+        zoo = read_model_configs(configs)
+        assert conditional_mutual_information(zoo.gaps, zoo.gaps, zoo.hparams)[0] == \
+            pytest.approx(1.0)
+        reversed_scores.append(conditional_mutual_information(zoo.gaps, -zoo.gaps,
+                                                              zoo.hparams)[0])
+    page = (root / "templates" / "kind_evaluation.html.j2").read_text()
+    assert (f"reversed, they score {min(reversed_scores):.2f} to {max(reversed_scores):.2f} "
+            "on the embedded zoos") in page
+    assert 0 < min(reversed_scores) < max(reversed_scores) < 1
+
+
+def test_the_evaluation_page_says_what_pgdl_did_with_each_failure():
+    """PGDL's scorer (competitions.md §2.4) zeroed the whole submission only for a network
+    marked EXCEEDED; a task it could not score got -0.999999 and left the average."""
+    from pathlib import Path
+    page = (Path(__file__).resolve().parents[1] / "kinds" / "pgdl2020" / "templates"
+            / "kind_evaluation.html.j2").read_text()
+    assert "PGDL scored the whole submission 0 in that case" not in page
+    assert ("(marked <code>EXCEEDED</code>) scored the whole submission 0, and a task whose file "
+            "could not be scored got -0.999999 and was left out of the average") in page

@@ -103,29 +103,66 @@ def test_code_that_hangs_on_the_gate_never_runs_on_the_phase(tmp_path):
     assert not list(output.glob("*.npy"))
 
 
+@pytest.fixture(scope="module")
+def phase2_bundle(tmp_path_factory):
+    """Phase 2's bundle per platform, built once for the tests below."""
+    built = {}
+
+    def bundle(platform):
+        if platform not in built:
+            out = tmp_path_factory.mktemp(f"phase2-{platform}")
+            result = build("--config", str(SPEC), "--platform", platform, "--phase", "phase2",
+                           "--out", str(out))
+            assert result.returncode == 0, result.stderr[-2000:]
+            built[platform] = next(out.glob("*.zip"))
+        return built[platform]
+    return bundle
+
+
+def _failed_steps(result) -> list[str]:
+    rows = [line.split() for line in result.stdout.splitlines()
+            if line.startswith("Phase 2 (private)") and line.split()[-1] == "failed"]
+    return [row[-3] for row in rows]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("platform, failing_steps", [
     ("codalab", ["ingestion"]),                  # the worker fails it at the ingestion's exit
     ("codabench", ["ingestion", "scoring"]),     # exit not checked there: the scorer fails it
 ])
-def test_both_platforms_fail_a_submission_that_misses_the_gate(tmp_path, platform,
-                                                                failing_steps):
-    out = tmp_path / "out"
-    built = build("--config", str(SPEC), "--platform", platform, "--phase", "phase2",
-                  "--out", str(out))
-    assert built.returncode == 0, built.stderr[-2000:]
+def test_both_platforms_fail_a_submission_that_misses_the_gate(tmp_path, phase2_bundle,
+                                                                platform, failing_steps):
     submission = tmp_path / "submission.zip"
     with zipfile.ZipFile(submission, "w") as archive:
         archive.writestr("complexity.py", HANGS_ON_THE_GATE)
         archive.writestr("metadata", "description: misses the gate\n")
-    bundle = next(out.glob("*.zip"))
+    bundle = phase2_bundle(platform)
     result = build("--check", str(bundle), "--submission", str(submission))
     assert result.returncode == 1
-    rows = [line.split() for line in result.stdout.splitlines()
-            if line.startswith("Phase 2 (private)") and line.split()[-1] == "failed"]
-    assert [row[-3] for row in rows] == failing_steps, result.stdout[-3000:]
+    assert _failed_steps(result) == failing_steps, result.stdout[-3000:]
     assert "did not complete the tasks of Phase 1" in result.stdout + result.stderr
     with zipfile.ZipFile(bundle) as archive:      # the page says so, in the phase's facts
         pages = " ".join(archive.read(name).decode() for name in archive.namelist()
                          if name.endswith(".html"))
     assert "your code first runs on the tasks of Phase 1: breast_cancer_mlp (64 s)" in pages
+
+
+@pytest.mark.slow
+def test_a_zip_without_code_fails_in_a_gated_phase_on_codalab(tmp_path, phase2_bundle):
+    """The CodaLab v1.5 worker takes a zip without a root ``metadata`` for prediction files:
+    the predict step copies it to the output and runs no ingestion (worker.py:433-472 in
+    codalab_v1.md), so the scorer sees no record. A submission that finished there, even at
+    the worst values, would use up the phase's single submission; failed ones do not count
+    toward ``max_submissions`` (competition models l.1571-1583). So the scorer fails it."""
+    submission = tmp_path / "forgot_metadata.zip"
+    with zipfile.ZipFile(submission, "w") as archive:
+        archive.writestr("complexity.py", SUM_OF_SQUARES.read_text())
+    result = build("--check", str(phase2_bundle("codalab")), "--submission", str(submission))
+    log = result.stdout + result.stderr
+    assert result.returncode == 1 and "Traceback" not in log
+    # our check of the zip flags it; the worker itself finishes the predict step and scores it
+    assert _failed_steps(result) == ["submission", "scoring"], result.stdout[-3000:]
+    # the scorer's own failure (the worker marks the submission Failed), not a penalised score
+    assert "Phase 2 (private) / scoring: failed\nexit 3:" in log
+    assert "does not use up the phase's submissions" in log
+    assert "A zip without a root 'metadata' file is taken by CodaLab for prediction files" in log

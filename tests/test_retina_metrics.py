@@ -356,13 +356,11 @@ def test_bucket_sizes_reproduce_the_float_floor():
 
 
 def reference_auc_curve(y, p, u, metric):
-    """The benchmark's loop with scikit-learn, undefined AUPRC (no positive) mapped to 0."""
+    """The benchmark's loop (eval_utils.compute_auc_retention_curve) with scikit-learn as it
+    calls it: an AUPRC without a positive is scikit-learn's own value (0.5 from 1.1 on), only
+    a ValueError (an empty set, an AUROC of one class) becomes 0."""
     def area(t, s):
-        if metric == "auroc":
-            return roc_auc_score(t, s)
-        if t.sum() == 0:
-            raise ValueError("no positive")
-        return sklearn_auprc(t, s)
+        return roc_auc_score(t, s) if metric == "auroc" else sklearn_auprc(t, s)
 
     n = y.size
     sizes = ((np.arange(100) / 100) * n).astype(int)
@@ -387,11 +385,15 @@ def reference_auc_curve(y, p, u, metric):
 
 @pytest.mark.parametrize("metric", ["auroc", "auprc"])
 @pytest.mark.parametrize("n, seed, levels", [(357, 0, None), (1000, 1, 10), (150, 2, 5)])
-def test_auc_curves_match_a_sklearn_reference(metric, n, seed, levels):
+@pytest.mark.parametrize("head_mistake", [False, True])
+def test_auc_curves_match_a_sklearn_reference(metric, n, seed, levels, head_mistake):
     y, p, u = random_case(n, seed, levels)
-    # make the most certain examples one class and correct, so the first rule is exercised
+    # make the most certain examples one class and correct, so the first rule is exercised;
+    # with a mistake among them, retained sets of negatives only are scored as they come
     easy = np.argsort(u, kind="stable")[: n // 5]
     y[easy], p[easy] = 0, 0.05
+    if head_mistake:
+        p[easy[n // 50]] = 0.9
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         expected = reference_auc_curve(y, p, u, metric)
@@ -441,10 +443,13 @@ def test_one_class_with_a_wrong_prediction_scores_zero():
 
 
 def test_auprc_curve_one_class_conventions():
-    # all-negative head with a mistake: AUPRC undefined -> 0
+    # all-negative head with a mistake: scikit-learn's AUPRC without a positive, 0.5
     y, p, u = one_class_head(wrong_at=4)
     curve = M.auprc_retention_curve(y, p, u)
-    assert curve[98] == 1.0 and np.all(curve[50:98] == 0.0)
+    assert curve[98] == 1.0 and np.all(curve[50:98] == 0.5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert sklearn_auprc(y[:10], p[:10]) == 0.5
     # all-positive head with a mistake: AUPRC is defined and equals 1
     y, p, u = one_class_head(wrong_at=4, label=1)
     curve = M.auprc_retention_curve(y, p, u)

@@ -54,6 +54,9 @@ class ScoringConfig:
     # record, or the record signed with the key in ref/ (where the ingestion can read it).
     record: str = "optional"
     full_scores: str = "columns"
+    # The phase has a gate (a final phase with one submission): a zip whose code never ran
+    # must fail there, not finish, since a finished submission uses up the phase's limit.
+    gated: bool = False
 
     @property
     def full_columns(self) -> tuple["Column", ...]:
@@ -137,8 +140,11 @@ def parse_config(raw: dict, source: str = CONFIG_NAME) -> ScoringConfig:
     if full_scores not in FULL_SCORES:
         raise ConfigError(f"{source}: full_scores must be one of {FULL_SCORES}, found "
                           f"{full_scores!r}")
+    gated = raw.get("gated", False)
+    if not isinstance(gated, bool):
+        raise ConfigError(f"{source}: gated must be true or false, found {gated!r}")
     return ScoringConfig(_require(raw, "phase", str, source), kind, tasks, columns, record,
-                         full_scores)
+                         full_scores, gated)
 
 
 def load_config(path: Path) -> ScoringConfig:

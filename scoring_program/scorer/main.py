@@ -6,7 +6,8 @@ what the ingestion program wrote) by name only: the worker leaves other files in
 Exit status: 0 scored; 1 reference data or config broken (the organizer's to fix); 2 bad
 arguments or an internal error; 3 the code did not complete the phase's gate (an earlier
 phase's tasks it must finish first: the submission fails, as it would have on CodaLab, whose
-worker fails it at the ingestion's exit); 4 the ingestion refused the submission (it carries a
+worker fails it at the ingestion's exit), or, in such a phase, the code never ran at all (a zip
+CodaLab took for prediction files: finishing would use up the phase's submissions); 4 the ingestion refused the submission (it carries a
 command of its own, which the platform runs outside the sandbox). Apart from these, a
 participant's failure never
 fails the run: a task with no
@@ -119,6 +120,11 @@ def score(input_dir: Path, output_dir: Path, program_dir: Path) -> int:
     problems: list[str] = []
     record = _run_record(res, problems)
     refusal = record_refusal(config, ref, res, record)
+    if refusal and config.gated:
+        _say(f"not scored: {refusal}. In a phase with a gate the submission fails rather than "
+             "finishing with the worst scores, so it does not use up the phase's submissions "
+             "(failed submissions do not count toward the limits)")
+        return GATE_FAILED
     if refusal:
         record = _refused_record(config, refusal)
     elif record is not None and record.refused:

@@ -236,7 +236,7 @@ def read_predict(path: PathLike, ids: Sequence[str]) -> np.ndarray:
 
     PGDL's marker ``"EXCEEDED"`` (the ingestion ran out of time before that model) is read as
     NaN, not refused: the file is well formed, and the scorer penalises a task with any
-    unmeasured model (PGDL zeroed the whole submission; we penalise that task alone).
+    unmeasured model (PGDL zeroed the whole submission for it; we penalise that task alone).
     """
     path = Path(path)
     try:

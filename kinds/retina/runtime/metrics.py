@@ -19,8 +19,11 @@ Conventions shared by the functions:
 * The predicted class is 1 exactly when p > 0.5 (p = 0.5 predicts 0), in the accuracy, in the
   referral curves and in the ECE (whose argmax over [1 - p, p] breaks the tie towards 0).
 * AUROC and AUPRC are *undefined* (``ValueError``) on an empty set, AUROC when one class is
-  missing, AUPRC when there is no positive. The referral curves turn "undefined" into 0 as
-  the benchmark does; the scalar functions raise.
+  missing, AUPRC when there is no positive; the scalar functions raise. The referral curves
+  follow the benchmark, which calls scikit-learn and turns only its ``ValueError`` into 0: an
+  empty set and a one-class AUROC score 0, while a retained set without a positive gets
+  scikit-learn's AUPRC, 0.5 (from 1.1 on: recall is set to 1, and the trapezoid from
+  (0, 1) to (1, 0) is 1/2; the 2021 versions gave nan, which no average survives).
 * Referral sorts by ascending uncertainty with a *stable* sort: equal uncertainties keep
   their input order (the earlier index is kept longer, referred later). The benchmark used
   numpy's default ``argsort`` (introsort, not stable), so with tied uncertainties its order
@@ -38,6 +41,8 @@ import numpy as np
 LOG_LOSS_EPS = 1e-15   # scikit-learn's log_loss clipping when the benchmark was written
 ECE_BINS = 15
 AUC_BUCKETS = 100
+# scikit-learn's precision_recall_curve + auc on a non-empty set without a positive (>= 1.1).
+AUPRC_WITHOUT_POSITIVE = 0.5
 
 
 # ---------------------------------------------------------------------- validation
@@ -348,9 +353,9 @@ def auc_retention_curve(y, p, u, metric: str = "auroc", buckets: int = AUC_BUCKE
         ascending-u order): 1 while the retained set has a single label and every prediction
         (p > 0.5) in it is correct -- checked only until the first bucket where this fails,
         after which that test is never made again; otherwise the AUC, or 0 when the AUC is
-        undefined (one class for AUROC, no positive for AUPRC, no example at all -- an empty
-        bucket, N < buckets, also switches the test off);
-      r[buckets] = AUC on all the data (0 if undefined).
+        undefined (one class for AUROC, no example at all -- an empty bucket, N < buckets,
+        also switches the test off), and AUPRC_WITHOUT_POSITIVE for an AUPRC of negatives;
+      r[buckets] = AUC on all the data (the same conventions).
     So with N < buckets the first non-empty one-class buckets score 0, not 1, as in the
     benchmark. An all-positive set has AUPRC 1 (precision is 1 at every threshold).
     """
@@ -361,6 +366,8 @@ def auc_retention_curve(y, p, u, metric: str = "auroc", buckets: int = AUC_BUCKE
     area = functions[metric]
 
     def defined_or_zero(labels, scores):
+        if metric == "auprc" and labels.size and not labels.any():
+            return AUPRC_WITHOUT_POSITIVE
         try:
             return area(labels, scores)
         except ValueError:
