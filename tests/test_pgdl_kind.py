@@ -1,11 +1,13 @@
 """The PGDL kind end to end: its competition builds and dry-runs on both platforms, its
-scorer penalises unmeasured networks, its ingestion survives hostile measures, and an
-organizer's broken zoo is refused with the file named."""
+scorer penalises unmeasured networks, its ingestion survives hostile measures, an
+organizer's broken zoo is refused with the file named, and the baselines command makes the
+table the pages show for an organizer's zoos."""
 import json
 import re
 import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -249,3 +251,38 @@ def test_a_native_zoo_mistake_fails_the_build_naming_file_key_and_expectation(
     assert len(problems) == 1, result.stderr
     assert str(data / "own_mlp" / expected) in problems[0] or expected in problems[0], problems
     assert list(bundle.parent.glob("*.zip")) == [bundle] and bundle.read_bytes() == before
+
+
+@pytest.mark.slow
+def test_the_baselines_command_makes_the_table_the_pages_show_for_an_organizers_zoo(tmp_path):
+    write_own_zoo(tmp_path / "data")
+    spec = own_spec(tmp_path)
+    built = build("--config", str(spec), "--data-root", str(tmp_path / "data"), "--phase",
+                  "all", "--out", str(tmp_path / "before"))
+    assert built.returncode == 0, built.stderr[-3000:]
+    assert "Baseline results are not available" in _overview(tmp_path / "before")
+    run = subprocess.run([sys.executable, str(REPO / "kinds" / "pgdl2020" / "kit" /
+                                              "baseline_results.py"),
+                          "--config", str(spec), "--data-root", str(tmp_path / "data")],
+                         cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    table = json.loads((tmp_path / "baseline_results.json").read_text())
+    measures = sorted(p.stem for p in (REPO / "kinds" / "pgdl2020" / "kit" / "baselines").glob(
+        "*.py"))
+    assert sorted(table["measures"]) == measures and list(table["tasks"]) == ["own_mlp"]
+    for row in table["tasks"]["own_mlp"].values():
+        assert -1.0 <= row["kendall_tau"] <= 1.0 and 0.0 <= row["cmi"] + 1e-12 <= 1.0
+    built = build("--config", str(spec), "--data-root", str(tmp_path / "data"), "--phase",
+                  "all", "--out", str(tmp_path / "after"))
+    assert built.returncode == 0, built.stderr[-3000:]
+    overview = _overview(tmp_path / "after")
+    assert "not available" not in overview
+    for label in table["measures"].values():
+        assert label.replace("'", "&#39;") in overview, label
+
+
+def _overview(out: Path) -> str:
+    (bundle,) = out.glob("*.zip")
+    with zipfile.ZipFile(bundle) as archive:
+        return next(archive.read(name).decode() for name in archive.namelist()
+                    if name.endswith("overview.html"))
