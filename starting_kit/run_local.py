@@ -90,6 +90,23 @@ def repository_spec(config: Path | None = None, data_root: Path | None = None):
                      Path(data_root) if data_root else None)
 
 
+def baselines_spec(config: Path | None, data_root: Path | None, kind: str):
+    """The spec a kind's kit/baseline_results.py runs on (organizers): a bad spec ends the
+    script with one ``error:`` line per problem (the spec's file and key), and a spec of
+    another kind with one naming that kind's script, never a traceback."""
+    sys.path.insert(0, str(REPO))
+    from bundle.spec import SpecError
+    try:
+        spec = repository_spec(config, data_root)
+    except SpecError as error:
+        raise SystemExit("\n".join(f"error: {line}" for line in str(error).splitlines())) \
+            from None
+    if spec.kind != kind:
+        raise SystemExit(f"error: {spec.path}: kind: {spec.kind}; this script runs the {kind} "
+                         f"baselines (for this spec: kinds/{spec.kind}/kit/baseline_results.py)")
+    return spec
+
+
 def repository_layout(phase: str | None, budget_seconds: float | None, work: Path,
                       platform: str, config: Path | None = None,
                       data_root: Path | None = None, hidden_references: bool = False) -> Layout:

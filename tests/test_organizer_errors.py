@@ -281,3 +281,38 @@ def test_a_later_failure_leaves_no_earlier_zip(organizer, monkeypatch, capsys):
     assert not list(out.glob("*.zip")) if out.is_dir() else True
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".building-")]
     assert "nothing was written" in capsys.readouterr().err
+
+
+# ---- the baselines scripts -----------------------------------------------------------------
+
+BASELINE_SCRIPTS = ("bdl2021", "pgdl2020", "retina")
+
+
+@pytest.mark.parametrize("kind", BASELINE_SCRIPTS)
+@pytest.mark.parametrize("mistake", ["date", "kind"])
+def test_a_baselines_script_ends_in_one_error_line_on_a_bad_spec(kind, mistake, tmp_path):
+    """A spec mistake (or a spec of another kind) is one line naming the spec and the key,
+    exit 1, no traceback, and no table written."""
+    spec = yaml.safe_load((REPO / "kinds" / kind / "default_spec.yaml").read_text())
+    spec.pop("logo", None)
+    first = next(iter(spec["phases"]))
+    if mistake == "date":
+        spec["phases"][first]["start"] = "2027-13-01 00:00:00"
+        expected = f"phases.{first}.start"
+    else:
+        other = next(k for k in BASELINE_SCRIPTS if k != kind)
+        spec = yaml.safe_load((REPO / "kinds" / other / "default_spec.yaml").read_text())
+        spec.pop("logo", None)
+        expected = f"kinds/{other}/kit/baseline_results.py"
+    spec_file = tmp_path / "spec.yaml"
+    spec_file.write_text(yaml.safe_dump(spec, sort_keys=False))
+    result = subprocess.run([sys.executable, str(REPO / "kinds" / kind / "kit" /
+                                                 "baseline_results.py"),
+                             "--config", str(spec_file)],
+                            cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {spec_file}: "), result.stderr
+    assert expected in lines[0], lines[0]
+    assert not (tmp_path / "baseline_results.json").exists()

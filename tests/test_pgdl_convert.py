@@ -364,8 +364,20 @@ def _incomplete_grid(task):
     return "model_configs.json: the hyperparameter grid is incomplete"
 
 
+def _labels_from_one(task):
+    """Classes counted 1..C: the builder's own check (kinds/pgdl2020/reference/checks.py)."""
+    x, y = task["data"]["train"]
+    folder = task["folder"] / "dataset_1" / "train"
+    for shard in folder.glob("*.tfrecord"):
+        shard.unlink()
+    (folder / "shard_0.tfrecord").write_bytes(tfrecord_bytes(
+        [example(x[i], int(y[i]) + 1) for i in range(len(y))]))
+    return "dataset_1/train: outputs span 1..3; expected class indices 0..2"
+
+
 @pytest.mark.parametrize("breakage", [_conv_layer, _kernel_shape, _truncated, _crc_mismatch,
-                                      _not_an_example, _missing_weights, _incomplete_grid])
+                                      _not_an_example, _missing_weights, _incomplete_grid,
+                                      _labels_from_one])
 def test_broken_inputs_are_refused_naming_the_file(breakage, tmp_path):
     task = write_pgdl_task(tmp_path / "pgdl", "mlp", seed=5)
     good = write_pgdl_task(tmp_path / "pgdl", "fine", seed=6)

@@ -228,6 +228,24 @@ def _renamed_test_column(root: Path) -> None:
     path.write_text(path.read_text().replace("age,", "years,", 1))
 
 
+def _sorted_by_domain(root: Path) -> None:
+    """In-domain rows first, then the shifted ones, as two files pasted together would be."""
+    test, reference = (root / "severity_val" / name
+                       for name in (tables.FEATURES_FILE, tables.REFERENCE_FILE))
+    features, rows = test.read_text().splitlines(), reference.read_text().splitlines()
+    order = sorted(range(1, len(rows)), key=lambda i: rows[i].split(",")[2])
+    for path, lines in ((test, features), (reference, rows)):
+        path.write_text("\n".join([lines[0]] + [lines[i] for i in order]) + "\n")
+
+
+def _extra_test_column(root: Path) -> None:
+    """The labels left in test.csv."""
+    path = root / "severity_test" / tables.FEATURES_FILE
+    lines = path.read_text().splitlines()
+    labels = ["label"] + ["0"] * (len(lines) - 1)
+    path.write_text("".join(f"{line},{label}\n" for line, label in zip(lines, labels)))
+
+
 def _no_grade_in_train(root: Path) -> None:
     path = root / "population_test" / tables.TRAIN_FILE
     lines = [line.rsplit(",", 1)[0] for line in path.read_text().splitlines()]
@@ -244,7 +262,12 @@ def _text_in_train(root: Path) -> None:
 @pytest.mark.parametrize("change, expected", [
     (lambda root: None, None),            # the documented format, as given: it builds
     (_one_class_in_domain, r"severity_test/test_reference\.csv: the in-domain rows .* need both"),
-    (_renamed_test_column, r"population_val/test\.csv: columns \['years'"),
+    (_renamed_test_column, r"population_val/test\.csv: column 1 is 'years'; expected 'age' "
+                           r"\(column 1 of train\.csv"),
+    (_extra_test_column, r"severity_test/test\.csv: column 11 is 'label'; expected no column "
+                         r"after 's6'"),
+    (_sorted_by_domain, r"severity_val/test\.csv: its rows are ordered by shifted .*"
+                        r"shuffle the data rows of test\.csv and test_reference\.csv"),
     (_text_in_train, r"severity_val/train\.csv: line 7, column age: 'n/a' is not a finite"),
     (_no_grade_in_train, r"population_test/train\.csv: no column grade; the header has age"),
 ])
@@ -263,3 +286,22 @@ def test_the_embedded_tasks_are_what_the_generator_makes():
     result = subprocess.run([sys.executable, "-m", "reference_data", "--kind", "retina",
                              "verify"], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0 and "retina tasks: ok" in result.stdout, result.stderr
+
+
+def test_only_an_order_no_shuffle_would_give_is_refused():
+    """The runs test behind the refusal of a test.csv sorted by domain: sorted or pasted-together
+    files are refused, shuffles of any size are not, and a sorted file too small to tell from a
+    shuffle passes."""
+    from kinds.retina.kind import _order_problem
+    rng = np.random.default_rng(0)
+    for zeros, ones in ((150, 60), (60, 60), (12, 12), (500, 40)):
+        column = np.r_[np.zeros(zeros), np.ones(ones)]
+        assert "ordered by shifted" in _order_problem("shifted", column)
+        assert "ordered by shifted" in _order_problem("shifted", column[::-1])
+        assert "ordered by label" in _order_problem("label", column)
+        pasted = np.r_[np.zeros(zeros // 2), np.ones(ones), np.zeros(zeros - zeros // 2)]
+        assert (_order_problem("shifted", pasted) is None) == (zeros == 12)   # 3 runs of 24
+        for _ in range(200):
+            assert _order_problem("shifted", rng.permutation(column)) is None
+    assert _order_problem("shifted", np.r_[np.zeros(11), np.ones(11)]) is None
+    assert _order_problem("shifted", np.r_[np.zeros(500), np.ones(1)]) is None

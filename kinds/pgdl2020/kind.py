@@ -166,8 +166,9 @@ def reference_cli(argv: list[str]) -> int:
 
 def task_problems(task) -> list[str]:
     """What is wrong with an organizer's zoo folder, each naming the file: the grid in
-    model_configs.json (complete, unique), every network's folder and files, the training
-    data. The builder reports them all before building anything."""
+    model_configs.json (complete, unique), every network's folder and files, then what they
+    hold (``reference/checks.py``, which convert runs too). The builder reports them all
+    before building anything."""
     from competition_formats import FormatError
     try:
         ids = model_ids(task)
@@ -181,4 +182,5 @@ def task_problems(task) -> list[str]:
     if not (task.folder / TRAIN_DATA).is_file():
         problems.append(f"{task.folder / TRAIN_DATA}: missing (the training data, with inputs "
                         "and outputs arrays)")
-    return problems
+    from .reference.checks import zoo_problems
+    return problems or zoo_problems(task.folder, ids, task.folder / TRAIN_DATA)

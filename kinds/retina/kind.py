@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import io
 import json
+import math
 import shutil
 from pathlib import Path
 
@@ -195,15 +196,17 @@ def task_problems(task) -> list[str]:
     except FormatError as error:
         return [str(error)]
     folder, problems = task.folder, []
-    if data["test_features"] != data["features"]:
-        problems.append(f"{folder / tables.FEATURES_FILE}: columns {data['test_features']}, "
-                        f"{tables.TRAIN_FILE} has features {data['features']} (same names, same "
-                        "order)")
+    column = _column_problem(data["test_features"], data["features"])
+    if column:
+        problems.append(f"{folder / tables.FEATURES_FILE}: {column}")
     reference = data["reference"]
     if reference["label"].size != len(data["test"]):
         problems.append(f"{folder / tables.REFERENCE_FILE}: {reference['label'].size} rows, "
                         f"{tables.FEATURES_FILE} has {len(data['test'])}")
         return problems
+    order = next(filter(None, (_order_problem(name, reference[name]) for name in ORDER_LEAKS)),
+                 None)         # one shuffle fixes both: say it once
+    problems += [f"{folder / tables.FEATURES_FILE}: {order}"] if order else []
     labels = data["train"]["label"]
     if not np.isin(labels, (0, 1)).all() or np.unique(labels).size < 2:
         problems.append(f"{folder / tables.TRAIN_FILE}: column label must hold 0 and 1, both")
@@ -214,6 +217,65 @@ def task_problems(task) -> list[str]:
     if not reference["shifted"].any():
         problems.append(f"{folder / tables.REFERENCE_FILE}: no shifted row (shifted = 1)")
     return problems
+
+
+def _column_problem(found: list[str], expected: list[str]) -> str | None:
+    """The first column of test.csv that differs from train.csv's features."""
+    for position, (name, wanted) in enumerate(zip(found, expected), start=1):
+        if name != wanted:
+            return (f"column {position} is {name!r}; expected {wanted!r} (column {position} of "
+                    f"{tables.TRAIN_FILE}: the same feature columns, same order)")
+    if len(found) > len(expected):
+        return (f"column {len(expected) + 1} is {found[len(expected)]!r}; expected no column "
+                f"after {expected[-1]!r} (test.csv holds {tables.TRAIN_FILE}'s feature columns "
+                "only: the labels stay in test_reference.csv)")
+    if len(found) < len(expected):
+        return (f"{len(found)} columns; expected {len(expected)}: column {len(found) + 1} "
+                f"({expected[len(found)]!r}, as in {tables.TRAIN_FILE}) is missing")
+    return None
+
+
+# The reference columns whose order over the test rows would tell participants what is hidden.
+ORDER_LEAKS = ("shifted", "label")
+# How rarely a shuffled file is as ordered as one refused: a random order is refused at most
+# once in a million builds (docs/retina_data.md says how small a sorted file still passes).
+CHANCE = 1e-6
+
+
+def _order_problem(name: str, values: np.ndarray) -> str | None:
+    """A column of 0s and 1s whose values change between consecutive rows far less often than
+    in any shuffle (the runs test, exact): sorted by it, or pasted together from per-domain
+    files. A file too small to tell from chance passes."""
+    values = np.asarray(values).astype(bool)
+    runs = 1 + int(np.count_nonzero(values[1:] != values[:-1]))
+    ones, zeros = int(values.sum()), int(values.size - values.sum())
+    expected = 1 + 2 * ones * zeros / values.size if values.size else 0
+    if min(ones, zeros) == 0 or runs >= expected or _runs_at_most(runs, zeros, ones) >= CHANCE:
+        return None
+    return (f"its rows are ordered by {name} of {tables.REFERENCE_FILE}: {name} changes "
+            f"{runs - 1} time(s) down its {values.size} rows, where a shuffle changes it about "
+            f"{expected - 1:.0f} times (and this few times with a chance under {CHANCE:g}), so "
+            f"participants could read {name} from the row order; shuffle the data rows of "
+            f"{tables.FEATURES_FILE} and {tables.REFERENCE_FILE} with one permutation, "
+            "headers first and row i of one still row i of the other (docs/retina_data.md)")
+
+
+def _runs_at_most(runs: int, zeros: int, ones: int) -> float:
+    """P(at most ``runs`` runs) in a uniformly random order of ``zeros`` 0s and ``ones`` 1s:
+    the runs test's exact distribution, summed in logs (no overflow on large files)."""
+    def log_comb(n: int, k: int) -> float:
+        return math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1) \
+            if 0 <= k <= n else -math.inf
+
+    def log_ways(r: int) -> float:
+        k = r // 2
+        if r % 2 == 0:
+            return math.log(2) + log_comb(zeros - 1, k - 1) + log_comb(ones - 1, k - 1)
+        return np.logaddexp(log_comb(zeros - 1, k) + log_comb(ones - 1, k - 1),
+                            log_comb(zeros - 1, k - 1) + log_comb(ones - 1, k))
+
+    total = log_comb(zeros + ones, ones)
+    return float(np.exp(np.logaddexp.reduce([log_ways(r) for r in range(2, runs + 1)]) - total))
 
 
 def reference_cli(argv: list[str]) -> int:

@@ -28,7 +28,7 @@ KIT = Path(__file__).resolve().parent
 REPO = KIT.parents[2]
 sys.path[:0] = [str(REPO), str(REPO / "starting_kit")]
 
-from run_local import LocalRunError, repository_spec, run_local  # noqa: E402
+from run_local import LocalRunError, baselines_spec, repository_spec, run_local  # noqa: E402
 
 METHODS = {"deep_ensemble": "Deep ensemble (10 MAP members)",
            "multi_swag": "MultiSWAG (5 SWAG members)",
@@ -159,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="the table's file (default: baseline_results.json next to the "
                              "spec, where the builder reads it)")
     args = parser.parse_args(argv)
-    spec = repository_spec(args.config, args.data_root)
+    spec = baselines_spec(args.config, args.data_root, "bdl2021")
     out = args.out or results_file(spec)
     try:
         table = collect(args.budget, args.config, args.data_root)

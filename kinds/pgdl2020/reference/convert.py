@@ -31,6 +31,7 @@ import numpy as np
 from competition_formats import FormatError
 
 from ..runtime.formats import read_model_configs
+from .checks import data_problem, output_units, shared_problem
 from .keras_hdf5 import ModelError, dense_weights, read_config
 from .npz import write_npz
 from .tfrecord import ProtoError, TFRecordError, parse_example, parse_tensor, read_records
@@ -179,13 +180,10 @@ def _convert_models(source: Path, target: Path, ids: tuple[str, ...],
 
 def _shared(configs: list[dict], source: Path, problems: list[str]) -> tuple[list[int], int]:
     """The input shape and class count every model must share."""
-    shapes = {tuple(c["input_shape"]) for c, _ in configs}
-    classes = {[l for l in c["model_config"] if l["layer_name"] == "Dense"][-1]["units"]
-               for c, _ in configs}
-    if len(shapes) > 1 or len(classes) > 1:
-        problems.append(f"{source}: the models disagree on input_shape {sorted(shapes)} or "
-                        f"output units {sorted(classes)}; a task's models share both")
-    return list(min(shapes)), min(classes)
+    problem = shared_problem(str(source), [c for c, _ in configs])
+    problems += [problem] if problem else []
+    return (list(min(tuple(c["input_shape"]) for c, _ in configs)),
+            min(output_units(c) for c, _ in configs))
 
 
 def _convert_data(source: Path, target: Path, input_shape: list[int], num_classes: int,
@@ -203,12 +201,8 @@ def _convert_data(source: Path, target: Path, input_shape: list[int], num_classe
         except TFRecordError as error:
             problems.append(str(error))
             continue
-        if list(inputs.shape[1:]) != input_shape:
-            problems.append(f"{data / split}: examples of shape {list(inputs.shape[1:])}; the "
-                            f"models' input_shape is {input_shape}")
-        if outputs.min() < 0 or outputs.max() >= num_classes:
-            problems.append(f"{data / split}: labels span {outputs.min()}..{outputs.max()}; the "
-                            f"models have {num_classes} outputs")
+        problem = data_problem(str(data / split), inputs, outputs, input_shape, num_classes)
+        problems += [problem] if problem else []
         write_npz(target / "dataset_1" / f"{split}.npz", {"inputs": inputs, "outputs": outputs})
         counts[split] = len(outputs)
     return counts

@@ -40,9 +40,12 @@ def _integer(value, where: str) -> int:
     return int(value)
 
 
-def read_config(path: Path) -> dict:
+def read_config(path: Path, keras: bool = True) -> dict:
     """``config.json`` as the runtime reads it: ``{"model_config": [Dense/Dropout entries with
-    only the keys the runtime uses], "input_shape": [...]}``; refuses other layers."""
+    only the keys the runtime uses], "input_shape": [...]}``; refuses other layers. ``keras``:
+    PGDL's original file, where a Flatten before the first Dense is dropped (and needed for
+    inputs of several dimensions); else this kind's own, which has none (the runtime
+    flattens every example)."""
     try:
         raw = json.loads(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -56,16 +59,16 @@ def read_config(path: Path) -> dict:
     if not isinstance(shape, list) or not shape:
         raise ModelError(f"{path}: input_shape must be a non-empty list, found {shape!r}")
     input_shape = [_integer(size, f"{path}: input_shape entry") for size in shape]
-    return {"model_config": _layers(path, raw["model_config"], len(input_shape)),
+    return {"model_config": _layers(path, raw["model_config"], len(input_shape), keras),
             "input_shape": input_shape}
 
 
-def _layers(path: Path, entries: list, input_rank: int) -> list[dict]:
+def _layers(path: Path, entries: list, input_rank: int, keras: bool) -> list[dict]:
     layers, seen_dense = [], False
     for index, entry in enumerate(entries):
         where = f"{path}: layer {index}"
         name = entry.get("layer_name") if isinstance(entry, dict) else None
-        if name == "Flatten" and not seen_dense:
+        if name == "Flatten" and not seen_dense and keras:
             continue                          # the runtime flattens the inputs itself
         if name == "Dense":
             layers.append(_dense(where, entry))
@@ -82,7 +85,7 @@ def _layers(path: Path, entries: list, input_rank: int) -> list[dict]:
     if not seen_dense:
         raise ModelError(f"{path}: no Dense layer; {SUPPORTED}")
     flattened = any(isinstance(e, dict) and e.get("layer_name") == "Flatten" for e in entries)
-    if input_rank > 1 and not flattened:
+    if keras and input_rank > 1 and not flattened:
         raise ModelError(f"{path}: input_shape has {input_rank} dimensions and no Flatten "
                          "before the first Dense layer (Keras would apply Dense to the last "
                          "axis only; the runtime flattens each example)")
@@ -99,6 +102,18 @@ def _dense(where: str, entry: dict) -> dict:
         raise ModelError(f"{where} is Dense without a bias (use_bias false); the runtime's "
                          "Dense layers have one")
     return {"layer_name": "Dense", "units": units, "activation": activation}
+
+
+def dense_shapes(config: dict) -> list[tuple[tuple[int, int], tuple[int]]]:
+    """(kernel, bias) shape of each Dense layer of a config as ``read_config`` gives it: the
+    kernel (in, out), as the runtime's ``inputs @ kernel + bias`` needs it, the first ``in``
+    the flattened input shape."""
+    fan_in, shapes = int(np.prod(config["input_shape"])), []
+    for layer in config["model_config"]:
+        if layer["layer_name"] == "Dense":
+            shapes.append(((fan_in, layer["units"]), (layer["units"],)))
+            fan_in = layer["units"]
+    return shapes
 
 
 def _attribute_list(node, name: str) -> list[str]:
@@ -165,21 +180,19 @@ def _kernel_and_bias(path: Path, layer: str, weights) -> tuple[np.ndarray, np.nd
 def dense_weights(config_path: Path, config: dict, weights_path: Path) -> dict[str, np.ndarray]:
     """``{"dense_<k>/kernel": (in, out), "dense_<k>/bias": (out,)}`` float32 from a Keras HDF5
     file, checked against the config's units and input shape."""
-    dense = [layer for layer in config["model_config"] if layer["layer_name"] == "Dense"]
+    shapes = dense_shapes(config)
     stored = read_hdf5_weights(weights_path)
-    if len(stored) != len(dense):
+    if len(stored) != len(shapes):
         raise ModelError(f"{weights_path}: weights for {len(stored)} layer(s) "
                          f"({', '.join(name for name, _ in stored) or 'none'}); "
-                         f"{config_path.name} has {len(dense)} Dense layer(s)")
-    fan_in = int(np.prod(config["input_shape"]))
+                         f"{config_path.name} has {len(shapes)} Dense layer(s)")
     arrays = {}
-    for k, (layer, (name, weights)) in enumerate(zip(dense, stored)):
+    for k, ((expected, bias_shape), (name, weights)) in enumerate(zip(shapes, stored)):
         kernel, bias = _kernel_and_bias(weights_path, name, weights)
-        expected = (fan_in, layer["units"])
-        if kernel.shape != expected or bias.shape != (layer["units"],):
+        if kernel.shape != expected or bias.shape != bias_shape:
             raise ModelError(f"{weights_path}: layer {name!r} (Dense {k}): kernel "
                              f"{kernel.shape}, bias {bias.shape}; {config_path.name} says "
-                             f"kernel {expected} and bias ({layer['units']},)")
+                             f"kernel {expected} and bias {bias_shape}")
         for array in (kernel, bias):
             if not np.issubdtype(array.dtype, np.floating) or not np.isfinite(array).all():
                 raise ModelError(f"{weights_path}: layer {name!r}: expected finite floating-"
@@ -187,5 +200,4 @@ def dense_weights(config_path: Path, config: dict, weights_path: Path) -> dict[s
                                  "non-float values")
         arrays[f"dense_{k}/kernel"] = kernel.astype(np.float32)
         arrays[f"dense_{k}/bias"] = bias.astype(np.float32)
-        fan_in = layer["units"]
     return arrays

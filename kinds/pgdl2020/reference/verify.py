@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .checks import weights_problem
 from .manifest import verify_manifest
 from .mlp import accuracy, cross_entropy
 from .npz import read_npz
@@ -28,22 +29,12 @@ def read_dataset(folder: Path, split: str) -> tuple[np.ndarray, np.ndarray]:
     return arrays["inputs"], arrays["outputs"]
 
 
-def _check_weights(where: str, layers: list[dict], weights: dict, input_dim: int) -> list[str]:
-    problems = []
-    fan_in, k = input_dim, 0
-    for layer in layers:
-        if layer["layer_name"] != "Dense":
-            continue
-        kernel, bias = weights.get(f"dense_{k}/kernel"), weights.get(f"dense_{k}/bias")
-        if kernel is None or bias is None:
-            return [f"{where}: dense_{k} is missing"]
-        if kernel.dtype != np.float32 or bias.dtype != np.float32:
-            problems.append(f"{where}: dense_{k} is not float32")
-        if kernel.shape != (fan_in, layer["units"]) or bias.shape != (layer["units"],):
-            problems.append(f"{where}: dense_{k} has shapes {kernel.shape}, {bias.shape}")
-        fan_in, k = layer["units"], k + 1
-    if len(weights) != 2 * k:
-        problems.append(f"{where}: {len(weights)} arrays for {k} Dense layers")
+def _check_weights(where: str, config: dict, weights: dict) -> list[str]:
+    """The builder's check, and float32 throughout (what the generator writes)."""
+    problem = weights_problem(where, config, weights)
+    problems = [problem] if problem else []
+    if any(array.dtype != np.float32 for array in weights.values()):
+        problems.append(f"{where}: not float32 throughout")
     return problems
 
 
@@ -94,7 +85,7 @@ def verify_task(folder: Path) -> tuple[dict, list[str]]:
             problems.append(f"{where}: input shape or output layer disagree with the task")
         for file in ("weights.npz", "weights_init.npz"):
             weights = read_npz(folder / f"model_{model_id}" / file)
-            problems += _check_weights(f"{where} {file}", layers, weights, d)
+            problems += _check_weights(f"{where} {file}", config, weights)
         weights = read_npz(folder / f"model_{model_id}" / "weights.npz")
         train_acc = accuracy(layers, weights, x_train, y_train)
         test_acc = accuracy(layers, weights, x_test, y_test)
