@@ -127,16 +127,31 @@ def repository_layout(phase: str | None, budget_seconds: float | None, work: Pat
 
 
 def _baseline_folder(source: Path, destination: Path, support: dict, entry: str) -> Path:
-    """A baseline file as a submission folder: it as the entry file (submission.py for BDL),
-    the modules next to it (other baselines are harmless), and any support module that lives
-    elsewhere."""
+    """A baseline file as a submission folder: the .py files next to it under their own names
+    (baselines import each other by name: multi_swag.py imports sgld), any support module that
+    lives elsewhere, and the file again as the entry file (submission.py for BDL)."""
     destination.mkdir(parents=True)
-    for sibling in sorted(source.parent.glob("*.py")):
-        if sibling != source:
-            shutil.copyfile(sibling, destination / sibling.name)
+    for module in sorted(source.parent.glob("*.py")):
+        shutil.copyfile(module, destination / module.name)
     for name, path in support.items():
         shutil.copyfile(path, destination / name)
     shutil.copyfile(source, destination / entry)
+    return destination
+
+
+def _zip_baseline(source: Path, layout: Layout, work: Path) -> Path:
+    """The zip of a baseline file's folder; an error names the participant's folder, of which
+    the staged one is a copy, never the staging folder."""
+    staged = _baseline_folder(source, work / "baseline", layout.support_modules,
+                              layout.entry_file)
+    destination = work / "submission.zip"
+    try:
+        names = make_zip(staged, destination, code=True, entry=layout.entry_file)
+    except SubmissionLayoutError as error:
+        raise SubmissionLayoutError(str(error).replace(str(staged), str(source.parent))) from None
+    print(f"zipped {source} as {layout.entry_file}, with the .py files next to it, as "
+          f"submission_zip.py does: {destination} ({', '.join(names[:6])}"
+          + (" ..." if len(names) > 6 else "") + ")")
     return destination
 
 
@@ -147,9 +162,8 @@ def submission_zip(source: Path, code: bool, layout: Layout, work: Path) -> Path
     if source.is_file() and source.suffix == ".zip":
         return source
     if code and source.is_file() and source.suffix == ".py":
-        source = _baseline_folder(source, work / "baseline", layout.support_modules,
-                                  layout.entry_file)
-    elif source.is_file():
+        return _zip_baseline(source, layout, work)
+    if source.is_file():
         raise SubmissionLayoutError(f"{source}: expected a folder or a .zip"
                                     + (" (or a baseline .py file)" if code else ""))
     destination = work / ("submission.zip" if code else "predictions.zip")
@@ -246,6 +260,9 @@ def run_local(phase: str | None, work: Path, code: Path | None = None,
 
     Raises LocalRunError (or SubmissionLayoutError) where the platform would not score the
     submission as intended."""
+    # Absolute: the programs run in folders of their own, where a relative path means another
+    # place (--out run gave run/scoring/run/run/scoring/...).
+    work = Path(work).absolute()
     work.mkdir(parents=True, exist_ok=True)
     layout = kit_layout() or repository_layout(phase, budget_seconds, work, platform, config,
                                                data_root, hidden_references)
