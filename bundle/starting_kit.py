@@ -18,15 +18,24 @@ from .kinds import entry_file, kind_of, stage_kit
 from .phase_data import stage_input_data, stage_reference_data
 from .phase_plan import PhasePlan
 from .programs import assemble_ingestion_program, assemble_scoring_program
+from .spec import is_gpu_image
 
 REPO = Path(__file__).resolve().parents[1]
 KIT = REPO / "starting_kit"
 KIT_CONFIG = "kit.json"
-KIT_FILES = ("run_local.py", "submission_zip.py")
+KIT_FILES = ("run_local.py", "submission_zip.py", "versions.py")
+IMAGE_REQUIREMENTS = REPO / "requirements-image.txt"
+
+
+def image_requirements(image: str) -> Path | None:
+    """The versions of ``image``'s packages, where this repository has them: the image that
+    .venv-image reproduces, which the dry run takes for every image that is not a GPU one."""
+    return None if is_gpu_image(image) else IMAGE_REQUIREMENTS
 
 
 def stage_starting_kit(plan: PhasePlan, destination: Path, code_plan: PhasePlan,
-                       limits: dict, platform: str, leaderboard_keys: list[str]) -> Path:
+                       limits: dict, platform: str, leaderboard_keys: list[str],
+                       image: str) -> Path:
     """The kit of one bundle: guide, baselines, samples, and what run_local needs offline:
     the phase's own scoring program, an ingestion program set up for code runs of the same
     tasks, the public input data, the references where they are public, and the worker's
@@ -36,6 +45,8 @@ def stage_starting_kit(plan: PhasePlan, destination: Path, code_plan: PhasePlan,
     for name in KIT_FILES:
         shutil.copyfile(KIT / name, destination / name)
     shutil.copyfile(REPO / "bundle" / "worker.py", destination / "worker.py")
+    if image_requirements(image):
+        shutil.copyfile(image_requirements(image), destination / IMAGE_REQUIREMENTS.name)
     stage_kit(kind, plan, destination)
     assemble_ingestion_program(code_plan, destination / "programs" / "ingestion_program", limits)
     assemble_scoring_program(plan, destination / "programs" / "scoring_program", platform)
@@ -50,7 +61,7 @@ def stage_starting_kit(plan: PhasePlan, destination: Path, code_plan: PhasePlan,
         sample = kind.sample_results(plan, destination / "sample_result_submission")
     make_zip(sample, destination / f"{sample.name}.zip", code=plan.code_submission,
              entry=entry_file(kind))
-    config = {"platform": platform, "phase": plan.name, "code_submission": plan.code_submission,
+    config = {"platform": platform, "docker_image": image, "phase": plan.name, "code_submission": plan.code_submission,
               "entry_file": entry_file(kind),
               "tasks": [task.name for task in plan.tasks], "leaderboard_keys": leaderboard_keys}
     (destination / KIT_CONFIG).write_text(json.dumps(config, indent=1) + "\n")

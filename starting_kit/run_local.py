@@ -44,6 +44,7 @@ REPO = KIT.parent
 sys.path.insert(0, str(KIT))
 
 from submission_zip import SubmissionLayoutError, platform_rules, make_zip  # noqa: E402
+import versions  # noqa: E402
 
 worker = platform_rules()
 RECORD_NAME = "ingestion_record.json"
@@ -66,6 +67,8 @@ class Layout:
     code_phase: bool                     # the phase takes code (else prediction files)
     leaderboard_keys: tuple[str, ...]
     entry_file: str = "submission.py"    # what a code submission holds at its root (the kind's)
+    image: str | None = None             # the competition's docker image
+    image_requirements: Path | None = None   # its packages' versions, where the kit knows them
 
 
 def kit_layout() -> Layout | None:
@@ -79,7 +82,8 @@ def kit_layout() -> Layout | None:
                   reference if reference.is_dir() else None,
                   {}, config["platform"], config["phase"],
                   config["code_submission"], tuple(config["leaderboard_keys"]),
-                  config.get("entry_file", "submission.py"))
+                  config.get("entry_file", "submission.py"), config.get("docker_image"),
+                  KIT / versions.IMAGE_REQUIREMENTS)
 
 
 def repository_spec(config: Path | None = None, data_root: Path | None = None):
@@ -103,6 +107,7 @@ def repository_layout(phase: str | None, budget_seconds: float | None, work: Pat
     from bundle.phase_data import stage_input_data, stage_reference_data
     from bundle.phase_plan import code_variant, phase_plan, with_budget
     from bundle.programs import assemble_ingestion_program, assemble_scoring_program
+    from bundle.starting_kit import image_requirements
     phase = phase or spec.phases[0].key
     if phase not in {p.key for p in spec.phases}:
         raise LocalRunError(f"unknown phase {phase!r}; the spec has "
@@ -123,7 +128,8 @@ def repository_layout(phase: str | None, budget_seconds: float | None, work: Pat
     keys = tuple(written_keys(plan, platform))
     return Layout(parts / "ingestion_program", parts / "scoring_program", parts / "input",
                   parts / "reference" if has_references else None, support_modules(kind), platform,
-                  phase, plan.code_submission, keys, entry_file(kind))
+                  phase, plan.code_submission, keys, entry_file(kind), spec.docker_image,
+                  image_requirements(spec.docker_image))
 
 
 def _baseline_folder(source: Path, destination: Path, support: dict, entry: str) -> Path:
@@ -186,7 +192,7 @@ def _run_streaming(program: Path, variables: dict, cwd: Path) -> subprocess.Comp
     """Run a program as the worker does, printing its stdout line by line as it comes (each
     task's log while the ingestion runs); stderr is collected for the reasons of a failure."""
     argv = worker.program_command(program, variables, sys.executable)
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    env = {**versions.program_environment(), "PYTHONUNBUFFERED": "1"}
     process = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                text=True, errors="replace", env=env, bufsize=1)
     errors: list[str] = []
@@ -241,7 +247,8 @@ def _score(layout: Layout, predictions: Path, work: Path) -> Path | None:
     shutil.copytree(predictions, run / "input" / "res")
     result = worker.run_program(run / "program", {"$program": run / "program",
                                                   "$input": run / "input",
-                                                  "$output": run / "output"}, sys.executable, run)
+                                                  "$output": run / "output"}, sys.executable, run,
+                                 env=versions.program_environment())
     print(result.stderr, file=sys.stderr, end="")      # penalties and notes
     if result.returncode != 0:
         raise LocalRunError(f"scoring failed (exit {result.returncode}); reasons above")
@@ -272,6 +279,9 @@ def run_local(phase: str | None, work: Path, code: Path | None = None,
     dispatch = worker.dispatch_submission(submission, layout.platform, has_ingestion=as_code)
     if not dispatch.ok:
         raise LocalRunError(f"{archive}: {dispatch.problem}")
+    code_folders = [layout.scoring_program, Path(worker.__file__)] + (
+        [layout.ingestion_program, submission] if as_code else [])
+    print("\n".join(versions.report(layout.image_requirements, layout.image, code_folders)))
     if as_code and not layout.code_phase:
         print(f"note: the {layout.phase} phase takes prediction files; this run trains your code "
               "on its tasks and scores what it returns")

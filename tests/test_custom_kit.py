@@ -292,3 +292,25 @@ def test_a_relative_out_folder_is_taken_from_where_the_command_runs(bundles, tmp
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     assert (kit / "my_run" / "scores.json").is_file()
     assert "moons_agreement: " in run.stdout
+
+
+@pytest.mark.parametrize("bundles", ["per_phase"], indirect=True)
+def test_the_run_names_its_python_and_packages_next_to_the_images(bundles, tmp_path):
+    """The image's versions come with the kit, from requirements-image.txt; a difference is
+    a warning that names the package (here the kit's copy is edited to differ)."""
+    import numpy
+    kit = extract_kit(bundles, "warmup", tmp_path / "kit")
+    image = dict(line.split("==") for line in (REPO / "requirements-image.txt").read_text()
+                 .splitlines() if "==" in line and not line.startswith("#"))
+    assert (kit / "requirements-image.txt").read_bytes() == \
+        (REPO / "requirements-image.txt").read_bytes()
+    run = in_kit(kit, "--results", "sample_result_submission.zip", "--out", str(tmp_path / "a"))
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert f"python: {sys.executable} (Python " in run.stdout
+    assert f"  numpy {numpy.__version__} (the image: {image['numpy']})" in run.stdout
+    assert f"  pyyaml {yaml.__version__} (the image: {image['pyyaml']})" in run.stdout
+    (kit / "requirements-image.txt").write_text("numpy==0.1.0\npyyaml==6.0.2\n")
+    run = in_kit(kit, "--results", "sample_result_submission.zip", "--out", str(tmp_path / "b"))
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert (f"warning: numpy {numpy.__version__} here, not as in codalab/codalab-legacy:py312"
+            in run.stdout)
