@@ -20,7 +20,8 @@ something else, a task that failed or was penalised, scores it would refuse.
 
 In the downloaded starting kit the programs and data of its phase are in programs/ and
 data/; where the phase's references are public, tasks are scored; where they are hidden,
-the run checks that your code trains in time and returns valid predictions. In the
+the run checks that your code trains in time and returns valid predictions, then runs it on
+the kit's public stand-in (stand_in/) and scores that, saying which data the scores are on. In the
 organizers' repository (no programs/ folder) the programs are assembled from source for
 --phase of a spec (--config, default: the default competition's; --data-root: the organizer's
 task files), with that spec's tasks and budgets (--budget overrides them).
@@ -28,6 +29,7 @@ task files), with that spec's tasks and budgets (--budget overrides them).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import shutil
@@ -69,6 +71,10 @@ class Layout:
     entry_file: str = "submission.py"    # what a code submission holds at its root (the kind's)
     image: str | None = None             # the competition's docker image
     image_requirements: Path | None = None   # its packages' versions, where the kit knows them
+    # Where the references are hidden: public tasks a code run is scored on instead, and a
+    # line per task saying what data they are (the kit's stand_in/, bundle/starting_kit.py)
+    stand_in: "Layout | None" = None
+    stand_in_about: tuple[str, ...] = ()
 
 
 def kit_layout() -> Layout | None:
@@ -78,12 +84,22 @@ def kit_layout() -> Layout | None:
         return None
     config = json.loads((KIT / "kit.json").read_text(encoding="utf-8"))
     reference = data / "reference"
-    return Layout(programs / "ingestion_program", programs / "scoring_program", data / "input",
-                  reference if reference.is_dir() else None,
-                  {}, config["platform"], config["phase"],
-                  config["code_submission"], tuple(config["leaderboard_keys"]),
-                  config.get("entry_file", "submission.py"), config.get("docker_image"),
-                  KIT / versions.IMAGE_REQUIREMENTS)
+    layout = Layout(programs / "ingestion_program", programs / "scoring_program", data / "input",
+                    reference if reference.is_dir() else None,
+                    {}, config["platform"], config["phase"],
+                    config["code_submission"], tuple(config["leaderboard_keys"]),
+                    config.get("entry_file", "submission.py"), config.get("docker_image"),
+                    KIT / versions.IMAGE_REQUIREMENTS)
+    stand_in = config.get("stand_in")
+    if not stand_in:
+        return layout
+    folder = KIT / "stand_in"
+    return dataclasses.replace(layout, stand_in=dataclasses.replace(
+        layout, ingestion_program=folder / "ingestion_program",
+        scoring_program=folder / "scoring_program", input_data=folder / "input",
+        reference_data=folder / "reference", code_phase=True,
+        leaderboard_keys=tuple(stand_in["leaderboard_keys"])),
+        stand_in_about=tuple(stand_in["about"]))
 
 
 def repository_spec(config: Path | None = None, data_root: Path | None = None):
@@ -238,7 +254,9 @@ def _failed_tasks(predictions: Path) -> list[str]:
 
 def _score(layout: Layout, predictions: Path, work: Path) -> Path | None:
     if layout.reference_data is None:
-        print("references of this phase are hidden: predictions were checked, not scored")
+        print("references of this phase are hidden: predictions were checked, not scored"
+              + ("; --code runs your code on a public stand-in and scores that"
+                 if layout.stand_in else ""))
         return None
     run = work / "scoring" / "run"
     (run / "output").mkdir(parents=True)
@@ -292,16 +310,41 @@ def run_local(phase: str | None, work: Path, code: Path | None = None,
     output = _score(layout, predictions, work)
     problems = _failed_tasks(predictions) if as_code else []
     if output is not None:
-        scores, score_problems = worker.read_scores(output, list(layout.leaderboard_keys),
-                                                    layout.platform)
-        print("\nscores:\n" + "".join(f"{key}: {value}\n" for key, value in scores.items()))
-        print(f"detailed results: {output / 'detailed_results.html'}")
-        (work / "scores.json").write_text(json.dumps(scores, indent=1) + "\n")
-        problems += [f"penalised {line}" for line in worker.penalised_tasks(output)] + score_problems
+        problems += _scores(layout, output, work, "scores")
+    elif as_code and layout.stand_in:
+        output, stand_in_problems = _stand_in_run(layout, submission, work / "stand_in")
+        problems += stand_in_problems
     if problems:
         raise LocalRunError("the platform would not score this as intended:\n  "
                             + "\n  ".join(dict.fromkeys(problems)))
     return output
+
+
+def _scores(layout: Layout, output: Path, work: Path, heading: str) -> list[str]:
+    """Print the scores with the leaderboard's keys (``work``/scores.json keeps them);
+    returns what the platform would not score as intended."""
+    scores, problems = worker.read_scores(output, list(layout.leaderboard_keys), layout.platform)
+    print(f"\n{heading}:\n" + "".join(f"{key}: {value}\n" for key, value in scores.items()))
+    print(f"detailed results: {output / 'detailed_results.html'}")
+    (work / "scores.json").write_text(json.dumps(scores, indent=1) + "\n")
+    return [f"penalised {line}" for line in worker.penalised_tasks(output)] + problems
+
+
+STAND_IN_HEADING = "scores on the public stand-in, not on this phase's hidden test data"
+
+
+def _stand_in_run(layout: Layout, submission: Path, work: Path) -> tuple[Path, list[str]]:
+    """The code again, on the kit's public stand-in tasks, scored by the phase's scoring
+    program: what the hidden references cannot give here."""
+    print("\nthis phase's references are hidden: your code ran on its tasks above, unscored. "
+          "It now runs on a public stand-in, scored by the phase's scoring program; the site's "
+          "scores, on the hidden data, will differ:\n  " + "\n  ".join(layout.stand_in_about))
+    work.mkdir()
+    predictions = _ingest(layout.stand_in, submission, work)
+    output = _score(layout.stand_in, predictions, work)
+    problems = [f"stand-in {line}" for line in _failed_tasks(predictions)
+                + _scores(layout.stand_in, output, work, STAND_IN_HEADING)]
+    return output, problems
 
 
 def _phase_choices(argv: list[str] | None) -> tuple[str, ...] | None:
