@@ -8,50 +8,120 @@ run checks what that platform would.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
+import tempfile
 from pathlib import Path
 
 from starting_kit.submission_zip import make_zip
 
 from .kinds import entry_file, kind_of, stage_kit
 from .phase_data import stage_input_data, stage_reference_data
-from .phase_plan import PhasePlan
+from .leaderboard import written_keys
+from .phase_plan import PhasePlan, phase_plan
 from .programs import assemble_ingestion_program, assemble_scoring_program
+from .spec import is_gpu_image
 
 REPO = Path(__file__).resolve().parents[1]
 KIT = REPO / "starting_kit"
 KIT_CONFIG = "kit.json"
-KIT_FILES = ("run_local.py", "submission_zip.py")
+KIT_FILES = ("run_local.py", "submission_zip.py", "versions.py")
+IMAGE_REQUIREMENTS = REPO / "requirements-image.txt"
+
+
+def image_requirements(image: str) -> Path | None:
+    """The versions of ``image``'s packages, where this repository has them: the image that
+    .venv-image reproduces, which the dry run takes for every image that is not a GPU one."""
+    return None if is_gpu_image(image) else IMAGE_REQUIREMENTS
+
+
+def public_tasks(spec) -> list:
+    """The spec's tasks whose references a kit publishes: those of its results phases where
+    the kind's references are public (their kits score against them), as code tasks."""
+    tasks = {}
+    for phase in spec.phases:
+        if phase.code_submission:
+            continue
+        plan = phase_plan(spec, phase.key, code_submission=True)
+        kind = kind_of(plan)
+        tasks |= {task.name: (task, phase.key) for task in plan.tasks
+                  if kind.has_public_references(task)}
+    return list(tasks.values())
+
+
+def stand_in_plan(spec, code_plan: PhasePlan, work: Path) -> tuple[PhasePlan, list[str]] | None:
+    """What a kit whose references are hidden scores a local code run on instead, with a line
+    per task saying what data it is: the kind's own stand-in of each task (its
+    ``stand_in_task(task, folder)``, made of public data only), else the spec's public tasks;
+    None where there is neither. The plan has a name of its own, so its record key is not the
+    phase's."""
+    kind = kind_of(code_plan)
+    if hasattr(kind, "stand_in_task"):
+        made = [kind.stand_in_task(task, work / task.name) for task in code_plan.tasks]
+        tasks, about = [task for task, _ in made], [text for _, text in made]
+    else:
+        found = public_tasks(spec)
+        tasks = [task for task, _ in found]
+        about = [f"{task.name}: the public task of phase {phase}, whose references that "
+                 "phase's kit holds too" for task, phase in found]
+    if not tasks:
+        return None
+    return dataclasses.replace(code_plan, name=f"{code_plan.name}-stand-in", tasks=tuple(tasks),
+                               gate=(), gate_label=None), about
+
+
+def stage_stand_in(spec, code_plan: PhasePlan, destination: Path, limits: dict,
+                   platform: str) -> dict | None:
+    """The stand-in's programs (the phase's code, configs for the stand-in tasks) and data in
+    ``destination``; what kit.json says of it."""
+    with tempfile.TemporaryDirectory(prefix="stand-in-") as work:
+        made = stand_in_plan(spec, code_plan, Path(work))
+        if made is None:
+            return None
+        plan, about = made
+        assemble_ingestion_program(plan, destination / "ingestion_program", limits)
+        assemble_scoring_program(plan, destination / "scoring_program", platform)
+        stage_input_data(plan, destination / "input")
+        stage_reference_data(plan, destination / "reference")
+    return {"about": about, "leaderboard_keys": written_keys(plan, platform)}
 
 
 def stage_starting_kit(plan: PhasePlan, destination: Path, code_plan: PhasePlan,
-                       limits: dict, platform: str, leaderboard_keys: list[str]) -> Path:
+                       limits: dict, platform: str, leaderboard_keys: list[str],
+                       spec) -> Path:
     """The kit of one bundle: guide, baselines, samples, and what run_local needs offline:
     the phase's own scoring program, an ingestion program set up for code runs of the same
-    tasks, the public input data, the references where they are public, and the worker's
-    command and submission rules."""
+    tasks, the public input data, the references where they are public (else a public
+    stand-in, ``stage_stand_in``), and the worker's command and submission rules."""
+    image = spec.docker_image
     destination.mkdir(parents=True)
     kind = kind_of(plan)
     for name in KIT_FILES:
         shutil.copyfile(KIT / name, destination / name)
     shutil.copyfile(REPO / "bundle" / "worker.py", destination / "worker.py")
+    if image_requirements(image):
+        shutil.copyfile(image_requirements(image), destination / IMAGE_REQUIREMENTS.name)
     stage_kit(kind, plan, destination)
     assemble_ingestion_program(code_plan, destination / "programs" / "ingestion_program", limits)
     assemble_scoring_program(plan, destination / "programs" / "scoring_program", platform)
     stage_input_data(plan, destination / "data" / "input")
+    public = not plan.code_submission and all(kind.has_public_references(task)
+                                              for task in plan.tasks)
+    if public:
+        # public by the kind's design in a results phase: run_local scores against them
+        stage_reference_data(plan, destination / "data" / "reference")
+    stand_in = None if public else stage_stand_in(spec, code_plan, destination / "stand_in",
+                                                   limits, platform)
     if plan.code_submission:
         sample = kind.sample_code_submission(destination / "sample_code_submission")
     else:
-        if all(kind.has_public_references(task) for task in plan.tasks):
-            # public by the kind's design in a results phase: run_local scores against them;
-            # otherwise (hidden labels) run_local checks the files without scoring them
-            stage_reference_data(plan, destination / "data" / "reference")
         sample = kind.sample_results(plan, destination / "sample_result_submission")
     make_zip(sample, destination / f"{sample.name}.zip", code=plan.code_submission,
              entry=entry_file(kind))
-    config = {"platform": platform, "phase": plan.name, "code_submission": plan.code_submission,
+    config = {"platform": platform, "docker_image": image, "phase": plan.name, "code_submission": plan.code_submission,
               "entry_file": entry_file(kind),
-              "tasks": [task.name for task in plan.tasks], "leaderboard_keys": leaderboard_keys}
+              "tasks": [task.name for task in plan.tasks], "leaderboard_keys": leaderboard_keys,
+              **({"stand_in": stand_in} if stand_in else {})}
     (destination / KIT_CONFIG).write_text(json.dumps(config, indent=1) + "\n")
     return destination

@@ -20,7 +20,8 @@ something else, a task that failed or was penalised, scores it would refuse.
 
 In the downloaded starting kit the programs and data of its phase are in programs/ and
 data/; where the phase's references are public, tasks are scored; where they are hidden,
-the run checks that your code trains in time and returns valid predictions. In the
+the run checks that your code trains in time and returns valid predictions, then runs it on
+the kit's public stand-in (stand_in/) and scores that, saying which data the scores are on. In the
 organizers' repository (no programs/ folder) the programs are assembled from source for
 --phase of a spec (--config, default: the default competition's; --data-root: the organizer's
 task files), with that spec's tasks and budgets (--budget overrides them).
@@ -28,6 +29,7 @@ task files), with that spec's tasks and budgets (--budget overrides them).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import shutil
@@ -44,6 +46,7 @@ REPO = KIT.parent
 sys.path.insert(0, str(KIT))
 
 from submission_zip import SubmissionLayoutError, platform_rules, make_zip  # noqa: E402
+import versions  # noqa: E402
 
 worker = platform_rules()
 RECORD_NAME = "ingestion_record.json"
@@ -66,6 +69,12 @@ class Layout:
     code_phase: bool                     # the phase takes code (else prediction files)
     leaderboard_keys: tuple[str, ...]
     entry_file: str = "submission.py"    # what a code submission holds at its root (the kind's)
+    image: str | None = None             # the competition's docker image
+    image_requirements: Path | None = None   # its packages' versions, where the kit knows them
+    # Where the references are hidden: public tasks a code run is scored on instead, and a
+    # line per task saying what data they are (the kit's stand_in/, bundle/starting_kit.py)
+    stand_in: "Layout | None" = None
+    stand_in_about: tuple[str, ...] = ()
 
 
 def kit_layout() -> Layout | None:
@@ -75,11 +84,22 @@ def kit_layout() -> Layout | None:
         return None
     config = json.loads((KIT / "kit.json").read_text(encoding="utf-8"))
     reference = data / "reference"
-    return Layout(programs / "ingestion_program", programs / "scoring_program", data / "input",
-                  reference if reference.is_dir() else None,
-                  {}, config["platform"], config["phase"],
-                  config["code_submission"], tuple(config["leaderboard_keys"]),
-                  config.get("entry_file", "submission.py"))
+    layout = Layout(programs / "ingestion_program", programs / "scoring_program", data / "input",
+                    reference if reference.is_dir() else None,
+                    {}, config["platform"], config["phase"],
+                    config["code_submission"], tuple(config["leaderboard_keys"]),
+                    config.get("entry_file", "submission.py"), config.get("docker_image"),
+                    KIT / versions.IMAGE_REQUIREMENTS)
+    stand_in = config.get("stand_in")
+    if not stand_in:
+        return layout
+    folder = KIT / "stand_in"
+    return dataclasses.replace(layout, stand_in=dataclasses.replace(
+        layout, ingestion_program=folder / "ingestion_program",
+        scoring_program=folder / "scoring_program", input_data=folder / "input",
+        reference_data=folder / "reference", code_phase=True,
+        leaderboard_keys=tuple(stand_in["leaderboard_keys"])),
+        stand_in_about=tuple(stand_in["about"]))
 
 
 def repository_spec(config: Path | None = None, data_root: Path | None = None):
@@ -120,6 +140,7 @@ def repository_layout(phase: str | None, budget_seconds: float | None, work: Pat
     from bundle.phase_data import stage_input_data, stage_reference_data
     from bundle.phase_plan import code_variant, phase_plan, with_budget
     from bundle.programs import assemble_ingestion_program, assemble_scoring_program
+    from bundle.starting_kit import image_requirements
     phase = phase or spec.phases[0].key
     if phase not in {p.key for p in spec.phases}:
         raise LocalRunError(f"unknown phase {phase!r}; the spec has "
@@ -140,20 +161,36 @@ def repository_layout(phase: str | None, budget_seconds: float | None, work: Pat
     keys = tuple(written_keys(plan, platform))
     return Layout(parts / "ingestion_program", parts / "scoring_program", parts / "input",
                   parts / "reference" if has_references else None, support_modules(kind), platform,
-                  phase, plan.code_submission, keys, entry_file(kind))
+                  phase, plan.code_submission, keys, entry_file(kind), spec.docker_image,
+                  image_requirements(spec.docker_image))
 
 
 def _baseline_folder(source: Path, destination: Path, support: dict, entry: str) -> Path:
-    """A baseline file as a submission folder: it as the entry file (submission.py for BDL),
-    the modules next to it (other baselines are harmless), and any support module that lives
-    elsewhere."""
+    """A baseline file as a submission folder: the .py files next to it under their own names
+    (baselines import each other by name: multi_swag.py imports sgld), any support module that
+    lives elsewhere, and the file again as the entry file (submission.py for BDL)."""
     destination.mkdir(parents=True)
-    for sibling in sorted(source.parent.glob("*.py")):
-        if sibling != source:
-            shutil.copyfile(sibling, destination / sibling.name)
+    for module in sorted(source.parent.glob("*.py")):
+        shutil.copyfile(module, destination / module.name)
     for name, path in support.items():
         shutil.copyfile(path, destination / name)
     shutil.copyfile(source, destination / entry)
+    return destination
+
+
+def _zip_baseline(source: Path, layout: Layout, work: Path) -> Path:
+    """The zip of a baseline file's folder; an error names the participant's folder, of which
+    the staged one is a copy, never the staging folder."""
+    staged = _baseline_folder(source, work / "baseline", layout.support_modules,
+                              layout.entry_file)
+    destination = work / "submission.zip"
+    try:
+        names = make_zip(staged, destination, code=True, entry=layout.entry_file)
+    except SubmissionLayoutError as error:
+        raise SubmissionLayoutError(str(error).replace(str(staged), str(source.parent))) from None
+    print(f"zipped {source} as {layout.entry_file}, with the .py files next to it, as "
+          f"submission_zip.py does: {destination} ({', '.join(names[:6])}"
+          + (" ..." if len(names) > 6 else "") + ")")
     return destination
 
 
@@ -164,9 +201,8 @@ def submission_zip(source: Path, code: bool, layout: Layout, work: Path) -> Path
     if source.is_file() and source.suffix == ".zip":
         return source
     if code and source.is_file() and source.suffix == ".py":
-        source = _baseline_folder(source, work / "baseline", layout.support_modules,
-                                  layout.entry_file)
-    elif source.is_file():
+        return _zip_baseline(source, layout, work)
+    if source.is_file():
         raise SubmissionLayoutError(f"{source}: expected a folder or a .zip"
                                     + (" (or a baseline .py file)" if code else ""))
     destination = work / ("submission.zip" if code else "predictions.zip")
@@ -189,7 +225,7 @@ def _run_streaming(program: Path, variables: dict, cwd: Path) -> subprocess.Comp
     """Run a program as the worker does, printing its stdout line by line as it comes (each
     task's log while the ingestion runs); stderr is collected for the reasons of a failure."""
     argv = worker.program_command(program, variables, sys.executable)
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    env = {**versions.program_environment(), "PYTHONUNBUFFERED": "1"}
     process = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                text=True, errors="replace", env=env, bufsize=1)
     errors: list[str] = []
@@ -235,7 +271,9 @@ def _failed_tasks(predictions: Path) -> list[str]:
 
 def _score(layout: Layout, predictions: Path, work: Path) -> Path | None:
     if layout.reference_data is None:
-        print("references of this phase are hidden: predictions were checked, not scored")
+        print("references of this phase are hidden: predictions were checked, not scored"
+              + ("; --code runs your code on a public stand-in and scores that"
+                 if layout.stand_in else ""))
         return None
     run = work / "scoring" / "run"
     (run / "output").mkdir(parents=True)
@@ -244,7 +282,8 @@ def _score(layout: Layout, predictions: Path, work: Path) -> Path | None:
     shutil.copytree(predictions, run / "input" / "res")
     result = worker.run_program(run / "program", {"$program": run / "program",
                                                   "$input": run / "input",
-                                                  "$output": run / "output"}, sys.executable, run)
+                                                  "$output": run / "output"}, sys.executable, run,
+                                 env=versions.program_environment())
     print(result.stderr, file=sys.stderr, end="")      # penalties and notes
     if result.returncode != 0:
         raise LocalRunError(f"scoring failed (exit {result.returncode}); reasons above")
@@ -263,6 +302,9 @@ def run_local(phase: str | None, work: Path, code: Path | None = None,
 
     Raises LocalRunError (or SubmissionLayoutError) where the platform would not score the
     submission as intended."""
+    # Absolute: the programs run in folders of their own, where a relative path means another
+    # place (--out run gave run/scoring/run/run/scoring/...).
+    work = Path(work).absolute()
     work.mkdir(parents=True, exist_ok=True)
     layout = kit_layout() or repository_layout(phase, budget_seconds, work, platform, config,
                                                data_root, hidden_references)
@@ -272,6 +314,9 @@ def run_local(phase: str | None, work: Path, code: Path | None = None,
     dispatch = worker.dispatch_submission(submission, layout.platform, has_ingestion=as_code)
     if not dispatch.ok:
         raise LocalRunError(f"{archive}: {dispatch.problem}")
+    code_folders = [layout.scoring_program, Path(worker.__file__)] + (
+        [layout.ingestion_program, submission] if as_code else [])
+    print("\n".join(versions.report(layout.image_requirements, layout.image, code_folders)))
     if as_code and not layout.code_phase:
         print(f"note: the {layout.phase} phase takes prediction files; this run trains your code "
               "on its tasks and scores what it returns")
@@ -282,16 +327,41 @@ def run_local(phase: str | None, work: Path, code: Path | None = None,
     output = _score(layout, predictions, work)
     problems = _failed_tasks(predictions) if as_code else []
     if output is not None:
-        scores, score_problems = worker.read_scores(output, list(layout.leaderboard_keys),
-                                                    layout.platform)
-        print("\nscores:\n" + "".join(f"{key}: {value}\n" for key, value in scores.items()))
-        print(f"detailed results: {output / 'detailed_results.html'}")
-        (work / "scores.json").write_text(json.dumps(scores, indent=1) + "\n")
-        problems += [f"penalised {line}" for line in worker.penalised_tasks(output)] + score_problems
+        problems += _scores(layout, output, work, "scores")
+    elif as_code and layout.stand_in:
+        output, stand_in_problems = _stand_in_run(layout, submission, work / "stand_in")
+        problems += stand_in_problems
     if problems:
         raise LocalRunError("the platform would not score this as intended:\n  "
                             + "\n  ".join(dict.fromkeys(problems)))
     return output
+
+
+def _scores(layout: Layout, output: Path, work: Path, heading: str) -> list[str]:
+    """Print the scores with the leaderboard's keys (``work``/scores.json keeps them);
+    returns what the platform would not score as intended."""
+    scores, problems = worker.read_scores(output, list(layout.leaderboard_keys), layout.platform)
+    print(f"\n{heading}:\n" + "".join(f"{key}: {value}\n" for key, value in scores.items()))
+    print(f"detailed results: {output / 'detailed_results.html'}")
+    (work / "scores.json").write_text(json.dumps(scores, indent=1) + "\n")
+    return [f"penalised {line}" for line in worker.penalised_tasks(output)] + problems
+
+
+STAND_IN_HEADING = "scores on the public stand-in, not on this phase's hidden test data"
+
+
+def _stand_in_run(layout: Layout, submission: Path, work: Path) -> tuple[Path, list[str]]:
+    """The code again, on the kit's public stand-in tasks, scored by the phase's scoring
+    program: what the hidden references cannot give here."""
+    print("\nthis phase's references are hidden: your code ran on its tasks above, unscored. "
+          "It now runs on a public stand-in, scored by the phase's scoring program; the site's "
+          "scores, on the hidden data, will differ:\n  " + "\n  ".join(layout.stand_in_about))
+    work.mkdir()
+    predictions = _ingest(layout.stand_in, submission, work)
+    output = _score(layout.stand_in, predictions, work)
+    problems = [f"stand-in {line}" for line in _failed_tasks(predictions)
+                + _scores(layout.stand_in, output, work, STAND_IN_HEADING)]
+    return output, problems
 
 
 def _phase_choices(argv: list[str] | None) -> tuple[str, ...] | None:

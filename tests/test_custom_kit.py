@@ -246,3 +246,71 @@ def test_nothing_in_the_custom_bundles_is_the_default_competitions(bundles):
             found += [f"{path}: {match}" for match in sorted(set(names.findall(text)))]
             found += [f"{path}: {figure!r}" for figure in DEFAULT_FIGURES if figure in text]
     assert not found, "\n".join(found[:40])
+
+
+def extract_kit(bundles: list[Path], phase: str, destination: Path) -> Path:
+    """The phase's starting kit unzipped, as a participant has it after downloading."""
+    for name, data in kit_members(bundles, phase).items():
+        (destination / name).parent.mkdir(parents=True, exist_ok=True)
+        (destination / name).write_bytes(data)
+    return destination
+
+
+def in_kit(kit: Path, *args, timeout=300):
+    """``python run_local.py ...`` typed in the kit's folder."""
+    return subprocess.run([sys.executable, "run_local.py", *args], cwd=kit, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+@pytest.mark.parametrize("bundles", ["per_phase"], indirect=True)
+def test_a_baseline_that_imports_a_sibling_runs_from_the_kit_as_the_guide_says(bundles, tmp_path):
+    """The guide's command: sgld.py is the entry, and multi_swag.py and sghmc.py, next to it,
+    import it by its own name."""
+    kit = extract_kit(bundles, "final", tmp_path / "kit")
+    run = in_kit(kit, "--code", "baselines/sgld.py", "--out", str(tmp_path / "run"))
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert "is not in the folder" not in run.stderr
+
+
+@pytest.mark.parametrize("bundles", ["per_phase"], indirect=True)
+def test_a_baseline_files_missing_module_is_named_by_the_participants_path(bundles, tmp_path):
+    kit = extract_kit(bundles, "final", tmp_path / "kit")
+    (kit / "mine").mkdir()
+    (kit / "mine" / "method.py").write_text("from sgld import largest_curvature\n\n"
+                                            "def predict(*args):\n    pass\n")
+    out = tmp_path / "run"
+    run = in_kit(kit, "--code", "mine/method.py", "--out", str(out))
+    assert run.returncode == 2, run.stdout[-3000:] + run.stderr[-3000:]
+    assert "error: mine: your code imports sgld, but sgld.py is not in the folder" in run.stderr
+    assert str(out) not in run.stderr and "Traceback" not in run.stderr
+
+
+@pytest.mark.parametrize("bundles", ["per_phase"], indirect=True)
+def test_a_relative_out_folder_is_taken_from_where_the_command_runs(bundles, tmp_path):
+    kit = extract_kit(bundles, "warmup", tmp_path / "kit")
+    run = in_kit(kit, "--results", "sample_result_submission.zip", "--out", "my_run")
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert (kit / "my_run" / "scores.json").is_file()
+    assert "moons_agreement: " in run.stdout
+
+
+@pytest.mark.parametrize("bundles", ["per_phase"], indirect=True)
+def test_the_run_names_its_python_and_packages_next_to_the_images(bundles, tmp_path):
+    """The image's versions come with the kit, from requirements-image.txt; a difference is
+    a warning that names the package (here the kit's copy is edited to differ)."""
+    import numpy
+    kit = extract_kit(bundles, "warmup", tmp_path / "kit")
+    image = dict(line.split("==") for line in (REPO / "requirements-image.txt").read_text()
+                 .splitlines() if "==" in line and not line.startswith("#"))
+    assert (kit / "requirements-image.txt").read_bytes() == \
+        (REPO / "requirements-image.txt").read_bytes()
+    run = in_kit(kit, "--results", "sample_result_submission.zip", "--out", str(tmp_path / "a"))
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert f"python: {sys.executable} (Python " in run.stdout
+    assert f"  numpy {numpy.__version__} (the image: {image['numpy']})" in run.stdout
+    assert f"  pyyaml {yaml.__version__} (the image: {image['pyyaml']})" in run.stdout
+    (kit / "requirements-image.txt").write_text("numpy==0.1.0\npyyaml==6.0.2\n")
+    run = in_kit(kit, "--results", "sample_result_submission.zip", "--out", str(tmp_path / "b"))
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert (f"warning: numpy {numpy.__version__} here, not as in codalab/codalab-legacy:py312"
+            in run.stdout)

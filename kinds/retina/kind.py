@@ -137,6 +137,50 @@ def sample_results(plan, destination: Path) -> Path:
     return destination
 
 
+STAND_IN_SEED = 0
+
+
+def _held_out(labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Training rows held out for a stand-in (a third of each label's), and which of them are
+    marked shifted (a third of each label's held-out rows), so both parts hold both labels."""
+    rng = np.random.default_rng(STAND_IN_SEED)
+    held, shifted = [], []
+    for label in (0, 1):
+        rows = rng.permutation(np.flatnonzero(labels == label))
+        rows = rows[:max(2, rows.size // 3)]
+        held.append(rows)
+        shifted.append(rows[:max(1, rows.size // 3)])
+    order = rng.permutation(np.concatenate(held))
+    return order, np.isin(order, np.concatenate(shifted))
+
+
+def stand_in_task(task, folder: Path):
+    """A stand-in of the task made of its public training patients only, for local scoring
+    where the test patients' labels are hidden: a third of them held out as test rows, of
+    which a third are marked shifted at random (no real shift), the rest to train on. Written
+    in the task's own format; returns the task and a line saying what it is."""
+    import dataclasses
+    data = _data(task)
+    x, labels, grades = training_arrays(task)
+    held, shifted = _held_out(labels)
+    kept = np.setdiff1d(np.arange(labels.size), held)
+    folder.mkdir(parents=True)
+    header = ",".join(data["features"])
+    np.savetxt(folder / tables.TRAIN_FILE, np.column_stack([x[kept], labels[kept], grades[kept]]),
+               fmt="%.10g", delimiter=",", header=header + ",label,grade", comments="")
+    np.savetxt(folder / tables.FEATURES_FILE, x[held], fmt="%.10g", delimiter=",",
+               header=header, comments="")
+    np.savetxt(folder / tables.REFERENCE_FILE,
+               np.column_stack([labels[held], grades[held], shifted]), fmt="%d", delimiter=",",
+               header=",".join(tables.REFERENCE_COLUMNS), comments="")
+    about = (f"{task.name}: {held.size} of its {labels.size} public training patients held out "
+             f"at random ({int(shifted.sum())} of them marked shifted at random: no real shift), "
+             f"trained on the other {kept.size}")
+    declaration = {**task.declaration, "summary": about}
+    (folder / f"{task.name}_task.json").write_text(json.dumps(declaration, indent=1))
+    return dataclasses.replace(task, folder=folder, declaration=declaration), about
+
+
 def stage_kit(plan, destination: Path) -> None:
     shutil.copyfile(KIT / "README.md", destination / "README.md")
     shutil.copytree(BASELINES, destination / "baselines",
