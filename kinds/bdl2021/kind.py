@@ -33,6 +33,8 @@ BASELINE_RESULTS = KIT / "baseline_results.json"
 DEFAULT_WEIGHTS = {"agreement": 1.0, "total_variation": 1.0, "w2": 1.0, "w1": 0.0}
 AGGREGATE_DESCRIPTION = ("Weighted average over tasks of 1 - agreement, total variation and W2 "
                          "(the proposal's score)")
+SCORING_DESCRIPTION = ("Scores predictive distributions against the HMC references (agreement, "
+                       "total variation, Wasserstein)")
 DECLARED_MODEL = HERE / "runtime" / "declared_model.py"
 # A task budget stated in epochs (the 2021 rules): timed on the worker by runtime/calibration.py.
 EPOCH_UNIT = "one pass of plain SGD over the training data with the declared model"

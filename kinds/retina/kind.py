@@ -36,6 +36,8 @@ DEFAULT_WEIGHTS = {name: 0.0 for name in TASK_TYPES[DIAGNOSIS].metric_names} | {
 AGGREGATE_DESCRIPTION = ("Mean over tasks of 1/2 (1 - in-domain AUROC) + 1/2 (1 - joint "
                          "referral accuracy area): RETINA's two selection criteria")
 RANKS_BY_AGGREGATE = True
+SCORING_DESCRIPTION = ("Scores probabilities of referable disease and their uncertainties: "
+                       "in-domain AUROC and referral curves on in-domain and shifted patients")
 
 
 def task_type(declaration: dict) -> str:
