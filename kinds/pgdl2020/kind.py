@@ -137,7 +137,8 @@ def page_context(plan, phase, baseline_results: dict | None) -> dict:
                    "budget": (f"{t.budget_seconds:g} s ({t.budget_seconds / len(model_ids(t)):g} "
                               "s per network)") if phase.code_submission and t.budget_seconds
                    else "-",
-                   "summary": t.declaration.get("summary", "")} for t in plan.tasks],
+                   "summary": t.declaration.get("summary", ""), "input": input_file(t),
+                   "prediction_file": f"{prediction_stem(t)}.predict"} for t in plan.tasks],
         "stems": [prediction_stem(t) for t in plan.tasks],
         "baselines": _baseline_table(plan, baseline_results),
     }

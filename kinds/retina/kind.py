@@ -138,12 +138,6 @@ def sample_results(plan, destination: Path) -> Path:
     return destination
 
 
-def stage_kit(plan, destination: Path) -> None:
-    shutil.copyfile(KIT / "README.md", destination / "README.md")
-    shutil.copytree(BASELINES, destination / "baselines",
-                    ignore=shutil.ignore_patterns("__pycache__"))
-
-
 def support_modules() -> dict[str, Path]:
     """The baselines' shared network, which run_local adds when it packages a baseline."""
     return {SHARED_MODEL.name: SHARED_MODEL}
@@ -160,7 +154,9 @@ def page_context(plan, phase, baseline_results: dict | None) -> dict:
                      "features": len(_data(t)["features"]),
                      "budget": (t.budget_text() if phase.code_submission and t.budget_seconds
                                 else "-"),
-                     "summary": t.declaration.get("summary", "")})
+                     "summary": t.declaration.get("summary", ""),
+                     "input": input_file(t), "n_test": reference["label"].size,
+                     "prediction_file": f"{prediction_stem(t)}.csv"})
     return {"tasks": rows, "stems": [prediction_stem(t) for t in plan.tasks],
             "inputs": [input_file(t) for t in plan.tasks],
             "metrics": [{"name": s.label, "key": s.name, "description": s.description,
