@@ -351,7 +351,8 @@ def _kit_steps(code: bool) -> list[dict]:
         {"command": f"python {PREDICTIONS_TOOL} my_submission/ {name}",
          "does": "or, from your code (a folder, a code zip or a baseline file), runs it on this "
                  "phase's input data with the kit's ingestion program, as a code phase runs it, "
-                 "and zips the prediction files it writes"}]
+                 "and zips the prediction files it writes: one .npy array per task under the "
+                 "same name, exactly what a code phase scores, which this phase reads too"}]
     return [{"command": f"python submission_zip.py {folder} {name}",
              "does": "makes the zip as the platform needs it (files at its root"
                      + (", a description-only metadata file)" if code else ")")},
