@@ -19,7 +19,7 @@ from .runtime.exact_posterior import expectation_document
 from .runtime.formats import (SAMPLES_BY_POINTS, read_chain_probs, read_chain_samples,
                               read_classification_probs, read_regression_samples,
                               read_task_inputs, write_task_inputs)
-from .runtime.score_types import CLASSIFICATION, TASK_TYPES
+from .runtime.score_types import CLASSIFICATION
 
 HERE = Path(__file__).resolve().parent
 NAME = "bdl2021"
