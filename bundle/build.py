@@ -34,7 +34,8 @@ from .kinds import kind_of
 from .phase_plan import PhasePlan, TaskDataError, code_variant, phase_plan
 from .programs import (RECORD_KEY_IN_PROGRAM, assemble_ingestion_program,
                        assemble_scoring_program)
-from .render import competition_yaml, logo_member, page_contexts, render_pages
+from .render import (competition_yaml, guide_contexts, logo_member, page_contexts,
+                     render_pages)
 from .spec import CompetitionSpec
 from .starting_kit import stage_starting_kit
 from .worker import CODABENCH, CODALAB
@@ -88,16 +89,17 @@ def ingestion_limits(spec: CompetitionSpec) -> dict:
 
 
 def _zip_members(work: Path, plan: PhasePlan, spec: CompetitionSpec,
-                 say: Callable[[str], None], platform: str,
+                 say: Callable[[str], None], platform: str, guide: tuple[dict, dict | None],
                  names: tuple[str, ...] = PHASE_FILES, columns=None) -> dict[str, bytes]:
     """The nested zips ``names`` of a phase (those it has), as bytes. ``columns``: what its
-    scorer writes, when not the phase's own leaderboard columns."""
+    scorer writes, when not the phase's own leaderboard columns; ``guide``: its kit guide's
+    context and the baseline table the pages show."""
     steps = {"scoring_program": lambda d: assemble_scoring_program(plan, d, platform, columns),
              "reference_data": lambda d: stage_reference_data(plan, d),
              "public_data": lambda d: stage_public_data(plan, d),
              "starting_kit": lambda d: stage_starting_kit(
                  plan, d, code_variant(spec, plan), ingestion_limits(spec), platform,
-                 written_keys(plan, platform), spec)}
+                 written_keys(plan, platform), spec, *guide)}
     if plan.code_submission:
         steps |= {"ingestion_program":
                   lambda d: assemble_ingestion_program(plan, d, ingestion_limits(spec),
@@ -171,15 +173,15 @@ def _baseline_results(spec: CompetitionSpec, plan: PhasePlan, given: dict | None
 
 
 def _phase_members(work: Path, plans: list[PhasePlan], spec: CompetitionSpec,
-                   say: Callable[[str], None], platform: str):
+                   say: Callable[[str], None], platform: str, guides: list[tuple]):
     """Each phase's zips, named <phase>_<file>.zip when the competition holds several
     phases, and the file keys of each phase as its yaml names them. With Codabench tasks
     per task, each task's programs and data are zips of their own, listed under "tasks"."""
     members, files = {}, []
-    for plan in plans:
+    for plan, guide in zip(plans, guides):
         prefix = f"{plan.name}_" if len(plans) > 1 else ""
         shared = PUBLIC_FILES if _tasks_apart(spec, platform) else PHASE_FILES
-        zips = _zip_members(work / plan.name, plan, spec, say, platform, shared)
+        zips = _zip_members(work / plan.name, plan, spec, say, platform, guide, shared)
         members.update({prefix + name: data for name, data in zips.items()})
         files.append({key: f"{prefix}{key}.zip" for key in PHASE_FILES if f"{key}.zip" in zips})
         if _tasks_apart(spec, platform):
@@ -188,7 +190,7 @@ def _phase_members(work: Path, plans: list[PhasePlan], spec: CompetitionSpec,
                 say(f"  task {task.name}:")
                 single = dataclasses.replace(plan, tasks=(task,))
                 zips = _zip_members(work / plan.name / task.name, single, spec, say, platform,
-                                    TASK_FILES, task_columns(plan, task))
+                                    guide, TASK_FILES, task_columns(plan, task))
                 members.update({f"{prefix}{task.name}_{name}": data
                                 for name, data in zips.items()})
                 files[-1]["tasks"].append({"name": task.name, **{
@@ -235,8 +237,11 @@ def build_competition(spec: CompetitionSpec, phase_keys: list[str], track_key: s
     name = bundle_name(spec, phase_keys, track_key, platform)
     say(f"building {name}: {len(plans)} phase(s), "
         f"{len({t.name for plan in plans for t in plan.tasks})} task(s)")
+    results = _baseline_results(spec, plans[0], baseline_results)
+    contexts = page_contexts(spec, shown, plans, columns, spec.title, results, platform)
+    guides = [(guide, results) for guide in guide_contexts(contexts)]
     with tempfile.TemporaryDirectory(prefix="bundle-") as work:
-        members, files = _phase_members(Path(work), plans, spec, say, platform)
+        members, files = _phase_members(Path(work), plans, spec, say, platform, guides)
     if any(plan.code_submission for plan in plans):
         say("  leakage check ...")
         leaks = _leaks(plans, files, members)
@@ -244,10 +249,7 @@ def build_competition(spec: CompetitionSpec, phase_keys: list[str], track_key: s
             raise BuildError("leakage check failed (hidden data in a public zip):\n  "
                              + "\n  ".join(leaks))
     datasets = _separate(spec, name, files, members)
-    pages = render_pages(page_contexts(spec, shown, plans, columns, spec.title,
-                                       _baseline_results(spec, plans[0], baseline_results),
-                                       platform),
-                         kind_of(plans[0]).TEMPLATES)
+    pages = render_pages(contexts, kind_of(plans[0]).TEMPLATES)
     documents = _codabench_documents if platform == CODABENCH else _codalab_documents
     members.update(documents(spec, shown, plans, columns, files, pages))
     members["competition.yaml"] = (yaml_comments(datasets).encode("utf-8")

@@ -4,7 +4,8 @@ A kind's ``kind.py`` (build time) provides, as module attributes:
 
 - ``DEFAULT_SPEC``, ``EMBEDDED_ROOT`` (the default ``data_root``), ``TEMPLATES`` (its
   ``kind_tasks``, ``kind_evaluation``, ``kind_data`` and ``kind_submission`` page parts),
-  ``BASELINE_RESULTS``, ``DEFAULT_WEIGHTS``, ``AGGREGATE_DESCRIPTION`` and, optionally,
+  ``BASELINE_RESULTS``, ``DEFAULT_WEIGHTS``, ``AGGREGATE_DESCRIPTION``,
+  ``SCORING_DESCRIPTION`` (its scoring program's metadata description) and, optionally,
   ``ZEROED_PUBLIC_ARRAYS`` (placeholders the leakage check proves all zeros) and
   ``RANKS_BY_AGGREGATE`` (rank by the weighted loss, not the average rank over tasks) and
   ``ENTRY`` (the module and function a code submission defines; default submission.predict)
@@ -17,8 +18,11 @@ A kind's ``kind.py`` (build time) provides, as module attributes:
   ``has_public_references``: the data of one task;
 - ``page_context(plan, phase, baseline_results)``: what its page parts show;
 - ``sample_results(plan, destination)`` and ``sample_code_submission(destination)``, and
-  optionally ``stage_kit(plan, destination)`` (default: ``KIT/README.md`` and ``KIT/baselines/``
-  as they are) and ``support_modules()`` (default: none): the starting kit.
+  optionally ``stage_kit(plan, destination)`` (default: ``KIT/baselines/`` as it is) and
+  ``support_modules()`` (default: none): the starting kit. Its guide is ``KIT/README.md.j2``,
+  rendered from the pages' context of the kit's phase (``bundle.render.guide_contexts``): the
+  core's ``guide_*.md.j2`` parts and ``page_context``'s entries, so that the guide and the
+  pages say the same.
 
 A task is a folder ``<data_root>/<task>/`` holding ``<task>_task.json``, its declaration; what
 else the folder holds is the kind's business.
@@ -43,12 +47,11 @@ def entry_file(kind) -> str:
 
 
 def stage_kit(kind, plan, destination) -> None:
-    """The kind's part of a starting kit: its own ``stage_kit``, or its static guide and
-    baselines (``KIT/README.md``, ``KIT/baselines/``)."""
+    """The kind's files of a starting kit besides its guide: its own ``stage_kit``, or its
+    baselines (``KIT/baselines/``)."""
     if hasattr(kind, "stage_kit"):
         kind.stage_kit(plan, destination)
         return
-    shutil.copyfile(kind.KIT / "README.md", destination / "README.md")
     shutil.copytree(kind.KIT / "baselines", destination / "baselines",
                     ignore=shutil.ignore_patterns("__pycache__"))
 

@@ -19,7 +19,7 @@ from ingestion_program.ingest.config import CONFIG_NAME as INGESTION_CONFIG_NAME
 from ingestion_program.ingest.config import DEFAULT_MAX_ENTRIES
 from ingestion_program.ingest.config import parse_config as parse_ingestion_config
 
-from .kinds import entry, kind_of, task_types
+from .kinds import entry, entry_file, kind_of, task_types
 from .leaderboard import FULL_SCORES, phase_columns
 from .phase_plan import PhasePlan
 from .record_key import write_record_key
@@ -74,11 +74,21 @@ def copy_kind_runtime(kind: str, destination: Path) -> None:
     shutil.copytree(source / "runtime", kinds_folder / source.name / "runtime", ignore=IGNORED)
 
 
-def assemble_program(source: Path, destination: Path, config_name: str, config: dict) -> Path:
-    """Program folder + shared packages + kind runtime + config; ``metadata`` is also written
-    as ``metadata.yaml``, the name Codabench looks for first, so one zip serves both platforms."""
+def write_metadata(folder: Path, description: str) -> None:
+    """The source's ``metadata`` holds the command, which is the core's; the description a
+    platform shows is the kind's, so it is added here. Also written as ``metadata.yaml``, the
+    name Codabench looks for first, so one zip serves both platforms."""
+    command = (folder / "metadata").read_text(encoding="utf-8").rstrip("\n")
+    text = f"{command}\ndescription: {json.dumps(description, ensure_ascii=False)}\n"
+    for name in ("metadata", "metadata.yaml"):
+        (folder / name).write_text(text, encoding="utf-8")
+
+
+def assemble_program(source: Path, destination: Path, config_name: str, config: dict,
+                     description: str) -> Path:
+    """Program folder + shared packages + kind runtime + config + metadata."""
     shutil.copytree(source, destination, ignore=IGNORED)
-    shutil.copyfile(destination / "metadata", destination / "metadata.yaml")
+    write_metadata(destination, description)
     for package_name in SHARED_PACKAGES:
         shutil.copytree(REPO / package_name, destination / package_name, ignore=IGNORED)
     copy_kind_runtime(config["kind"], destination)
@@ -122,8 +132,11 @@ def assemble_ingestion_program(plan: PhasePlan, destination: Path,
                                limits: dict | None = None, record_key: bool = False) -> Path:
     """``record_key``: the program carries the key that signs its record (a bundle's, on a
     platform that wants it there; never a starting kit's)."""
+    kind = kind_of(plan)
+    description = (f"Runs {entry(kind)[1]}() of the participant's {entry_file(kind)} on each "
+                   "task under a hard wall-clock budget, sandboxed, and writes its predictions")
     folder = assemble_program(REPO / "ingestion_program", Path(destination),
-                              INGESTION_CONFIG_NAME, ingestion_config(plan, limits))
+                              INGESTION_CONFIG_NAME, ingestion_config(plan, limits), description)
     if record_key and plan.code_submission:
         write_record_key(folder, plan)
     return folder
@@ -132,4 +145,5 @@ def assemble_ingestion_program(plan: PhasePlan, destination: Path,
 def assemble_scoring_program(plan: PhasePlan, destination: Path,
                              platform: str = "codalab", columns=None) -> Path:
     return assemble_program(REPO / "scoring_program", Path(destination), CONFIG_NAME,
-                            scoring_config(plan, platform, columns))
+                            scoring_config(plan, platform, columns),
+                            kind_of(plan).SCORING_DESCRIPTION)

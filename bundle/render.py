@@ -234,13 +234,18 @@ def _budget_lines(spec: CompetitionSpec, code: bool) -> list[str]:
 
 
 def _phase_context(spec, phases, index, plan, baseline_results, tasks_apart=False) -> dict:
-    """What the pages show of one phase of this competition; ``kind`` for the kind's parts."""
+    """What the pages and the phase's kit guide show of one phase of this competition;
+    ``kind`` for the kind's parts."""
     phase = phases[index]
+    kind = kind_of(plan).page_context(plan, phase, baseline_results)
     return {"label": phase.label, "code_submission": phase.code_submission,
             "facts": _phase_facts(spec, phases, index, plan, tasks_apart),
             "budget_lines": _budget_lines(spec, phase.code_submission),
             "steps": _kit_steps(phase.code_submission),
-            "kind": kind_of(plan).page_context(plan, phase, baseline_results)}
+            "sample": SAMPLE_FOLDERS[phase.code_submission],
+            # the kit ships the table the overview shows, and only that one
+            "results_file": RESULTS_FILE if kind["baselines"]["rows"] else "",
+            "kind": kind}
 
 
 # Where the full figures of a task scored on a public part wait, on each platform (issue
@@ -328,18 +333,50 @@ def page_contexts(spec: CompetitionSpec, phases: list[PhaseSpec], plans: list[Ph
     }
 
 
-def _kit_steps(code: bool) -> list[str]:
-    """The starting kit page's commands, run from the unzipped kit's folder."""
+# The kit's tool that turns code into a results phase's prediction files (starting_kit/).
+PREDICTIONS_TOOL = "predictions_zip.py"
+# The sample submission of a code phase's kit and of a results phase's (folder and zip).
+SAMPLE_FOLDERS = {True: "sample_code_submission", False: "sample_result_submission"}
+# The baselines' results, in a kit whose pages show them.
+RESULTS_FILE = "baseline_results.json"
+GUIDE = "README.md.j2"
+
+
+def _kit_steps(code: bool) -> list[dict]:
+    """The commands of the starting kit page and guide, run from the unzipped kit's folder:
+    each a ``command`` (or None) and what it does."""
     folder, flag, name = (("my_submission/", "--code", "submission.zip") if code
                           else ("my_predictions/", "--results", "predictions.zip"))
-    return [f"python submission_zip.py {folder} {name} makes the zip as the platform needs it "
-            "(files at its root" + (", a description-only metadata file)" if code else ")"),
-            f"python run_local.py {flag} {name} runs that zip as this site does, prints your "
-            "scores or what the site would refuse, and exits non-zero if anything is wrong",
-            f"upload {name} on the Participate tab"]
+    own_code = [] if code else [
+        {"command": f"python {PREDICTIONS_TOOL} my_submission/ {name}",
+         "does": "or, from your code (a folder, a code zip or a baseline file), runs it on this "
+                 "phase's input data with the kit's ingestion program, as a code phase runs it, "
+                 "and zips the prediction files it writes: one .npy array per task under the "
+                 "same name, exactly what a code phase scores, which this phase reads too"}]
+    return [{"command": f"python submission_zip.py {folder} {name}",
+             "does": "makes the zip as the platform needs it (files at its root"
+                     + (", a description-only metadata file)" if code else ")")},
+            *own_code,
+            {"command": f"python run_local.py {flag} {name}",
+             "does": "runs that zip as this site does, prints your scores or what the site "
+                     "would refuse, and exits non-zero if anything is wrong"},
+            {"command": None, "does": f"upload {name} on the Participate tab"}]
 
 
 def render_pages(contexts: dict[str, dict], kind_templates: Path) -> dict[str, str]:
     env = environment(kind_templates)
     return {f"{page}.html": env.get_template(f"{page}.html.j2").render(context)
             for page, context in contexts.items()}
+
+
+def guide_contexts(contexts: dict[str, dict]) -> list[dict]:
+    """Each phase's starting-kit guide: the evaluation page's context (ranking, columns) with
+    that phase's own as ``phase``, so that the guide says what the pages say."""
+    evaluation = contexts["evaluation"]
+    return [{**evaluation, "phase": phase} for phase in evaluation["phases"]]
+
+
+def render_guide(context: dict, kit_templates: Path) -> str:
+    """The kit's README.md: the kind's ``README.md.j2``, which includes the core's
+    ``guide_*.md.j2`` parts (plain text: markdown is not escaped)."""
+    return environment(kit_templates).get_template(GUIDE).render(context)

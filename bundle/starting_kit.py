@@ -1,6 +1,7 @@
 """What participants download: the starting kit folder, packaged submissions, samples.
 
-The kit holds the core's tools (``run_local.py``, ``submission_zip.py``, the worker model),
+The kit holds the core's tools (``run_local.py``, ``submission_zip.py``, the worker model and,
+in a results phase, ``predictions_zip.py``, which runs code into that phase's prediction files),
 the kind's part (guide, baselines, their results) and what a local run needs. The sample
 submissions are shipped as the zips that ``submission_zip.py`` makes: the dry run uploads
 those. ``kit.json`` tells run_local the kit's platform, phase and leaderboard keys, so a local
@@ -21,6 +22,7 @@ from .phase_data import stage_input_data, stage_reference_data
 from .leaderboard import written_keys
 from .phase_plan import PhasePlan, phase_plan
 from .programs import assemble_ingestion_program, assemble_scoring_program
+from .render import PREDICTIONS_TOOL, RESULTS_FILE, SAMPLE_FOLDERS, render_guide
 from .spec import is_gpu_image
 
 REPO = Path(__file__).resolve().parents[1]
@@ -88,20 +90,25 @@ def stage_stand_in(spec, code_plan: PhasePlan, destination: Path, limits: dict,
 
 
 def stage_starting_kit(plan: PhasePlan, destination: Path, code_plan: PhasePlan,
-                       limits: dict, platform: str, leaderboard_keys: list[str],
-                       spec) -> Path:
+                       limits: dict, platform: str, leaderboard_keys: list[str], spec,
+                       guide: dict, baseline_results: dict | None) -> Path:
     """The kit of one bundle: guide, baselines, samples, and what run_local needs offline:
     the phase's own scoring program, an ingestion program set up for code runs of the same
     tasks, the public input data, the references where they are public (else a public
-    stand-in, ``stage_stand_in``), and the worker's command and submission rules."""
+    stand-in, ``stage_stand_in``), and the worker's command and submission rules.
+    ``guide``: the phase's guide context (render.guide_contexts), made from the same facts as
+    the pages; ``baseline_results``: the table the pages show."""
     image = spec.docker_image
     destination.mkdir(parents=True)
     kind = kind_of(plan)
-    for name in KIT_FILES:
+    for name in KIT_FILES + (() if plan.code_submission else (PREDICTIONS_TOOL,)):
         shutil.copyfile(KIT / name, destination / name)
     shutil.copyfile(REPO / "bundle" / "worker.py", destination / "worker.py")
     if image_requirements(image):
         shutil.copyfile(image_requirements(image), destination / IMAGE_REQUIREMENTS.name)
+    (destination / "README.md").write_text(render_guide(guide, kind.KIT), encoding="utf-8")
+    if guide["phase"]["results_file"]:
+        (destination / RESULTS_FILE).write_text(json.dumps(baseline_results, indent=1) + "\n")
     stage_kit(kind, plan, destination)
     assemble_ingestion_program(code_plan, destination / "programs" / "ingestion_program", limits)
     assemble_scoring_program(plan, destination / "programs" / "scoring_program", platform)
@@ -113,10 +120,11 @@ def stage_starting_kit(plan: PhasePlan, destination: Path, code_plan: PhasePlan,
         stage_reference_data(plan, destination / "data" / "reference")
     stand_in = None if public else stage_stand_in(spec, code_plan, destination / "stand_in",
                                                    limits, platform)
+    sample_folder = destination / SAMPLE_FOLDERS[plan.code_submission]
     if plan.code_submission:
-        sample = kind.sample_code_submission(destination / "sample_code_submission")
+        sample = kind.sample_code_submission(sample_folder)
     else:
-        sample = kind.sample_results(plan, destination / "sample_result_submission")
+        sample = kind.sample_results(plan, sample_folder)
     make_zip(sample, destination / f"{sample.name}.zip", code=plan.code_submission,
              entry=entry_file(kind))
     config = {"platform": platform, "docker_image": image, "phase": plan.name, "code_submission": plan.code_submission,

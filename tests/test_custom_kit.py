@@ -136,6 +136,14 @@ def test_kit_guide_names_only_the_specs_tasks_and_figures(bundles):
                 assert path in members, (phase, path)
 
 
+def test_kit_guides_agree_with_the_pages_and_yaml(bundles):
+    """Ranking, limits and file names as the pages and competition.yaml state them, in both
+    layouts (layout one ranks by the weighted loss)."""
+    from kit_guides import agreement_problems
+    problems = [problem for bundle in bundles for problem in agreement_problems(bundle)]
+    assert not problems, "\n".join(problems)
+
+
 def test_kit_guide_shows_its_phases_commands(bundles):
     warmup = kit_members(bundles, "warmup")["README.md"].decode()
     assert "python run_local.py --results predictions.zip" in warmup
@@ -150,7 +158,7 @@ def test_kit_guide_shows_its_phases_commands(bundles):
     assert "| `spirals` | classification | 60 / 30 | 3 | probabilities of 3 classes | 7 s |" in final
     assert "| `housing` | regression | 60 / 24 | 3 | 50 samples of y per test point | 9 s |" in final
     assert "`housing`: `clean`, `shift_1`" in final
-    assert "Each task has its own wall-clock budget" in final
+    assert "**Training time budget per task**: spirals 7 s, housing 9 s" in final
     assert "sample_code_submission.zip" in final
 
 

@@ -16,14 +16,21 @@ CORE = ("build_bundle.py", "bundle", "ingestion_program", "scoring_program", "st
         "competition_formats", "reference_data", "scripts", "kinds/__init__.py",
         "kinds/scoring.py", "kinds/report.py", "kinds/svg_charts.py")
 BDL_WORDS = re.compile(r"agreement|total.variation|wasserstein|\bhmc\b|posterior", re.IGNORECASE)
-SOURCE_SUFFIXES = {".py", ".j2", ".yaml", ".json", ".md", ".sh"}
+# "" : files without a suffix (a program's metadata) are read too
+SOURCE_SUFFIXES = {".py", ".j2", ".yaml", ".json", ".md", ".sh", ""}
 
 
 def core_files():
     for entry in CORE:
         path = REPO / entry
         files = [path] if path.is_file() else sorted(path.rglob("*"))
-        yield from (f for f in files if f.suffix in SOURCE_SUFFIXES and "__pycache__" not in f.parts)
+        yield from (f for f in files if f.is_file() and f.suffix in SOURCE_SUFFIXES
+                    and "__pycache__" not in f.parts)
+
+
+def test_core_files_include_those_without_a_suffix():
+    assert {REPO / "scoring_program" / "metadata",
+            REPO / "ingestion_program" / "metadata"} <= set(core_files())
 
 
 def test_the_core_has_no_bdl_vocabulary():
@@ -69,3 +76,31 @@ def test_the_test_kind_builds_and_dry_runs(platform, tmp_path):
     # the nearest-centroid sample submission really learns: accuracy well above chance
     accuracy = [float(v) for v in re.findall(r"wine_accuracy=([0-9.]+)", result.stdout)]
     assert accuracy[-1] > 0.8
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_program_metadata_is_the_kinds(kind, tmp_path):
+    """The description a platform shows for each program: the kind's words and entry file,
+    never another kind's."""
+    import yaml
+    from bundle.kinds import entry_file, kind_definition
+    from bundle.phase_plan import code_variant, phase_plan
+    from bundle.programs import assemble_ingestion_program, assemble_scoring_program
+    from bundle.spec import load_spec
+    definition = kind_definition(kind)
+    spec = load_spec(definition.DEFAULT_SPEC)
+    plan = phase_plan(spec, spec.phases[0].key, None)
+    scoring = assemble_scoring_program(plan, tmp_path / "scoring")
+    ingestion = assemble_ingestion_program(code_variant(spec, plan), tmp_path / "ingestion")
+    for folder in (scoring, ingestion):
+        for name in ("metadata", "metadata.yaml"):
+            metadata = yaml.safe_load((folder / name).read_text())
+            assert set(metadata) == {"command", "description"}, (folder, name)
+    scoring_text = yaml.safe_load((scoring / "metadata").read_text())["description"]
+    ingestion_text = yaml.safe_load((ingestion / "metadata").read_text())["description"]
+    assert entry_file(definition) in ingestion_text, ingestion_text
+    others = {entry_file(kind_definition(k)) for k in KINDS} - {entry_file(definition)}
+    assert not any(other in ingestion_text for other in others), ingestion_text
+    if kind != "bdl2021":
+        assert not BDL_WORDS.search(scoring_text + ingestion_text), scoring_text
+    assert scoring_text == definition.SCORING_DESCRIPTION

@@ -152,14 +152,18 @@ def test_code_that_imports_a_module_it_does_not_ship_fails_locally_as_on_the_pla
 @pytest.mark.parametrize("phase", ["development", "evaluation"])
 def test_default_kit_guide_is_rendered_for_its_phase_with_the_committed_table(phase, tmp_path):
     """The default competition's kit: its tasks, its phase's commands, its baselines' table."""
+    from bundle.build import build_bundle
     from bundle.phase_plan import phase_plan
     from bundle.spec import DEFAULT_SPEC, load_spec
-    from kinds.bdl2021.kind import stage_kit
-    plan = phase_plan(load_spec(DEFAULT_SPEC), phase, None)
-    stage_kit(plan, tmp_path)
-    guide = (tmp_path / "README.md").read_text()
+    from kit_guides import kit_of
+    spec = load_spec(DEFAULT_SPEC)
+    track = "extended" if phase == "evaluation" else None
+    plan = phase_plan(spec, phase, track)
+    with zipfile.ZipFile(build_bundle(spec, phase, track, tmp_path).path) as bundle:
+        kit = kit_of(bundle, "starting_kit.zip")
+    guide = kit["README.md"].decode()
     assert all(f"`{task.name}`" in guide for task in plan.tasks)
-    assert (tmp_path / "baseline_results.json").is_file() and "not available" not in guide
+    assert "baseline_results.json" in kit and "not available" not in guide
     code = phase == "evaluation"
     assert ("python run_local.py --code submission.zip" in guide) == code
     assert ("python run_local.py --results predictions.zip" in guide) == (not code)

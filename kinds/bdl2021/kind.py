@@ -19,7 +19,7 @@ from .runtime.exact_posterior import expectation_document
 from .runtime.formats import (SAMPLES_BY_POINTS, read_chain_probs, read_chain_samples,
                               read_classification_probs, read_regression_samples,
                               read_task_inputs, write_task_inputs)
-from .runtime.score_types import CLASSIFICATION, TASK_TYPES
+from .runtime.score_types import CLASSIFICATION
 
 HERE = Path(__file__).resolve().parent
 NAME = "bdl2021"
@@ -33,6 +33,8 @@ BASELINE_RESULTS = KIT / "baseline_results.json"
 DEFAULT_WEIGHTS = {"agreement": 1.0, "total_variation": 1.0, "w2": 1.0, "w1": 0.0}
 AGGREGATE_DESCRIPTION = ("Weighted average over tasks of 1 - agreement, total variation and W2 "
                          "(the proposal's score)")
+SCORING_DESCRIPTION = ("Scores predictive distributions against the HMC references (agreement, "
+                       "total variation, Wasserstein)")
 DECLARED_MODEL = HERE / "runtime" / "declared_model.py"
 # A task budget stated in epochs (the 2021 rules): timed on the worker by runtime/calibration.py.
 EPOCH_UNIT = "one pass of plain SGD over the training data with the declared model"
@@ -232,50 +234,23 @@ def _kit_task(task) -> dict:
             "blocks": ", ".join(f"`{b}`" for b in blocks) if len(blocks) > 1 else ""}
 
 
-def kit_guide_context(plan, baseline_table: bool) -> dict:
-    """What README.md.j2 shows for this phase plan (the template only loops)."""
+def kit_guide(plan) -> dict:
+    """What the kit's guide (README.md.j2) shows of this phase plan besides the pages' facts;
+    the pages' context carries it (``guide``)."""
     types = {task.task_type for task in plan.tasks}
-    budgets = sorted({task.budget_text() for task in plan.tasks if task.budget_seconds})
-    sample = "sample_code_submission" if plan.code_submission else "sample_result_submission"
-    return {"phase": plan.name, "code": plan.code_submission,
-            "tasks": [_kit_task(task) for task in plan.tasks],
+    return {"tasks": [_kit_task(task) for task in plan.tasks],
             "classification": CLASSIFICATION in types,
             "regression": any(t != CLASSIFICATION for t in types),
-            "budget": budgets[0] if len(budgets) == 1 else "",
             "references_public": not plan.code_submission
             and all(has_public_references(task) for task in plan.tasks),
             "has_std": any(has_std(task) for task in plan.tasks),
-            "several_tasks": len(plan.tasks) > 1,
-            "primary_metrics": ", ".join(f"{TASK_TYPES[t].primary.label} for {t}"
-                                         for t in sorted(types)),
-            "sample_zip": f"{sample}.zip", "sample_folder": sample,
             "baselines": [{"label": label, "file": file, "idea": idea}
-                          for label, file, idea in BASELINES],
-            "baseline_table": baseline_table}
-
-
-def render_kit_guide(plan, baseline_table: bool) -> str:
-    import jinja2
-    environment = jinja2.Environment(loader=jinja2.FileSystemLoader(str(KIT)),
-                                     undefined=jinja2.StrictUndefined, trim_blocks=True,
-                                     lstrip_blocks=True, keep_trailing_newline=True)
-    return environment.get_template("README.md.j2").render(kit_guide_context(plan, baseline_table))
-
-
-def _is_default_competition(plan) -> bool:
-    """The committed results table holds the embedded tasks of the default spec only."""
-    return all(task.folder.parent.resolve() == Path(EMBEDDED_ROOT).resolve()
-               for task in plan.tasks)
+                          for label, file, idea in BASELINES]}
 
 
 def stage_kit(plan, destination: Path) -> None:
-    """The kind's part of the starting kit: the guide rendered for this phase plan, the
-    baselines, the declared model and, for the default competition's tasks, the baselines'
-    committed results."""
-    table = _is_default_competition(plan) and BASELINE_RESULTS.is_file()
-    if table:
-        shutil.copyfile(BASELINE_RESULTS, destination / BASELINE_RESULTS.name)
-    (destination / "README.md").write_text(render_kit_guide(plan, table), encoding="utf-8")
+    """The kind's part of the starting kit besides its guide: the baselines and the declared
+    model they import."""
     shutil.copytree(KIT / "baselines", destination / "baselines",
                     ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copyfile(DECLARED_MODEL, destination / "baselines" / "declared_model.py")

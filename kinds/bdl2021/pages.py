@@ -167,10 +167,17 @@ def page_context(plan, phase, baseline_results: dict | None) -> dict:
         "formats": _formats(types, public_references=not phase.code_submission),
         "baselines": _baseline_table(plan, baseline_results),
         "results_example": _results_example(plan.tasks[0]),
+        "prediction_files": [task["prediction_file"] for task in _kit_guide(plan)["tasks"]],
         # our embedded tasks are standardised with training statistics; an organizer's own
         # data is as they prepared it, so the page promises nothing about it
         "standardised": all(_embedded(task) for task in plan.tasks),
+        "guide": _kit_guide(plan),
     }
+
+
+def _kit_guide(plan) -> dict:
+    from .kind import kit_guide
+    return kit_guide(plan)
 
 
 def _embedded(task) -> bool:

@@ -18,6 +18,7 @@ KIT = HERE / "kit"
 BASELINE_RESULTS = KIT / "baseline_results.json"       # none committed: the pages say so
 DEFAULT_WEIGHTS = {"accuracy": 1.0, "balanced_accuracy": 0.0}
 AGGREGATE_DESCRIPTION = "Weighted average over tasks of 1 - accuracy"
+SCORING_DESCRIPTION = "Scores predicted class labels against the hidden test labels (accuracy)"
 
 
 def task_type(declaration: dict) -> str:
@@ -106,7 +107,8 @@ def page_context(plan, phase, baseline_results: dict | None) -> dict:
                    "sizes": f"{t.declaration['n_train']} / {t.declaration['n_test']}",
                    "budget": (f"{t.budget_seconds:g} s" if phase.code_submission and t.budget_seconds
                               else "-"),
-                   "summary": t.declaration["summary"]} for t in plan.tasks],
+                   "summary": t.declaration["summary"], "input": input_file(t),
+                   "prediction_file": f"{prediction_stem(t)}.csv"} for t in plan.tasks],
         "metrics": [{"name": s.label, "description": s.description, "formula": s.function.__doc__,
                      "better": "higher" if s.higher_is_better else "lower"}
                     for name in sorted(types) for s in TASK_TYPES[name].score_types],

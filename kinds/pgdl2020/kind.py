@@ -25,6 +25,8 @@ DEFAULT_WEIGHTS = {"cmi": 1.0, "kendall_tau": 0.0, "granulated_kendall": 0.0}
 AGGREGATE_DESCRIPTION = ("Mean over tasks of 1 - CMI: PGDL's competition score is "
                          "100 x (1 - weighted loss)")
 RANKS_BY_AGGREGATE = True          # PGDL ranked by the mean task score
+SCORING_DESCRIPTION = ("Scores complexity measures by the conditional mutual information between "
+                       "their ordering of the networks and the networks' generalisation gaps")
 ENTRY = ("complexity", "complexity")        # complexity.py: complexity(model, dataset)
 MODEL_CONFIGS = "model_configs.json"
 TRAIN_DATA = Path("dataset_1") / "train.npz"
@@ -135,7 +137,8 @@ def page_context(plan, phase, baseline_results: dict | None) -> dict:
                    "budget": (f"{t.budget_seconds:g} s ({t.budget_seconds / len(model_ids(t)):g} "
                               "s per network)") if phase.code_submission and t.budget_seconds
                    else "-",
-                   "summary": t.declaration.get("summary", "")} for t in plan.tasks],
+                   "summary": t.declaration.get("summary", ""), "input": input_file(t),
+                   "prediction_file": f"{prediction_stem(t)}.predict"} for t in plan.tasks],
         "stems": [prediction_stem(t) for t in plan.tasks],
         "baselines": _baseline_table(plan, baseline_results),
     }

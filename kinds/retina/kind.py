@@ -37,6 +37,8 @@ DEFAULT_WEIGHTS = {name: 0.0 for name in TASK_TYPES[DIAGNOSIS].metric_names} | {
 AGGREGATE_DESCRIPTION = ("Mean over tasks of 1/2 (1 - in-domain AUROC) + 1/2 (1 - joint "
                          "referral accuracy area): RETINA's two selection criteria")
 RANKS_BY_AGGREGATE = True
+SCORING_DESCRIPTION = ("Scores probabilities of referable disease and their uncertainties: "
+                       "in-domain AUROC and referral curves on in-domain and shifted patients")
 
 
 def task_type(declaration: dict) -> str:
@@ -181,12 +183,6 @@ def stand_in_task(task, folder: Path):
     return dataclasses.replace(task, folder=folder, declaration=declaration), about
 
 
-def stage_kit(plan, destination: Path) -> None:
-    shutil.copyfile(KIT / "README.md", destination / "README.md")
-    shutil.copytree(BASELINES, destination / "baselines",
-                    ignore=shutil.ignore_patterns("__pycache__"))
-
-
 def support_modules() -> dict[str, Path]:
     """The baselines' shared network, which run_local adds when it packages a baseline."""
     return {SHARED_MODEL.name: SHARED_MODEL}
@@ -203,7 +199,9 @@ def page_context(plan, phase, baseline_results: dict | None) -> dict:
                      "features": len(_data(t)["features"]),
                      "budget": (t.budget_text() if phase.code_submission and t.budget_seconds
                                 else "-"),
-                     "summary": t.declaration.get("summary", "")})
+                     "summary": t.declaration.get("summary", ""),
+                     "input": input_file(t), "n_test": reference["label"].size,
+                     "prediction_file": f"{prediction_stem(t)}.csv"})
     return {"tasks": rows, "stems": [prediction_stem(t) for t in plan.tasks],
             "inputs": [input_file(t) for t in plan.tasks],
             "metrics": [{"name": s.label, "key": s.name, "description": s.description,
