@@ -12,17 +12,16 @@ from pathlib import Path
 
 import numpy as np
 
+from bundle.phase_plan import declaration_path, task_data_problems
 from competition_formats import FormatError
+from kinds.bdl2021.runtime.declared_model import MLP
 from kinds.bdl2021.runtime.formats import (read_chain_probs, read_chain_samples,
                                            read_classification_probs, read_regression_samples,
                                            read_task_inputs)
 from kinds.bdl2021.runtime.formats import SAMPLES_BY_POINTS
 
-from .manifest import verify_manifest
-from bundle.phase_plan import declaration_path
-from kinds.bdl2021.runtime.declared_model import MLP
-
 from .gate import gate_problems, read_diagnostics
+from .manifest import verify_manifest
 from .organizer import task_names as organizer_task_names
 from .task_files import DEFAULT_ROOT, MANIFEST_NAME, UNLISTED_IN_MANIFEST, task_files
 
@@ -88,7 +87,6 @@ def _is_organizer_root(root: Path) -> bool:
 def verify_organizer_task(root: Path, name: str) -> VerifiedTask:
     """An organizer's task as the build checks it (its inputs hold the true y_test), and the
     convergence gate its diagnostics state."""
-    from bundle.phase_plan import task_data_problems
     from ..kind import NAME
     problems = task_data_problems(NAME, name, root)
     if problems:
