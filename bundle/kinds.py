@@ -15,7 +15,9 @@ A kind's ``kind.py`` (build time) provides, as module attributes:
   ``std_description(task, metric)`` (the leaderboard's sd columns);
 - ``scoring_settings(task)`` and ``ingestion_contract(task)``: its part of the program configs;
 - ``input_file(task)``, ``stage_inputs``, ``stage_reference``, ``stage_public`` and
-  ``has_public_references``: the data of one task;
+  ``has_public_references``: the data of one task; optionally ``task_problems(task)`` (its
+  files) and ``unconverged_reference_problems(task)`` (references whose runs did not
+  converge: refused unless the spec accepts them, ``bundle/spec.py``);
 - ``page_context(plan, phase, baseline_results)``: what its page parts show;
 - ``sample_results(plan, destination)`` and ``sample_code_submission(destination)``, and
   optionally ``stage_kit(plan, destination)`` (default: ``KIT/baselines/`` as it is) and

@@ -13,8 +13,10 @@ Beyond the schema, ``load_spec`` checks the meaning: tasks named by phases and t
 dates are ordered, time limits cover the budgets, ``max_submissions_per_day`` is at most
 ``max_submissions``, the logo is a PNG or JPEG (by its bytes), no task whose references a
 results phase publishes is also scored hidden in a code phase (unless listed in
-``public_reference_tasks_allowed_in_code_phases``), and every task's files pass the core's
-declaration reader and the kind's ``task_problems`` (``bundle/phase_plan.py``). What is
+``public_reference_tasks_allowed_in_code_phases``), every task's files pass the core's
+declaration reader and the kind's ``task_problems`` (``bundle/phase_plan.py``), and its
+references the kind's ``unconverged_reference_problems`` (unless the task sets
+``accept_unconverged_references``). What is
 suspicious but buildable (dates in the past, budgets under a second) becomes a warning in
 ``CompetitionSpec.warnings``.
 """
@@ -52,6 +54,8 @@ DATE_PATTERN = r"^\d{4}-\d{2}-\d{2}( \d{2}:\d{2}(:\d{2})?)?$"
 MIN_BUDGET_SECONDS = 1.0           # below this a budget is mostly the child's start-up
 IMAGE_MAGIC = {b"\x89PNG\r\n\x1a\n": "PNG", b"\xff\xd8\xff": "JPEG"}
 LEAK_OVERRIDE_KEY = "public_reference_tasks_allowed_in_code_phases"
+# A task's key that accepts references the kind's own check found not converged.
+UNCONVERGED_OVERRIDE_KEY = "accept_unconverged_references"
 DEFAULT_MAX_SUBMISSIONS, DEFAULT_MAX_PER_DAY = 100, 5
 # The spec's sandbox keys, in its units, defaulting to the ingestion limits the builder uses.
 SANDBOX_DEFAULTS = {"memory_gib": DEFAULT_LIMITS["memory_bytes"] / 2**30,
@@ -120,7 +124,8 @@ SCHEMA = _object({
               "additionalProperties": _object(
                   {"budget_seconds": _number(exclusive=0, maximum=86400),
                    "budget_epochs": _number(exclusive=0),
-                   "public_rows": _number(minimum=1, integer=True)}, ["budget_seconds"])},
+                   "public_rows": _number(minimum=1, integer=True),
+                   UNCONVERGED_OVERRIDE_KEY: {"type": "boolean"}}, ["budget_seconds"])},
     "reveal_full_scores": {"type": "boolean"},
     "metric_weights": {"type": "object", "additionalProperties": _number(minimum=0)},
     "phases": {"type": "object", "minProperties": 1,
@@ -457,7 +462,7 @@ def _leak_problems(raw: dict, data_root: Path) -> list[str]:
     return problems
 
 
-def _warnings(raw: dict, now: dt.datetime) -> list[str]:
+def _warnings(raw: dict, now: dt.datetime, data_root: Path) -> list[str]:
     warnings = []
     dates = [(f"phases.{key}.start", p["start"]) for key, p in raw["phases"].items()]
     dates += [("end_date", raw["end_date"])] if raw.get("end_date") else []
@@ -466,6 +471,10 @@ def _warnings(raw: dict, now: dt.datetime) -> list[str]:
             warnings.append(f"{where}: {text} is in the past (now {now:%Y-%m-%d %H:%M} UTC); "
                             "the site opens such a phase at once")
     for name, task in raw["tasks"].items():
+        if task.get(UNCONVERGED_OVERRIDE_KEY) and not _unconverged(raw["kind"], name, data_root):
+            warnings.append(f"tasks.{name}.{UNCONVERGED_OVERRIDE_KEY}: the task's references "
+                            "passed the kind's convergence checks (or it has none); the key "
+                            "changes nothing")
         if task["budget_seconds"] < MIN_BUDGET_SECONDS:
             warnings.append(f"tasks.{name}.budget_seconds: found {task['budget_seconds']:g}, "
                             f"expected at least {MIN_BUDGET_SECONDS:g} s: below that the "
@@ -524,10 +533,26 @@ def _meaning_problems(raw: dict, data_root: Path, spec_folder: Path) -> list[str
             problems.append(f"tasks.{task}: no task declaration at {declaration} (data_root "
                             f"{data_root}; see docs/organizer_data.md)")
             continue
-        problems += [f"tasks.{task}: {problem}"
-                     for problem in task_data_problems(raw["kind"], task, data_root)]
+        data_problems = task_data_problems(raw["kind"], task, data_root)
+        problems += [f"tasks.{task}: {problem}" for problem in data_problems]
+        if not data_problems and not tasks[task].get(UNCONVERGED_OVERRIDE_KEY):
+            problems += _unconverged_problems(raw["kind"], task, data_root)
     problems += _leak_problems(raw, data_root)
     return problems
+
+
+def _unconverged(kind: str, name: str, data_root: Path) -> list[str]:
+    """What the kind's own check finds unconverged in a task's references (a kind whose
+    references come from a sampler says so with ``unconverged_reference_problems``)."""
+    check = getattr(kind_definition(kind), "unconverged_reference_problems", None)
+    return list(check(load_planned_task(kind, name, data_root))) if check else []
+
+
+def _unconverged_problems(kind: str, name: str, data_root: Path) -> list[str]:
+    found = _unconverged(kind, name, data_root)
+    return [f"tasks.{name}: {'; '.join(found)}. Make them again with longer runs, or set "
+            f"tasks.{name}.{UNCONVERGED_OVERRIDE_KEY}: true to build with them as they are "
+            "(the pages then say so)"] if found else []
 
 
 def load_spec(path: Path = DEFAULT_SPEC, data_root: Path | None = None) -> CompetitionSpec:
@@ -579,4 +604,4 @@ def load_spec(path: Path = DEFAULT_SPEC, data_root: Path | None = None) -> Compe
         tracks=tuple(TrackSpec(key, t["label"], tuple(t["tasks"]))
                      for key, t in plain.get("tracks", {}).items()),
         sandbox=sandbox, scoring_margin_seconds=float(plain.get("scoring_margin_seconds", 60)),
-        pages=plain["pages"], warnings=tuple(_warnings(plain, now)))
+        pages=plain["pages"], warnings=tuple(_warnings(plain, now, Path(data_root))))

@@ -174,6 +174,13 @@ DOCS: dict[str, Doc] = {
         "(`private/full_scores.txt`, organizers only). The detailed results show the public "
         "part only. See `reveal_full_scores`.",
         default="none: the task is scored on all its rows", example=100),
+    "tasks.<task>.accept_unconverged_references": Doc(
+        "Build with this task's references although the kind's own check finds that the runs "
+        "that made them did not converge (BDL: a failed convergence gate in "
+        "`<task>_hmc_diagnostics.json`). Without it such references are refused, naming the "
+        "task and the failed check; with it the overview page says that the task's references "
+        "did not pass the convergence gate, and which check failed.",
+        default="false: references that failed the check are refused", example=True),
     "reveal_full_scores": Doc(
         "Rebuild with `true` at the end of the competition: every task is then scored on all "
         "its rows, in the leaderboard's usual columns. On CodaLab, replace the phase's scoring "

@@ -28,13 +28,14 @@ def run_cli(*args):
 
 @pytest.mark.slow
 def test_generation_is_reproducible_to_the_byte(tmp_path, capsys):
-    first, second = tmp_path / "first", tmp_path / "second"
-    # the numpy engine in this process (NUTS would start JAX's threads in the test process)
-    generate(smoke_tasks(), first, jobs=2, engine="numpy-hmc")
-    generate(smoke_tasks(), second, jobs=1, engine="numpy-hmc")
+    # the numpy engine in this process (NUTS would start JAX's threads in the test process);
+    # chains this short fail the gate, so the files are in the failed run's folder
+    generate(smoke_tasks(), tmp_path / "first", jobs=2, engine="numpy-hmc")
+    generate(smoke_tasks(), tmp_path / "second", jobs=1, engine="numpy-hmc")
+    first, second = tmp_path / "first.failed", tmp_path / "second.failed"
     files = sorted(p.relative_to(first) for p in first.rglob("*") if p.is_file())
-    assert len(files) == 2 * 6 + 2
-    for name in files:      # the manifest too: it lists checksums of everything but the log
+    assert len(files) == 2 * 6 + 1
+    for name in files:
         if name.name != GENERATION_LOG_NAME:
             assert (first / name).read_bytes() == (second / name).read_bytes(), name
     assert "diabetes_gap chain 1 done" in capsys.readouterr().err     # progress is shown
@@ -42,15 +43,23 @@ def test_generation_is_reproducible_to_the_byte(tmp_path, capsys):
 
 @pytest.mark.slow
 def test_cli_generate_writes_and_verifies(tmp_path):
+    """Into a folder that already holds references: the task made replaces its own, the
+    others stay, the manifest lists them all."""
     out = tmp_path / "refs"
+    for name in ("iris", "wine"):
+        shutil.copytree(DEFAULT_ROOT / name, out / name)
     result = run_cli("generate", "--tasks", "iris", "--out", str(out),
                      "--warmup", "300", "--samples", "500")
     assert result.returncode == 0, result.stderr
     assert "iris: NUTS, 4 chains x (300 warm-up + 500 kept draws)" in result.stderr
-    assert "iris chain 3 done" in result.stderr and "1 task(s) verified" in result.stdout
+    assert "iris chain 3 done" in result.stderr and "2 task(s) verified" in result.stdout
+    assert "iris: convergence gate passed: " in result.stdout and "ESS" in result.stdout
     tasks, problems = verify(out)
     assert problems == [] and tasks[0].declaration["hmc"]["num_samples"] == 500
     assert tasks[0].diagnostics["energy"]["passed"]
+    assert (out / "wine" / "wine_probs.csv").read_bytes() == \
+        (DEFAULT_ROOT / "wine" / "wine_probs.csv").read_bytes()
+    assert [p.name for p in tmp_path.iterdir()] == ["refs"]       # nothing staged is left
 
 
 @pytest.mark.slow
@@ -60,6 +69,36 @@ def test_cli_generate_with_the_numpy_engine_reports_each_chains_progress(tmp_pat
     assert "iris chain 3: sampling 100/100" in result.stderr
     assert json.loads((tmp_path / "iris" / "iris_task.json").read_text())["hmc"]["engine"] \
         .startswith("numpy HMC")
+
+
+def snapshot(root: Path) -> dict:
+    return {p.relative_to(root): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.slow
+def test_a_failed_gate_keeps_the_previous_references_and_the_failed_run_apart(tmp_path, capsys):
+    """One chain of ten kept draws cannot reach the energy's ESS minimum (100 per chain): the
+    committed references stay as they were, byte for byte, and the run's output is kept in a
+    folder named for it; the hint names options that --help presents as real ones."""
+    from kinds.bdl2021.reference.cli import _parser, main
+    root = tmp_path / "refs"
+    shutil.copytree(DEFAULT_ROOT, root)
+    before = snapshot(root)
+    code = main(["generate", "--tasks", "iris", "--out", str(root), "--engine", "numpy-hmc",
+                 "--jobs", "1", "--chains", "1", "--warmup", "10", "--samples", "10"])
+    err = capsys.readouterr().err
+    assert code == 1 and "iris: ESS of the potential energy is" in err
+    assert snapshot(root) == before
+    failed = tmp_path / "refs.failed" / "iris"
+    assert str(tmp_path / "refs.failed") in err and "untouched" in err
+    diagnostics = json.loads((failed / "iris_hmc_diagnostics.json").read_text())
+    assert diagnostics["energy"]["passed"] is False
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["refs", "refs.failed"]
+    generate_help = next(action for action in _parser()._actions
+                         if action.dest == "command").choices["generate"].format_help()
+    for option in ("--samples", "--warmup"):
+        assert option in err.split("error:")[-1]
+        assert "smoke test" not in " ".join(generate_help.split()), generate_help
 
 
 def test_cli_rejects_unknown_task():

@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 from kinds.bdl2021.runtime.formats import (TaskInputs, read_chain_probs,
-                                           read_classification_probs, write_task_inputs)
+                                           read_classification_probs, read_task_inputs,
+                                           write_task_inputs)
 from test_hmc import NOISE_STD, linear_regression_problem
 
 REPO = Path(__file__).resolve().parents[1]
@@ -141,12 +142,13 @@ def run_cli(*args):
 
 @pytest.mark.slow
 def test_short_chains_fail_the_energy_gate_with_the_figures(tmp_path):
-    result = run_cli("generate", "--tasks", "iris", "--out", str(tmp_path), "--warmup", "100",
-                     "--samples", "40")
+    result = run_cli("generate", "--tasks", "iris", "--out", str(tmp_path / "refs"),
+                     "--warmup", "100", "--samples", "40")
     assert result.returncode == 1
     assert "the convergence gate is not met" in result.stderr
     assert "iris: ESS of the potential energy is" in result.stderr and "< 400" in result.stderr
-    energy = json.loads((tmp_path / "iris" / "iris_hmc_diagnostics.json").read_text())["energy"]
+    energy = json.loads((tmp_path / "refs.failed" / "iris" / "iris_hmc_diagnostics.json")
+                        .read_text())["energy"]
     assert not energy["passed"] and energy["ess"] < energy["ess_minimum"] == 400
 
 
@@ -162,6 +164,7 @@ def organizer_task(root: Path, model_type="mlp") -> Path:
                                                        labels[60:]))
     declaration = {"name": "blobs", "phase": "evaluation", "kind": "classification",
                    "num_classes": 3, "n_train": 60, "n_test": 30, "input_shape": [2],
+                   "test_blocks": [{"name": "all", "start": 0, "stop": 30}],
                    "model": {"type": model_type, "activation": "tanh", "layer_sizes": [2, 8, 3]},
                    "likelihood": {"name": "softmax"},
                    "prior": {"distribution": "normal", "variance": 1.0},
@@ -184,6 +187,12 @@ def test_generate_writes_an_organizers_references_next_to_their_inputs(tmp_path)
     diagnostics = json.loads((folder / "blobs_hmc_diagnostics.json").read_text())
     assert diagnostics["energy"]["passed"] and diagnostics["rhat"]["passed"]
     assert diagnostics["test_blocks"]["all"]["accuracy"] > 0.7
+    summary = next(line for line in result.stdout.splitlines() if line.startswith("blobs:"))
+    assert "convergence gate passed" in summary and "R-hat" in summary and "ESS" in summary
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["blobs"]     # nothing staged is left
+    verified = run_cli("verify", "--root", str(tmp_path))     # the organizer's own data root
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    assert "problem" not in verified.stderr and "1 task(s) verified" in verified.stdout
 
 
 def test_generate_refuses_a_network_it_cannot_build_with_the_key_named(tmp_path):
@@ -193,6 +202,96 @@ def test_generate_refuses_a_network_it_cannot_build_with_the_key_named(tmp_path)
     assert "blobs_task.json: model.type is 'cifar_alexnet'; references can be made for 'mlp'" \
         in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def short_chain_references(root: Path):
+    """The organizer task's references from one chain of ten kept draws: too few for the
+    energy's ESS minimum whatever the draws (the numpy engine, in this process)."""
+    from dataclasses import replace
+
+    from kinds.bdl2021.reference.chains import run_task_chain
+    from kinds.bdl2021.reference.organizer import load_task
+    from kinds.bdl2021.reference.references import build_references
+    task, prepared = load_task(root, "blobs", {"num_chains": 1, "num_warmup": 10,
+                                               "num_samples": 10})
+    task = replace(task, hmc=replace(task.hmc, trajectory_length=1.0))
+    return task, build_references(task, prepared, [run_task_chain(task, prepared, 0)])
+
+
+def test_a_failed_gate_leaves_an_organizers_references_as_they_were(tmp_path):
+    from kinds.bdl2021.reference.generate import write_organizer_references
+    folder = organizer_task(tmp_path)
+    previous = {"blobs_probs.csv": b"previous model average\n",
+                "blobs_hmc_diagnostics.json": b"{}\n"}
+    for name, content in previous.items():
+        (folder / name).write_bytes(content)
+    task, references = short_chain_references(tmp_path)
+    problems, kept = write_organizer_references(tmp_path, task, references)
+    assert problems and "blobs: ESS of the potential energy is" in problems[-1]
+    assert {name: (folder / name).read_bytes() for name in previous} == previous
+    assert not (folder / "blobs_chain_probs.npy").exists()
+    assert kept == tmp_path / "blobs.failed"
+    assert json.loads((kept / "blobs_hmc_diagnostics.json").read_text())["energy"]["passed"] \
+        is False
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["blobs", "blobs.failed"]
+
+
+def generate_errors(root: Path, capsys) -> str:
+    """What generate --data-root says about the task before any sampling (in this process:
+    nothing of JAX is imported before the task is loaded)."""
+    from kinds.bdl2021.reference.cli import main
+    assert main(["generate", "--data-root", str(root)]) == 2
+    return " ".join(capsys.readouterr().err.split())
+
+
+def test_one_based_labels_are_named_as_such_with_the_file_and_values(tmp_path, capsys):
+    folder = organizer_task(tmp_path)
+    inputs = read_task_inputs(folder / "blobs.npz")
+    write_task_inputs(folder / "blobs.npz", inputs._replace(y_train=inputs.y_train + 1,
+                                                            y_test=inputs.y_test + 1))
+    error = generate_errors(tmp_path, capsys)
+    assert f"{folder / 'blobs.npz'}: y_train holds the labels 1, 2, 3" in error
+    assert "labels must be the integers 0..2" in error and "1-based" in error
+    assert "model.layer_sizes is" not in error
+
+
+def test_a_gaussian_likelihood_on_a_classification_task_is_named_as_such(tmp_path, capsys):
+    folder = organizer_task(tmp_path)
+    path = folder / "blobs_task.json"
+    declaration = json.loads(path.read_text())
+    declaration["likelihood"] = {"name": "gaussian"}
+    path.write_text(json.dumps(declaration))
+    error = generate_errors(tmp_path, capsys)
+    assert f"{path}: likelihood.name 'gaussian' needs a regression task" in error
+    assert "kind is 'classification'" in error and "model.layer_sizes is" not in error
+
+
+def test_verify_accepts_an_organizers_own_data_root(tmp_path, capsys):
+    """The embedded iris task laid out as an organizer's own data (docs/organizer_data.md):
+    true labels in the npz, the declaration's documented keys, no manifest."""
+    from kinds.bdl2021.reference.cli import main
+    from kinds.bdl2021.reference.task_files import DEFAULT_ROOT
+    from kinds.bdl2021.reference.verify import verify
+    folder = tmp_path / "iris"
+    folder.mkdir()
+    for name in ("iris_probs.csv", "iris_chain_probs.npy", "iris_hmc_diagnostics.json",
+                 "iris_test_labels.csv"):
+        (folder / name).write_bytes((DEFAULT_ROOT / "iris" / name).read_bytes())
+    inputs = read_task_inputs(DEFAULT_ROOT / "iris" / "iris.npz")
+    labels = np.loadtxt(DEFAULT_ROOT / "iris" / "iris_test_labels.csv").astype(np.int64)
+    write_task_inputs(folder / "iris.npz", inputs._replace(y_test=labels))
+    full = json.loads((DEFAULT_ROOT / "iris" / "iris_task.json").read_text())
+    documented = ("name", "phase", "kind", "num_classes", "n_train", "n_test", "input_shape",
+                  "test_blocks", "likelihood", "prior", "summary")
+    declaration = {key: full[key] for key in documented}
+    declaration["model"] = {key: full["model"][key] for key in ("type", "activation",
+                                                                "layer_sizes")}
+    (folder / "iris_task.json").write_text(json.dumps(declaration))
+    tasks, problems = verify(tmp_path)
+    assert problems == [] and [task.declaration["name"] for task in tasks] == ["iris"]
+    code, printed = main(["verify", "--root", str(tmp_path)]), capsys.readouterr()
+    assert code == 0 and printed.err == "", printed.err
+    assert f"1 task(s) verified in {tmp_path}: ok" in printed.out
 
 
 def test_the_committed_nuts_references_agree_with_the_numpy_hmc_ones():

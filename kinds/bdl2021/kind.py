@@ -271,4 +271,5 @@ def reference_cli(argv: list[str]) -> int:
     """``python -m reference_data {generate,verify}``: HMC references of the embedded tasks."""
     from .reference.cli import main
     return main(argv)
-from .organizer_checks import task_problems  # noqa: E402,F401  (the organizer data checks)
+from .organizer_checks import (task_problems,  # noqa: E402,F401  (the organizer data checks)
+                               unconverged_reference_problems)

@@ -2,7 +2,9 @@
 
 ``task_problems(task)`` reads a task's declaration and files where the organizer put them and
 returns one line per problem, each naming the organizer's own file, what was found and what
-was expected; the core (``bundle/phase_plan.py``) calls it for every task of the spec. A
+was expected; the core (``bundle/phase_plan.py``) calls it for every task of the spec;
+``unconverged_reference_problems(task)`` says which checks of the convergence gate the
+references failed, which the spec may accept (``bundle/spec.py``). A
 transposed regression reference (N x S where S x N is expected) gets the "looks transposed"
 hint participants' files get (``competition_formats/matrix_files.py``).
 """
@@ -15,6 +17,7 @@ import numpy as np
 from competition_formats import read_matrix
 from competition_formats.matrix_files import FormatError
 
+from .reference.gate import gate_checks, read_diagnostics
 from .reference.task_files import task_files
 from .runtime.formats import read_chain_probs, read_chain_samples, read_task_inputs
 from .runtime.score_types import CLASSIFICATION, TASK_TYPES
@@ -128,4 +131,31 @@ def task_problems(task) -> list[str]:
                         col_label="label")
         except FormatError as error:
             problems.append(str(error))
+    if paths.diagnostics.is_file():
+        try:
+            read_diagnostics(paths.diagnostics)
+        except FormatError as error:
+            problems.append(str(error))
     return problems
+
+
+def convergence_failures(task) -> list[str]:
+    """The checks of the convergence gate the task's references failed, as their diagnostics
+    state them; none without a diagnostics file (references made elsewhere carry none)."""
+    path = task_files(task.folder.parent, task.name, task.task_type).diagnostics
+    if not path.is_file():
+        return []
+    try:
+        diagnostics = read_diagnostics(path)
+    except FormatError:
+        return []                  # task_problems reports the file
+    return [check.failure() for check in gate_checks(diagnostics) if not check.passed]
+
+
+def unconverged_reference_problems(task) -> list[str]:
+    """The core's check of the references' own quality (``bundle/spec.py``): the failed
+    convergence checks, naming the diagnostics file."""
+    failures = convergence_failures(task)
+    path = task_files(task.folder.parent, task.name, task.task_type).diagnostics
+    return [f"{path}: the references did not pass the convergence gate: "
+            + "; ".join(failures)] if failures else []

@@ -38,6 +38,7 @@ def formula_html(text: str) -> Markup:
 
 
 def _task_rows(plan, phase) -> list[dict]:
+    from .organizer_checks import convergence_failures
     rows = []
     for task in plan.tasks:
         d = task.declaration
@@ -51,7 +52,9 @@ def _task_rows(plan, phase) -> list[dict]:
             "prior_variance": f"{d['prior']['variance']:g}",
             "budget": (task.budget_text() if phase.code_submission and task.budget_seconds
                        else "-"),
-            "summary": d.get("summary", "")})
+            "summary": d.get("summary", ""),
+            # the build refuses these unless the spec accepts them (accept_unconverged_references)
+            "unconverged": "; ".join(convergence_failures(task))})
     return rows
 
 

@@ -19,6 +19,13 @@ EPILOG = """examples:
 """
 
 
+# What each chain-length option sets, and what raising it does for the convergence gate.
+LENGTHS = {"warmup": "warm-up iterations per chain", "samples": "kept draws per chain",
+           "chains": "number of chains"}
+REMEDY = ("more kept draws (--samples) raise the ESS of the potential energy, and a longer "
+          "warm-up (--warmup) with more draws brings chains that disagree together (R-hat)")
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m reference_data", epilog=EPILOG,
@@ -41,9 +48,10 @@ def _parser() -> argparse.ArgumentParser:
                                "for one) instead of the chains")
     generate.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
                           help="numpy-hmc: parallel chain processes (default: number of cores)")
-    for name in ("warmup", "samples", "chains"):
+    for name, what in LENGTHS.items():
         generate.add_argument(f"--{name}", type=int, default=None,
-                              help=f"override every task's number of {name} (smoke tests only)")
+                              help=f"{what} of every task, instead of its declaration's "
+                                   f"hmc.num_{name}; raise it when the convergence gate fails")
     verify = commands.add_parser("verify", help="check manifest, shapes and convergence")
     verify.add_argument("--root", type=Path, default=DEFAULT_ROOT,
                         help=f"references folder (default: {DEFAULT_ROOT})")
@@ -55,20 +63,26 @@ def _names(args, default: list[str]) -> list[str]:
         else default
 
 
-def _gate_failed(problems: list[str]) -> int:
+def _gate_failed(problems: list[str], failed: list, kept: list[Path], declared: str) -> int:
+    """``failed``: the tasks whose gate failed (their settings), ``kept``: where their
+    output is, ``declared``: where their chain lengths are declared."""
+    ran = "; ".join(f"{task.name} ran {task.hmc.num_chains} chain(s) x ({task.hmc.num_warmup} "
+                    f"warm-up + {task.hmc.num_samples} kept draws)" for task in failed)
     print("error: the convergence gate is not met:\n  " + "\n  ".join(problems)
-          + "\nsee the tasks' *_hmc_diagnostics.json, and lengthen the chains "
-          "(--warmup, --samples)", file=sys.stderr)
+          + "\nthe previous references of these tasks are untouched; this run's output is in "
+          + ", ".join(str(folder) for folder in kept)
+          + f" (see *_hmc_diagnostics.json)\nlengthen the chains: {REMEDY}; or declare longer "
+          f"ones in {declared}. {ran}", file=sys.stderr)
     return 1
 
 
 def _generate_organizer(args) -> int:
     """References for the task folders under --data-root, written next to their inputs."""
     from competition_formats import FormatError
-    from .generate import ProgressPrinter, run_chains_nuts, write_references
+    from .generate import ProgressPrinter, run_chains_nuts, write_organizer_references
+    from .gate import gate_summary
     from .organizer import load_task, task_names
-    from .references import build_references, gate_problems
-    from .task_files import task_files
+    from .references import build_references
     if args.engine != "nuts":
         print("error: --data-root runs NUTS only (--engine nuts)", file=sys.stderr)
         return 2
@@ -86,17 +100,21 @@ def _generate_organizer(args) -> int:
     tasks = list(loaded)
     results, _ = run_chains_nuts(tasks, ProgressPrinter(tasks), prepared_of=loaded.get,
                                  shard_data=args.shard_data)
-    problems = []
+    problems, failed, kept = [], [], []
     for task in tasks:
         references = build_references(task, loaded[task], results[task.name])
-        write_references(task_files(args.data_root, task.name, task.kind), task, references)
-        problems += gate_problems(task.name, references.diagnostics)
-        print(f"wrote the references of {task.name} to {args.data_root / task.name}")
-    return _gate_failed(problems) if problems else 0
+        task_problems, folder = write_organizer_references(args.data_root, task, references)
+        print(gate_summary(task.name, references.diagnostics))
+        if task_problems:
+            problems, failed, kept = problems + task_problems, failed + [task], kept + [folder]
+        else:
+            print(f"wrote the references of {task.name} to {args.data_root / task.name}")
+    declared = "each task's <task>_task.json (\"hmc\": {\"num_warmup\", \"num_samples\"})"
+    return _gate_failed(problems, failed, kept, declared) if problems else 0
 
 
 def _generate(args) -> int:
-    from .generate import generate, with_overrides
+    from .generate import failed_folder, generate, with_overrides
     if args.data_root is not None:
         return _generate_organizer(args)
     try:
@@ -106,10 +124,16 @@ def _generate(args) -> int:
         print(f"error: {error.args[0]}", file=sys.stderr)
         return 2
     log = generate(tasks, args.out, args.jobs, engine=args.engine, shard_data=args.shard_data)
-    print(f"wrote {len(tasks)} task(s) to {args.out} in {log['wall_seconds']:.0f}s")
-    problems = [problem for entry in log["tasks"].values() for problem in entry["gate_problems"]]
-    if problems:
-        return _gate_failed(problems)
+    for entry in log["tasks"].values():
+        print(entry["gate"])
+    failed = [task for task in tasks if not log["tasks"][task.name]["gate_passed"]]
+    print(f"wrote {len(tasks) - len(failed)} task(s) to {args.out} in "
+          f"{log['wall_seconds']:.0f}s")
+    if failed:
+        problems = [problem for task in failed
+                    for problem in log["tasks"][task.name]["gate_problems"]]
+        return _gate_failed(problems, failed, [failed_folder(args.out)],
+                            "kinds/bdl2021/reference/tasks.py (HMCSettings)")
     return _verify(args.out)
 
 

@@ -10,11 +10,14 @@ to a separate log, outside the references.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import json
 import multiprocessing
 import os
 import platform
+import shutil
 import sys
+import tempfile
 import time
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -29,8 +32,10 @@ from competition_formats.matrix_files import write_matrix
 from .chains import ChainPredictions, run_task_chain, task_model
 from .datasets import PreparedTask, prepare
 from .manifest import write_manifest
-from .references import TaskReferences, build_references, gate_problems
-from .task_files import GENERATION_LOG_NAME, MANIFEST_NAME, UNLISTED_IN_MANIFEST, task_files
+from .gate import gate_problems, gate_summary
+from .references import TaskReferences, build_references
+from .task_files import (GENERATION_LOG_NAME, MANIFEST_NAME, UNLISTED_IN_MANIFEST, TaskFiles,
+                         task_files)
 from .tasks import REGRESSION_SAMPLES, TaskDeclaration
 
 SINGLE_THREAD_ENV = {name: "1" for name in (
@@ -199,36 +204,99 @@ def _drain(queue, printer: ProgressPrinter) -> None:
         printer.report(*queue.get())
 
 
+@contextlib.contextmanager
+def staging_folder(destination: Path):
+    """A fresh folder next to ``destination``: on the same filesystem, so what is written
+    there moves into place by a rename; removed at the end, whatever happens."""
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    folder = Path(tempfile.mkdtemp(prefix=f".{destination.name}.partial-",
+                                   dir=destination.parent))
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def failed_folder(destination: Path) -> Path:
+    """Where a run whose references fail the gate leaves them, for inspection."""
+    return destination.parent / f"{destination.name}.failed"
+
+
+def _place(staged: Path, destination: Path, failed: Path, problems: list[str]) -> None:
+    """References that passed the gate replace the destination's, file by file (a rename
+    each); others replace the previous failed run's output and leave the destination as it
+    was."""
+    if problems:
+        shutil.rmtree(failed, ignore_errors=True)
+        failed.parent.mkdir(parents=True, exist_ok=True)
+        staged.rename(failed)
+        return
+    destination.mkdir(parents=True, exist_ok=True)
+    for path in sorted(staged.iterdir()):
+        os.replace(path, destination / path.name)
+
+
+def write_generated(tasks: list[TaskDeclaration], results: dict, chain_seconds: dict,
+                    root: Path, engine: str = DEFAULT_ENGINE) -> dict:
+    """Each task's files, written next to ``root`` and moved into it only if its chains pass
+    the convergence gate (else into ``failed_folder(root)``); the log entry of each task."""
+    entries = {}
+    with staging_folder(root) as staging:
+        for task in tasks:
+            prepared = prepare(task)
+            references = build_references(task, prepared, results[task.name])
+            write_task(staging, task, prepared, references, engine)
+            problems = gate_problems(task.name, references.diagnostics)
+            _place(staging / task.name, root / task.name, failed_folder(root) / task.name,
+                   problems)
+            entries[task.name] = {"chain_seconds": round(chain_seconds[task.name], 1),
+                                  "gate_passed": not problems, "gate_problems": problems,
+                                  "gate": gate_summary(task.name, references.diagnostics)}
+    return entries
+
+
+def write_organizer_references(root: Path, task: TaskDeclaration,
+                               references: TaskReferences) -> tuple[list[str], Path | None]:
+    """An organizer's task's references, moved next to its inputs only if they pass the
+    gate; the gate's problems, and where the failed references were kept (else None)."""
+    destination = Path(root) / task.name
+    with staging_folder(destination) as staging:
+        write_references(TaskFiles(staging, task.name, task.kind), task, references)
+        problems = gate_problems(task.name, references.diagnostics)
+        _place(staging, destination, failed_folder(destination), problems)
+    return problems, failed_folder(destination) if problems else None
+
+
 def generate(tasks: list[TaskDeclaration], root: Path, jobs: int,
              printer: ProgressPrinter | None = None, engine: str = DEFAULT_ENGINE,
              shard_data: bool = False) -> dict:
-    """Run all chains, write every task's files and the manifest; return the run's log, with
-    each task's convergence gate (its problems, with the figures, where it fails)."""
+    """Run all chains and write the files of every task that passes the convergence gate, with
+    the manifest; return the run's log, with each task's gate (its problems, with the
+    figures, where it fails). The log goes to ``root`` when a task was written there, and to
+    ``failed_folder(root)`` when one failed."""
     printer = printer or ProgressPrinter(tasks)
     started = time.perf_counter()
     results, chain_seconds = (run_chains_nuts(tasks, printer, shard_data=shard_data)
                               if engine == "nuts"
                               else run_chains(tasks, jobs, printer))
-    root.mkdir(parents=True, exist_ok=True)
     log = {"engine": engine, "jobs": jobs, "python": platform.python_version(),
            "numpy": np.__version__,
-           "machine": f"{platform.machine()}, {os.cpu_count()} cores", "tasks": {}}
-    for task in tasks:
-        prepared = prepare(task)
-        references = build_references(task, prepared, results[task.name])
-        write_task(root, task, prepared, references, engine)
-        problems = gate_problems(task.name, references.diagnostics)
-        log["tasks"][task.name] = {"chain_seconds": round(chain_seconds[task.name], 1),
-                                   "gate_passed": not problems, "gate_problems": problems}
+           "machine": f"{platform.machine()}, {os.cpu_count()} cores",
+           "tasks": write_generated(tasks, results, chain_seconds, root, engine)}
     log["wall_seconds"] = round(time.perf_counter() - started, 1)
-    _write_json(root / GENERATION_LOG_NAME, log)
-    write_manifest(root, MANIFEST_NAME, UNLISTED_IN_MANIFEST)
+    outcomes = {entry["gate_passed"] for entry in log["tasks"].values()}
+    if True in outcomes:
+        _write_json(root / GENERATION_LOG_NAME, log)
+        write_manifest(root, MANIFEST_NAME, UNLISTED_IN_MANIFEST)
+    if False in outcomes:
+        _write_json(failed_folder(root) / GENERATION_LOG_NAME, log)
     return log
 
 
 def with_overrides(task: TaskDeclaration, num_warmup: int | None, num_samples: int | None,
                    num_chains: int | None) -> TaskDeclaration:
-    """A cheaper variant of a task (for smoke tests); real references use the declaration."""
+    """The task with other chain lengths or counts (the command line's --warmup, --samples,
+    --chains); the declaration written with its references states them."""
     changes = {key: value for key, value in (("num_warmup", num_warmup),
                ("num_samples", num_samples), ("num_chains", num_chains)) if value is not None}
     return replace(task, hmc=replace(task.hmc, **changes)) if changes else task

@@ -24,6 +24,7 @@ from .tasks import HMCSettings, TaskDeclaration
 
 DEFAULT_HMC = {"num_chains": 4, "num_warmup": 1000, "num_samples": 1000}
 LIKELIHOOD_KINDS = {"softmax": "classification", "gaussian": "regression"}
+MAX_SHOWN_LABELS = 12
 
 
 def task_names(root: Path) -> list[str]:
@@ -41,6 +42,44 @@ def _declared(declaration: dict, path: Path, key: str, allowed) -> str:
     return value
 
 
+def _task_kind(declaration: dict, path: Path, likelihood: str) -> str:
+    """The likelihood decides the task type; a declared ``kind`` must agree with it."""
+    kind = LIKELIHOOD_KINDS[likelihood]
+    declared = declaration.get("kind", kind)
+    if declared != kind:
+        fitting = [name for name, of in LIKELIHOOD_KINDS.items() if of == declared]
+        raise FormatError(f"{path}: likelihood.name {likelihood!r} needs a {kind} task, but "
+                          f"kind is {declared!r}" + (f"; a {declared} task takes likelihood "
+                                                     f"{fitting[0]!r}" if fitting else ""))
+    return kind
+
+
+def _sizes_valid(sizes) -> bool:
+    return (isinstance(sizes, list) and len(sizes) >= 2
+            and all(isinstance(size, int) and not isinstance(size, bool) and size > 0
+                    for size in sizes))
+
+
+def _shown(values: np.ndarray) -> str:
+    """Distinct values as a reader checks them: all of a few, else the range."""
+    if len(values) <= MAX_SHOWN_LABELS:
+        return ", ".join(f"{value:g}" for value in values)
+    return f"{values[0]:g} .. {values[-1]:g} ({len(values)} distinct values)"
+
+
+def _check_labels(path: Path, inputs, classes: int) -> None:
+    """Classification labels index the network's outputs: integers 0..classes-1."""
+    for key in ("y_train", "y_test"):
+        values = np.unique(np.asarray(getattr(inputs, key), dtype=float))
+        if np.all(values == np.round(values)) and values.min() >= 0 and values.max() < classes:
+            continue
+        hint = (" (they look 1-based: subtract 1 from every label)"
+                if values.min() == 1 and values.max() == classes else "")
+        raise FormatError(f"{path}: {key} holds the labels {_shown(values)}; classification "
+                          f"labels must be the integers 0..{classes - 1}, one per output of "
+                          f"the network (model.layer_sizes ends in {classes}){hint}")
+
+
 def load_task(root: Path, name: str, overrides: dict) -> tuple[TaskDeclaration, PreparedTask]:
     """The task's declaration as the samplers need it, and its arrays; FormatError names the
     file and key of anything the declared network cannot be built from."""
@@ -56,14 +95,21 @@ def load_task(root: Path, name: str, overrides: dict) -> tuple[TaskDeclaration, 
     variance = declaration["prior"].get("variance")
     if not isinstance(variance, (int, float)) or not variance > 0:
         raise FormatError(f"{path}: prior.variance is {variance!r}; expected a positive number")
-    inputs = read_task_inputs(Path(root) / name / f"{name}.npz")
-    kind = LIKELIHOOD_KINDS[likelihood]
+    kind = _task_kind(declaration, path, likelihood)
+    inputs_path = Path(root) / name / f"{name}.npz"
+    inputs = read_task_inputs(inputs_path)
     sizes = declaration["model"].get("layer_sizes")
+    if kind == "classification" and _sizes_valid(sizes):
+        _check_labels(inputs_path, inputs, sizes[-1])
     outputs = 2 if kind == "regression" else int(inputs.y_train.max()) + 1
     expected_ends = [int(np.prod(inputs.x_train.shape[1:])), outputs]
-    if not isinstance(sizes, list) or len(sizes) < 2 or [sizes[0], sizes[-1]] != expected_ends:
+    if not _sizes_valid(sizes) or [sizes[0], sizes[-1]] != expected_ends:
         raise FormatError(f"{path}: model.layer_sizes is {sizes!r}; expected [{expected_ends[0]}, "
                           f"hidden sizes..., {expected_ends[1]}] for these inputs and outputs")
+    if kind == "classification" and declaration.get("num_classes", outputs) != outputs:
+        raise FormatError(f"{path}: num_classes is {declaration['num_classes']!r}, but "
+                          f"model.layer_sizes ends in {outputs} outputs; expected the same "
+                          "number of classes in both")
     settings = {**DEFAULT_HMC, **declaration.get("hmc", {}), **overrides}
     task = TaskDeclaration(
         name=name, phase=declaration.get("phase", "evaluation"),

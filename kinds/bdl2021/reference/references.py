@@ -93,25 +93,6 @@ def convergence_report(task: TaskDeclaration, prepared: PreparedTask,
     }
 
 
-def gate_problems(name: str, diagnostics: dict) -> list[str]:
-    """Why a task's chains fail the convergence gate, with the figures; none if they pass.
-    References made before the energy gate (no "energy" entry) are held to the R-hat bar."""
-    problems = []
-    rhat = diagnostics["rhat"]
-    at_percentile = rhat[f"p{rhat['percentile']}"]
-    if not at_percentile <= rhat["threshold"]:
-        problems.append(f"{name}: split R-hat of the predictive at the {rhat['percentile']}th "
-                        f"percentile is {at_percentile:.3f} > {rhat['threshold']}")
-    energy = diagnostics.get("energy")
-    if energy and not energy["rhat"] <= energy["rhat_threshold"]:
-        problems.append(f"{name}: split R-hat of the potential energy is {energy['rhat']:.3f} > "
-                        f"{energy['rhat_threshold']}")
-    if energy and not energy["ess"] >= energy["ess_minimum"]:
-        problems.append(f"{name}: ESS of the potential energy is {energy['ess']:.0f} < "
-                        f"{energy['ess_minimum']}")
-    return problems
-
-
 def build_references(task: TaskDeclaration, prepared: PreparedTask,
                      chains: list[ChainPredictions]) -> TaskReferences:
     chains = sorted(chains, key=lambda chain: chain.chain_index)

@@ -1,7 +1,8 @@
 """Check generated references: manifest, loadability with the declared shapes, convergence.
 
 This is what the README's main command runs until the bundle builder exists, and what the
-tests run on the committed files.
+tests run on the committed files. An organizer's own data root (no manifest; true labels in
+the inputs) is checked as the build checks it, with the convergence gate.
 """
 from __future__ import annotations
 
@@ -11,15 +12,18 @@ from pathlib import Path
 
 import numpy as np
 
+from bundle.phase_plan import declaration_path, task_data_problems
 from competition_formats import FormatError
+from kinds.bdl2021.runtime.declared_model import MLP
 from kinds.bdl2021.runtime.formats import (read_chain_probs, read_chain_samples,
                                            read_classification_probs, read_regression_samples,
                                            read_task_inputs)
 from kinds.bdl2021.runtime.formats import SAMPLES_BY_POINTS
 
+from .gate import gate_problems, read_diagnostics
 from .manifest import verify_manifest
-from .references import gate_problems
-from .task_files import MANIFEST_NAME, UNLISTED_IN_MANIFEST, task_files
+from .organizer import task_names as organizer_task_names
+from .task_files import DEFAULT_ROOT, MANIFEST_NAME, UNLISTED_IN_MANIFEST, task_files
 
 PROBABILITY_SUM_TOLERANCE = 1e-9
 
@@ -73,36 +77,81 @@ def task_names(root: Path) -> list[str]:
     return sorted(p.parent.name for p in Path(root).glob("*/*_task.json"))
 
 
+def _is_organizer_root(root: Path) -> bool:
+    """An organizer's own data root (docs/organizer_data.md): task folders, and no manifest,
+    which only ``generate --out`` writes; the embedded references always need theirs."""
+    return (root.is_dir() and not (root / MANIFEST_NAME).exists()
+            and root.resolve() != DEFAULT_ROOT.resolve() and bool(organizer_task_names(root)))
+
+
+def verify_organizer_task(root: Path, name: str) -> VerifiedTask:
+    """An organizer's task as the build checks it (its inputs hold the true y_test), and the
+    convergence gate its diagnostics state."""
+    from ..kind import NAME
+    problems = task_data_problems(NAME, name, root)
+    if problems:
+        return VerifiedTask({"name": name}, {}, problems)
+    declaration = json.loads(declaration_path(root, name).read_text(encoding="utf-8"))
+    path = task_files(root, name, declaration["kind"]).diagnostics
+    if not path.is_file():
+        return VerifiedTask(declaration, {}, [f"{path}: missing, so the convergence of the "
+                                              "references is unknown (generate --data-root "
+                                              "writes it)"])
+    try:
+        diagnostics = read_diagnostics(path)
+    except FormatError as error:
+        return VerifiedTask(declaration, {}, [str(error)])
+    return VerifiedTask(declaration, diagnostics, gate_problems(name, diagnostics))
+
+
 def verify(root: Path) -> tuple[list[VerifiedTask], list[str]]:
-    problems = verify_manifest(Path(root), MANIFEST_NAME, UNLISTED_IN_MANIFEST)
+    root = Path(root)
+    if _is_organizer_root(root):
+        tasks = [verify_organizer_task(root, name) for name in organizer_task_names(root)]
+        return tasks, [p for task in tasks for p in task.problems]
+    problems = verify_manifest(root, MANIFEST_NAME, UNLISTED_IN_MANIFEST)
     tasks = [verify_task(root, name) for name in task_names(root)]
     if not tasks:
         problems.append(f"{root}: no task folders found")
     return tasks, problems + [p for task in tasks for p in task.problems]
 
 
+HEADER = ("| task | phase | N train / test | classes or samples | model (params) | chains x kept | "
+          "step size | leapfrog steps | acceptance | worst R-hat (p99) | ESS min / median (U) | "
+          "fit to test labels |")
+
+
 def summary_table(tasks: list[VerifiedTask]) -> str:
-    """The per-task facts a reviewer asks for, as a Markdown table."""
-    header = ("| task | phase | N train / test | classes or samples | model (params) | "
-              "chains x kept | step size | leapfrog steps | acceptance | worst R-hat (p99) | "
-              "ESS min / median (U) | fit to test labels |")
-    rows = [header, "|" + "---|" * (header.count("|") - 1)]
-    for task in tasks:
-        d, g = task.declaration, task.diagnostics
-        chains = g["chains"]
-        outputs = d.get("num_classes", d.get("num_samples"))
-        fit_text = ", ".join(f"{block}: {_fit(values)}" for block, values in g["test_blocks"].items())
-        rows.append(
-            f"| {d['name']} | {d['phase']} | {d['n_train']} / {d['n_test']} | {outputs} | "
-            f"{'-'.join(map(str, d['model']['layer_sizes']))} ({d['model']['num_parameters']}) | "
-            f"{len(chains)} x {d['hmc']['num_samples']} | "
-            f"{min(c['step_size'] for c in chains):.3g}-{max(c['step_size'] for c in chains):.3g} | "
-            f"{min(c['num_steps'] for c in chains):.0f}-{max(c['num_steps'] for c in chains):.0f} | "
-            f"{min(c['acceptance_rate'] for c in chains):.2f}-{max(c['acceptance_rate'] for c in chains):.2f} | "
-            f"{g['rhat']['max']:.3f} ({g['rhat']['p99']:.3f}) | "
-            f"{g['ess']['min']:.0f} / {g['ess']['median']:.0f} ({g['ess']['potential_energy']:.0f}) | "
-            f"{fit_text} |")
-    return "\n".join(rows)
+    """The per-task facts a reviewer asks for, as a Markdown table; "?" where an organizer's
+    declaration does not state them, "-" where there are no diagnostics."""
+    return "\n".join([HEADER, "|" + "---|" * (HEADER.count("|") - 1)]
+                     + [_row(task.declaration, task.diagnostics) for task in tasks])
+
+
+def _model(d: dict) -> str:
+    sizes = d.get("model", {}).get("layer_sizes")
+    if not sizes:
+        return "?"
+    parameters = d["model"].get("num_parameters") or MLP(tuple(sizes)).num_parameters
+    return f"{'-'.join(map(str, sizes))} ({parameters})"
+
+
+def _row(d: dict, g: dict) -> str:
+    facts = [d.get("name", "?"), d.get("phase", "?"),
+             f"{d.get('n_train', '?')} / {d.get('n_test', '?')}",
+             d.get("num_classes", d.get("num_samples", "?")), _model(d)]
+    if not g:
+        return "| " + " | ".join(map(str, facts + ["-"] * 7)) + " |"
+    chains = g["chains"]
+    spread = [f"{min(c[key] for c in chains):{form}}-{max(c[key] for c in chains):{form}}"
+              for key, form in (("step_size", ".3g"), ("num_steps", ".0f"),
+                                ("acceptance_rate", ".2f"))]
+    facts += [f"{len(chains)} x {d.get('hmc', {}).get('num_samples', '?')}", *spread,
+              f"{g['rhat']['max']:.3f} ({g['rhat']['p99']:.3f})",
+              f"{g['ess']['min']:.0f} / {g['ess']['median']:.0f} "
+              f"({g['ess']['potential_energy']:.0f})",
+              ", ".join(f"{block}: {_fit(values)}" for block, values in g["test_blocks"].items())]
+    return "| " + " | ".join(map(str, facts)) + " |"
 
 
 def _fit(block: dict) -> str:
