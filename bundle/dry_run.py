@@ -28,9 +28,9 @@ from scoring_program.scorer.config import scores_file_keys
 
 from .codabench import DEFAULT_EXECUTION_TIME_LIMIT_SECONDS, DEFAULT_QUEUE_LIMIT_SECONDS
 from .spec import is_gpu_image
-from .worker import (CODABENCH, CODALAB, Dispatch, WorkerCommandError, dispatch_submission,
-                     penalised_tasks, program_command, read_scores, run_program,
-                     submission_metadata)
+from .worker import (CODABENCH, CODALAB, NO_OUTPUT_FAILURE, NO_PREDICTIONS_FAILURE, Dispatch,
+                     WorkerCommandError, dispatch_submission, penalised_tasks, program_command,
+                     read_scores, run_program, submission_metadata)
 
 SAMPLES = {True: "sample_code_submission.zip", False: "sample_result_submission.zip"}
 SETPRIV = "/usr/bin/setpriv"
@@ -373,10 +373,13 @@ def _program_container(app: Path, submission: Path, folder: Path) -> Path:
     return folder
 
 
-def _codabench_push_output(output: Path, step: StepResult | None) -> StepResult | None:
-    """§3.7: the worker writes output/metadata, and fails if the program wrote one."""
+def _codabench_push_output(name: str, output: Path, step: StepResult | None) -> StepResult | None:
+    """§3.7: the worker writes output/metadata, and fails if the program wrote one, or if
+    no container or copy made the output folder."""
+    if not output.is_dir():
+        return StepResult(name, "output", 0.0, "failed", NO_OUTPUT_FAILURE)
     if (output / "metadata").exists():
-        return StepResult(step.phase if step else "", "output", 0.0, "failed",
+        return StepResult(name, "output", 0.0, "failed",
                           "Error, the output directory already contains a metadata file")
     code = 0 if step is None or step.status == "ok" else 1
     (output / "metadata").write_text(f"exitCode: 0\nelapsedTime: 0\ningestionExitCode: {code}\n"
@@ -387,10 +390,12 @@ def _codabench_push_output(output: Path, step: StepResult | None) -> StepResult 
 def _codabench_predict(bundle: Path, name: str, task: dict, submission_zip: Path, python: str,
                        work: Path, limit: float) -> tuple[list[StepResult], Path]:
     app = work / "predict" / "app"
-    (app / "output").mkdir(parents=True)
+    app.mkdir(parents=True)
     code_phase = bool(task.get("ingestion_program"))
     submission = _unzip(submission_zip, work / "submission")
     step, dispatch = _submission_step(name, submission, CODABENCH, code_phase, app / "output")
+    if dispatch.makes_output:
+        (app / "output").mkdir(exist_ok=True)
     results = [step]
     ingestion = None
     if dispatch.runs_ingestion:
@@ -403,10 +408,18 @@ def _codabench_predict(bundle: Path, name: str, task: dict, submission_zip: Path
         ingestion = _codabench_timed(name, "ingestion", app, True, python, limit)
         results.append(ingestion)
         results += _own_command_step(name, own, limit)
-    pushed = _codabench_push_output(app / "output", ingestion)
+    pushed = _codabench_push_output(name, app / "output", ingestion)
     if pushed:
         results.append(pushed)
     return results, app / "output"
+
+
+def _no_predictions(name: str) -> StepResult:
+    """The scoring job was queued when the prediction step set the status to Scoring, and
+    cannot download a prediction result that was never uploaded (§3.3)."""
+    return StepResult(name, "scoring", 0.0, "failed", (
+        f"{NO_PREDICTIONS_FAILURE}: the prediction step uploaded no output, and the worker "
+        "tries to download it 10 times, 20 s apart, before failing the submission"))
 
 
 def _run_phase_codabench(bundle: Path, phase: dict, task: dict, keys: list[str], python: str,
@@ -425,6 +438,8 @@ def _run_phase_codabench(bundle: Path, phase: dict, task: dict, keys: list[str],
     # Exit codes of the prediction step are not checked: scoring always follows (§3.7).
     results, predictions = _codabench_predict(bundle, name, task, submission_zip, python, work,
                                               limit)
+    if not predictions.is_dir():
+        return results + [_no_predictions(name)]
     score = work / "score" / "app"
     _unzip(bundle / task["scoring_program"], score / "program")
     _unzip(bundle / task["reference_data"], score / "input" / "ref")
