@@ -97,7 +97,7 @@ def _zip_members(work: Path, plan: PhasePlan, spec: CompetitionSpec,
              "public_data": lambda d: stage_public_data(plan, d),
              "starting_kit": lambda d: stage_starting_kit(
                  plan, d, code_variant(spec, plan), ingestion_limits(spec), platform,
-                 written_keys(plan, platform))}
+                 written_keys(plan))}
     if plan.code_submission:
         steps |= {"ingestion_program":
                   lambda d: assemble_ingestion_program(plan, d, ingestion_limits(spec),

@@ -53,7 +53,7 @@ def _phase_fields(spec, phases, index, files, hide_scores: bool,
                ("max_submissions_per_day", phase.max_submissions_per_day),
                ("execution_time_limit", phase.execution_time_limit),
                ("public_data", files["public_data"]), ("starting_kit", files["starting_kit"])]
-    if hide_scores:      # its scoring output holds the hidden full figures (issue #1369)
+    if hide_scores:      # its scoring output holds the full figures in private/ (§3.9)
         fields.append(("hide_score_output", True))
     return [(k, quoted(v)) for k, v in fields] + [
         ("tasks", "[" + ", ".join(map(str, task_indexes)) + "]")]
@@ -86,7 +86,7 @@ def competition_yaml_v2(spec: CompetitionSpec, phases: list[PhaseSpec], files: l
                         hide_scores: list[bool] | None = None) -> str:
     """The version 2 yaml of a competition holding ``phases``, each with its own Codabench
     task; every phase shares ``leaderboards[0]`` (§1.4). ``hide_scores``: per phase, whether
-    its scoring output holds full figures participants must not read."""
+    its scoring output holds full figures only organizers may read."""
     hide_scores = hide_scores or [False] * len(phases)
     top_level = [("title", spec.title), ("description", spec.description), ("image", logo),
                  ("terms", TERMS_FILE), ("docker_image", spec.docker_image),
@@ -111,8 +111,7 @@ def competition_yaml_v2(spec: CompetitionSpec, phases: list[PhaseSpec], files: l
                           "submission_rule": quoted(SUBMISSION_RULE),
                           "columns": [{"index": index, "fields": [
                               ("title", quoted(c.label)), ("key", quoted(c.key)),
-                              ("sorting", quoted(c.sort)), ("precision", quoted(c.numeric_format)),
-                              *([("hidden", quoted(True))] if c.hidden else [])]}
+                              ("sorting", quoted(c.sort)), ("precision", quoted(c.numeric_format))]}
                               for index, c in enumerate(codabench_columns(columns))]}],
     }
     text = environment().get_template("competition_v2.yaml.j2").render(context)

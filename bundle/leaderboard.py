@@ -14,10 +14,6 @@ from .kinds import kind_of, task_types
 from .phase_plan import PhasePlan
 
 LABEL_LIMIT = 50
-# Where the scorer writes the full figures of tasks scored on a public part: CodaLab v1.5 has
-# no hidden columns, and keeps $output/private/ from participants (codalab_v1.md §4.6);
-# Codabench hides columns (and the phase's scoring output, see codabench.py).
-FULL_SCORES = {"codalab": "private", "codabench": "columns"}
 FULL_SUFFIX = "full"       # a task's figures on all its test rows, hidden while a part is public
 
 
@@ -33,8 +29,10 @@ class LeaderboardColumn:
     metric: str | None = None
     computed_fields: tuple[str, ...] = ()   # CodaLab "Avg" of the ranks of these columns
     selection_default: int = 0
-    # Full figures of a task scored on a public part: a hidden column on Codabench, the
-    # private output on CodaLab v1.5 (no hidden columns there); never shown to participants.
+    # Full figures of a task scored on a public part: the scorer computes them, and writes
+    # them to its private output, never to the scores file: CodaLab v1.5 has no hidden
+    # columns, and Codabench's submissions API shows every column, hidden or not, to anyone
+    # (codabench_v2.md §3.9). No leaderboard of either platform lists them.
     hidden: bool = False
 
     @property
@@ -120,11 +118,10 @@ def phase_columns(plan: PhasePlan) -> list[LeaderboardColumn]:
     return _checked(columns)
 
 
-def written_keys(plan: PhasePlan, platform: str) -> list[str]:
-    """The keys the phase's scorer writes to its scores file on ``platform``: the non-computed
-    columns, less the full figures that go to the private output there."""
-    private = FULL_SCORES[platform] == "private"
-    return [c.key for c in phase_columns(plan) if not c.computed and not (c.hidden and private)]
+def written_keys(plan: PhasePlan) -> list[str]:
+    """The keys the phase's scorer writes to its scores file: the non-computed columns, less
+    the full figures, which go to its private output."""
+    return [c.key for c in phase_columns(plan) if not c.computed and not c.hidden]
 
 
 def _checked(columns: list[LeaderboardColumn]) -> list[LeaderboardColumn]:
@@ -194,8 +191,9 @@ def _ranking(column: LeaderboardColumn, ranks: bool) -> LeaderboardColumn:
 def codabench_columns(columns: list[LeaderboardColumn]) -> list[LeaderboardColumn]:
     """The leaderboard as Codabench holds it: scored columns only, the ranking one first (index
     0 ranks, codabench_v2.md §1.5) and marked so. Codabench's ``avg`` averages values, not
-    ranks, so CodaLab's average-rank column has no Codabench form: the weighted loss ranks."""
-    scored = [c for c in columns if not c.computed]
+    ranks, so CodaLab's average-rank column has no Codabench form: the weighted loss ranks.
+    The full figures are no column of it (see ``LeaderboardColumn.hidden``)."""
+    scored = [c for c in columns if not c.computed and not c.hidden]
     ranking_key = "weighted_loss" if any(c.computed for c in columns) else next(
         c.key for c in columns if c.selection_default)
     ordered = sorted(scored, key=lambda c: c.key != ranking_key)

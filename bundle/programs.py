@@ -20,7 +20,7 @@ from ingestion_program.ingest.config import DEFAULT_MAX_ENTRIES
 from ingestion_program.ingest.config import parse_config as parse_ingestion_config
 
 from .kinds import entry, kind_of, task_types
-from .leaderboard import FULL_SCORES, phase_columns
+from .leaderboard import phase_columns
 from .phase_plan import PhasePlan
 from .record_key import write_record_key
 
@@ -56,7 +56,6 @@ def scoring_config(plan: PhasePlan, platform: str = "codalab", columns=None) -> 
     config = {"format": CONFIG_FORMAT, "phase": plan.name, "kind": plan.kind, "tasks": tasks,
               "columns": columns,
               "record": RECORD_RULE[platform] if plan.code_submission else "optional",
-              "full_scores": FULL_SCORES[platform],
               **({"gated": True} if plan.gate else {})}
     parse_config(config, "generated scoring config")      # the scorer must accept what we emit
     return config

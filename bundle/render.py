@@ -243,8 +243,8 @@ def _phase_context(spec, phases, index, plan, baseline_results, tasks_apart=Fals
             "kind": kind_of(plan).page_context(plan, phase, baseline_results)}
 
 
-# Where the full figures of a task scored on a public part wait, on each platform (issue
-# #1369 on Codabench: hidden columns alone leave them in the scoring output).
+# Where the full figures of a task scored on a public part wait, on each platform: never in a
+# leaderboard column (Codabench's submissions API shows hidden ones too, codabench_v2.md §3.9).
 FULL_SCORES_TEXT = {
     "codalab": ("Tasks scored on a public part of their test rows are also scored on all of "
                 "them for every submission; CodaLab v1.5 has no hidden leaderboard columns, so "
@@ -253,10 +253,11 @@ FULL_SCORES_TEXT = {
                 "all rows for the final ranking. Your detailed results and logs show the "
                 "public part only."),
     "codabench": ("Tasks scored on a public part of their test rows are also scored on all of "
-                  "them for every submission, in leaderboard columns hidden from participants "
-                  "(their names end in _full), and the phase's scoring output is hidden too; "
-                  "the organizers reveal those columns for the final ranking. Your detailed "
-                  "results and logs show the public part only.")}
+                  "them for every submission; those full figures go to the submission's "
+                  "scoring output, which this phase hides from participants, and to no "
+                  "leaderboard column. At the end the organizers re-score every submission on "
+                  "all rows for the final ranking. Your detailed results and logs show the "
+                  "public part only.")}
 
 
 CODABENCH_RANKING = ("Codabench averages values, not ranks, so the average rank over tasks that "

@@ -168,18 +168,16 @@ DOCS: dict[str, Doc] = {
         "Score the task's first `public_rows` test rows for the leaderboard during the "
         "competition (the 2021 evaluation phase: CIFAR-10 10,000 of 50,000, UCI 100 of 256) "
         "and all rows for the final ranking. The full figures are computed for every "
-        "submission and kept from participants: on Codabench in hidden leaderboard columns "
-        "(`<task>_<metric>_full`, `weighted_loss_full`) with the scoring output hidden; on "
-        "CodaLab v1.5, which has no hidden columns, in each submission's private output "
-        "(`private/full_scores.txt`, organizers only). The detailed results show the public "
-        "part only. See `reveal_full_scores`.",
+        "submission and kept from participants in `private/full_scores.txt` of its scoring "
+        "output, which only organizers can read (CodaLab v1.5: the private output; "
+        "Codabench: the scoring output, which the phase hides), never in a leaderboard "
+        "column: Codabench's submissions API shows every column, hidden ones too, to anyone. "
+        "The detailed results and logs show the public part only. See `reveal_full_scores`.",
         default="none: the task is scored on all its rows", example=100),
     "reveal_full_scores": Doc(
         "Rebuild with `true` at the end of the competition: every task is then scored on all "
-        "its rows, in the leaderboard's usual columns. On CodaLab, replace the phase's scoring "
-        "program with the rebuilt one and re-run all submissions. On Codabench the full "
-        "figures are already in hidden columns: un-hiding them publishes them; for the ranking "
-        "to use them, rebuild and re-run likewise.",
+        "its rows, in the leaderboard's usual columns. Replace the phase's scoring program "
+        "with the rebuilt one and re-run all submissions.",
         default="false", example=True),
     "metric_weights": Doc("Weights of the kind's metrics in the leaderboard's weighted loss; only "
                           "the metrics given are changed.", default=_weights_default),

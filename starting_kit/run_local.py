@@ -120,7 +120,7 @@ def repository_layout(phase: str | None, budget_seconds: float | None, work: Pat
                                               for task in plan.tasks)
     if has_references:
         stage_reference_data(plan, parts / "reference")
-    keys = tuple(written_keys(plan, platform))
+    keys = tuple(written_keys(plan))
     return Layout(parts / "ingestion_program", parts / "scoring_program", parts / "input",
                   parts / "reference" if has_references else None, support_modules(kind), platform,
                   phase, plan.code_submission, keys, entry_file(kind))
