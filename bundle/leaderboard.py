@@ -5,7 +5,6 @@ scoring program its list of keys to write, so no key is typed twice.
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
 from scoring_program.scorer.score_types import AGGREGATE, AVERAGE_RANK, STD_SUFFIX, TRAIN_SECONDS
@@ -154,34 +153,6 @@ def competition_columns(plans: list[PhasePlan]) -> list[LeaderboardColumn]:
     if ranking.computed:
         return _checked([*scored.values(), aggregate, ranking])
     return _checked([_ranking(c, c.key == ranking.key) for c in scored.values()] + [aggregate])
-
-
-def task_columns(plan: PhasePlan, task) -> list[LeaderboardColumn]:
-    """One task's columns as a Codabench task of its own writes them (``codabench_tasks:
-    per_task``): the keys and labels leave out the task's name, since Codabench shows every
-    column under each task's name (its multi-task leaderboard)."""
-    single = dataclasses.replace(plan, tasks=(task,))
-    key_prefix, label_prefix = f"{task.name}_", f"{task.name} "
-    return [dataclasses.replace(column, key=column.key.removeprefix(key_prefix),
-                                label=column.label.removeprefix(label_prefix))
-            for column in phase_columns(single) if not column.computed]
-
-
-def per_task_columns(plans: list[PhasePlan]) -> list[LeaderboardColumn]:
-    """The leaderboard when each task is its own Codabench task: the union of the tasks'
-    columns. Codabench orders the child submissions of all tasks by the column of index 0, so
-    it must be one every task writes: the tasks' common ranking column, else the weighted
-    loss."""
-    columns: dict[str, LeaderboardColumn] = {}
-    rankings = set()
-    for plan in plans:
-        for task in plan.tasks:
-            for column in task_columns(plan, task):
-                columns.setdefault(column.key, column)
-                if column.selection_default:
-                    rankings.add(column.key)
-    ranking = rankings.pop() if len(rankings) == 1 else AGGREGATE.name
-    return _checked([_ranking(c, c.key == ranking) for c in columns.values()])
 
 
 def _ranking(column: LeaderboardColumn, ranks: bool) -> LeaderboardColumn:

@@ -105,13 +105,14 @@ DOCS: dict[str, Doc] = {
                            example="0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"),
     "codabench_tasks": Doc("How a phase's tasks become Codabench tasks. `per_phase`: one Codabench "
                            "task runs all of them in one run, and the phase's "
-                           "execution_time_limit covers the sum of their budgets. `per_task`: each "
-                           "task is a Codabench task of its own (one child submission each), and "
-                           "the limit covers the longest task alone; the leaderboard then shows "
-                           "the same columns under each task's name, and Codabench has no rank "
-                           "combined over tasks (it orders rows by their best task). A phase with "
-                           "a gate cannot be split. CodaLab v1.5 always runs a phase's tasks in one "
-                           "run.", default="per_phase", example="per_task"),
+                           "execution_time_limit covers the sum of their budgets. `per_task` "
+                           "(one Codabench task, so one child submission, per task) is refused: "
+                           "Codabench's leaderboard rule keeps one child of each submission "
+                           "(Force_Last) or every earlier submission too (Force_Latest_Multiple), "
+                           "so no ranking holds every task (docs/platform/codabench_v2.md §3.10). "
+                           "Where the budgets need more than the default queue's 600 s, name a "
+                           "queue of your own (`codabench_queue`).", default="per_phase",
+                           example="per_phase"),
     "upload_separately": Doc(
         "Data zips the build writes next to the bundle instead of into it, for you to upload on "
         "the site on their own, named in competition.yaml by the key the site gives each: any of "

@@ -115,7 +115,8 @@ def test_the_codabench_site_model_shows_hidden_columns_to_anyone(tmp_path):
     from bundle.codabench_site import hidden_figure_leaks, readable_by_others
     output = tmp_path / "output"
     (output / "private").mkdir(parents=True)
-    (output / "scores.json").write_text(json.dumps({"weighted_loss": 0.5, "weighted_loss_full": 0.4}))
+    (output / "scores.json").write_text(json.dumps({"weighted_loss": 0.5,
+                                                    "weighted_loss_full": 0.4}))
     (output / "private" / "full_scores.txt").write_text("weighted_loss_full: 0.4\n")
     hidden, competition = ["weighted_loss_full"], {"enable_detailed_results": True}
     as_column = hidden_figure_leaks({"hide_score_output": True}, competition,
