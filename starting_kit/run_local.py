@@ -252,16 +252,18 @@ def run_local(phase: str | None, work: Path, code: Path | None = None,
     as_code = code is not None
     archive = submission_zip(code if as_code else results, as_code, layout, work)
     submission = _unzipped(archive, work / "submission")
-    if not as_code and layout.code_phase:
-        raise LocalRunError(f"the {layout.phase} phase takes code: a zip of prediction files "
-                            "is not accepted there (use --code)")
-    dispatch = worker.dispatch_submission(submission, layout.platform,
-                                          has_ingestion=layout.code_phase)
+    dispatch = worker.dispatch_submission(submission, layout.platform, has_ingestion=as_code)
+    if dispatch.ok and as_code and not layout.code_phase:
+        # what the site does with the zip itself: this phase has no ingestion program
+        dispatch = worker.dispatch_submission(submission, layout.platform, has_ingestion=False)
     if not dispatch.ok:
         raise LocalRunError(f"{archive}: {dispatch.problem}")
     if as_code and not layout.code_phase:
         print(f"note: the {layout.phase} phase takes prediction files; this run trains your code "
               "on its tasks and scores what it returns")
+    if not as_code and layout.code_phase:
+        raise LocalRunError(f"the {layout.phase} phase takes code: a zip of prediction files "
+                            "is not accepted there (use --code)")
     predictions = _ingest(layout, submission, work) if as_code else submission
     output = _score(layout, predictions, work)
     problems = _failed_tasks(predictions) if as_code else []
