@@ -57,8 +57,10 @@ def hidden_figure_leaks(phase: dict, competition: dict, leaderboard_keys: list[s
         problems.append(f"{', '.join(private)}: in the scoring output, which participants "
                         "download unless the phase sets hide_score_output")
     shown = {"logs": log, "detailed results": _text(output / "detailed_results.html")}
-    problems += [f"the scoring {what} name {key}, and others read them" for what, text in
-                 shown.items() if readable[what] for key in hidden_keys if key in text][:1]
+    for what, text in shown.items():
+        named = [key for key in hidden_keys if key in text]
+        if readable[what] and named:
+            problems.append(f"the scoring {what} name {', '.join(named)}, and others read them")
     return problems
 
 
