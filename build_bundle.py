@@ -197,11 +197,12 @@ REVEAL = {
                 "reveal_full_scores: true in the spec, replace each phase's scoring program with "
                 "the rebuilt one and re-run all submissions (the full figures are meanwhile in "
                 "each submission's private output)"),
-    "codabench": ("at the end, for the final ranking on all test rows: un-hide the _full "
-                  "columns to publish them; to rank by them, rebuild with reveal_full_scores: "
-                  "true, replace each task's scoring program and re-run all submissions (check "
-                  "a re-run's scoring log: Codabench may keep running the old program for a "
-                  "while, its issue #2128)")}
+    "codabench": ("at the end, for the final ranking on all test rows: rebuild with "
+                  "reveal_full_scores: true, replace each task's scoring program and re-run all "
+                  "submissions (the full figures are meanwhile in private/ of each submission's "
+                  "scoring output, which only organizers can download; check a re-run's "
+                  "scoring log: Codabench may keep running the old program for a while, its "
+                  "issue #2128)")}
 
 
 # Who can sign a code phase's ingestion record (docs/sandbox.md, bundle/programs.py).

@@ -25,10 +25,10 @@ from pathlib import Path
 from typing import Callable
 
 from .rules import check_bundle
-from .datasets import (SEPARABLE, Dataset, DatasetKeyError, file_parts, oversize_problem,
+from .datasets import (SEPARABLE, Dataset, DatasetKeyError, oversize_problem,
                        separate, yaml_comments)
 from .codabench import DEFAULT_QUEUE_LIMIT_SECONDS, PAGE_FILES, TERMS_FILE, competition_yaml_v2
-from .leaderboard import competition_columns, per_task_columns, task_columns, written_keys
+from .leaderboard import competition_columns, written_keys
 from .phase_data import leakage_problems, stage_input_data, stage_public_data, stage_reference_data
 from .kinds import kind_of
 from .phase_plan import PhasePlan, TaskDataError, code_variant, phase_plan
@@ -44,8 +44,6 @@ from .zips import folder_members, write_zip
 LARGE_MEMBER_BYTES = 100 * 2**20       # G24: bundles are unpacked in memory by the site
 PHASE_FILES = ("scoring_program", "reference_data", "public_data", "starting_kit",
                "ingestion_program", "input_data")
-PUBLIC_FILES = ("public_data", "starting_kit")          # a phase's, whatever its tasks
-TASK_FILES = tuple(name for name in PHASE_FILES if name not in PUBLIC_FILES)
 
 
 class BuildError(RuntimeError):
@@ -89,24 +87,23 @@ def ingestion_limits(spec: CompetitionSpec) -> dict:
 
 
 def _zip_members(work: Path, plan: PhasePlan, spec: CompetitionSpec,
-                 say: Callable[[str], None], platform: str, guide: tuple[dict, dict | None],
-                 names: tuple[str, ...] = PHASE_FILES, columns=None) -> dict[str, bytes]:
-    """The nested zips ``names`` of a phase (those it has), as bytes. ``columns``: what its
-    scorer writes, when not the phase's own leaderboard columns; ``guide``: its kit guide's
-    context and the baseline table the pages show."""
-    steps = {"scoring_program": lambda d: assemble_scoring_program(plan, d, platform, columns),
+                 say: Callable[[str], None], platform: str,
+                 guide: tuple[dict, dict | None]) -> dict[str, bytes]:
+    """The nested zips of a phase (those it has), as bytes; ``guide``: its kit guide's context
+    and the baseline table the pages show."""
+    steps = {"scoring_program": lambda d: assemble_scoring_program(plan, d, platform),
              "reference_data": lambda d: stage_reference_data(plan, d),
              "public_data": lambda d: stage_public_data(plan, d),
              "starting_kit": lambda d: stage_starting_kit(
                  plan, d, code_variant(spec, plan), ingestion_limits(spec), platform,
-                 written_keys(plan, platform), spec, *guide)}
+                 written_keys(plan), spec, *guide)}
     if plan.code_submission:
         steps |= {"ingestion_program":
                   lambda d: assemble_ingestion_program(plan, d, ingestion_limits(spec),
                                                        RECORD_KEY_IN_PROGRAM[platform]),
                   "input_data": lambda d: stage_input_data(plan, d)}
     zips = {}
-    for name in (name for name in PHASE_FILES if name in names and name in steps):
+    for name in (name for name in PHASE_FILES if name in steps):
         say(f"  staging {name} ...")
         try:
             folder = steps[name](work / name)
@@ -175,45 +172,27 @@ def _baseline_results(spec: CompetitionSpec, plan: PhasePlan, given: dict | None
 def _phase_members(work: Path, plans: list[PhasePlan], spec: CompetitionSpec,
                    say: Callable[[str], None], platform: str, guides: list[tuple]):
     """Each phase's zips, named <phase>_<file>.zip when the competition holds several
-    phases, and the file keys of each phase as its yaml names them. With Codabench tasks
-    per task, each task's programs and data are zips of their own, listed under "tasks"."""
+    phases, and the file keys of each phase as its yaml names them."""
     members, files = {}, []
     for plan, guide in zip(plans, guides):
         prefix = f"{plan.name}_" if len(plans) > 1 else ""
-        shared = PUBLIC_FILES if _tasks_apart(spec, platform) else PHASE_FILES
-        zips = _zip_members(work / plan.name, plan, spec, say, platform, guide, shared)
+        zips = _zip_members(work / plan.name, plan, spec, say, platform, guide)
         members.update({prefix + name: data for name, data in zips.items()})
         files.append({key: f"{prefix}{key}.zip" for key in PHASE_FILES if f"{key}.zip" in zips})
-        if _tasks_apart(spec, platform):
-            files[-1]["tasks"] = []
-            for task in plan.tasks:
-                say(f"  task {task.name}:")
-                single = dataclasses.replace(plan, tasks=(task,))
-                zips = _zip_members(work / plan.name / task.name, single, spec, say, platform,
-                                    guide, TASK_FILES, task_columns(plan, task))
-                members.update({f"{prefix}{task.name}_{name}": data
-                                for name, data in zips.items()})
-                files[-1]["tasks"].append({"name": task.name, **{
-                    key: f"{prefix}{task.name}_{key}.zip" for key in TASK_FILES
-                    if f"{key}.zip" in zips}})
     return members, files
 
 
-def _tasks_apart(spec: CompetitionSpec, platform: str) -> bool:
-    return platform == CODABENCH and spec.codabench_tasks == "per_task"
-
-
 def _hidden_zips(plans: list[PhasePlan], files: list[dict]) -> list[str]:
-    """The reference data of every code phase (of each of its tasks, when they are apart)."""
-    return [part["reference_data"] for plan, phase_files in zip(plans, files)
-            if plan.code_submission for part in phase_files.get("tasks", [phase_files])]
+    """The reference data of every code phase."""
+    return [phase_files["reference_data"] for plan, phase_files in zip(plans, files)
+            if plan.code_submission]
 
 
 def _leaks(plans: list[PhasePlan], files: list[dict], members: dict) -> list[str]:
     """Every hidden reference of a code phase against every public zip of the competition."""
     hidden = {f"{zip_name}:{name}": data for zip_name in _hidden_zips(plans, files)
               for name, data in _members_of(members[zip_name]).items()}
-    public = {part[key]: _members_of(members[part[key]]) for part in file_parts(files)
+    public = {part[key]: _members_of(members[part[key]]) for part in files
               for key in ("input_data", "public_data", "starting_kit") if key in part}
     zeroed = getattr(kind_of(plans[0]), "ZEROED_PUBLIC_ARRAYS", ())
     return leakage_problems(hidden, public, zeroed) if hidden else []
@@ -233,7 +212,7 @@ def build_competition(spec: CompetitionSpec, phase_keys: list[str], track_key: s
     except TaskDataError as error:
         raise BuildError(str(error)) from None
     shown = [_shown(spec, key, track_key) for key in phase_keys]
-    columns = (per_task_columns if _tasks_apart(spec, platform) else competition_columns)(plans)
+    columns = competition_columns(plans)
     name = bundle_name(spec, phase_keys, track_key, platform)
     say(f"building {name}: {len(plans)} phase(s), "
         f"{len({t.name for plan in plans for t in plan.tasks})} task(s)")
@@ -290,7 +269,7 @@ def build_competition(spec: CompetitionSpec, phase_keys: list[str], track_key: s
 
 def _separable(files: list[dict], members: dict[str, bytes]) -> dict[str, str]:
     """The data zips still in the bundle that could be uploaded apart: member -> its kind."""
-    return {part[kind]: kind for part in file_parts(files)
+    return {part[kind]: kind for part in files
             for kind in SEPARABLE if part.get(kind) in members}
 
 

@@ -53,7 +53,7 @@ def _phase_fields(spec, phases, index, files, hide_scores: bool,
                ("max_submissions_per_day", phase.max_submissions_per_day),
                ("execution_time_limit", phase.execution_time_limit),
                ("public_data", files["public_data"]), ("starting_kit", files["starting_kit"])]
-    if hide_scores:      # its scoring output holds the hidden full figures (issue #1369)
+    if hide_scores:      # its scoring output holds the full figures in private/ (§3.9)
         fields.append(("hide_score_output", True))
     return [(k, quoted(v)) for k, v in fields] + [
         ("tasks", "[" + ", ".join(map(str, task_indexes)) + "]")]
@@ -63,22 +63,16 @@ PROGRAM_KEYS = ("scoring_program", "reference_data", "ingestion_program", "input
 
 
 def _tasks(phases: list[PhaseSpec], files: list[dict]) -> tuple[list[dict], list[list[int]]]:
-    """The Codabench tasks, and each phase's task indexes. One task per phase scores all its
-    tasks in one run; a phase whose files list tasks apart (``codabench_tasks: per_task``) gets
-    one Codabench task each, named after it, the leaderboard's heading for its columns."""
-    tasks, indexes = [], []
-    for phase, phase_files in zip(phases, files):
-        parts = phase_files.get("tasks") or [{"name": None, **phase_files}]
-        indexes.append(list(range(len(tasks), len(tasks) + len(parts))))
-        for part in parts:
-            name, description = (
-                (part["name"] + (f" ({phase.label})" if len(phases) > 1 else ""),
-                 f"Task {part['name']} of the phase, run and scored on its own")
-                if part["name"] else (f"{phase.label} tasks", "All tasks of the phase, scored together"))
-            tasks.append({"index": len(tasks), "fields": [
-                ("name", quoted(name)), ("description", quoted(description)),
-                *((key, quoted(part[key])) for key in PROGRAM_KEYS if key in part)]})
-    return tasks, indexes
+    """The Codabench tasks, and each phase's task indexes: one Codabench task per phase, which
+    runs and scores all its tasks in one run. With several, a submission would become one child
+    per task, and the leaderboard's Force_Last rule would keep one child of each submission
+    (§3.10; spec key codabench_tasks)."""
+    tasks = [{"index": index, "fields": [
+        ("name", quoted(f"{phase.label} tasks")),
+        ("description", quoted("All tasks of the phase, scored together")),
+        *((key, quoted(phase_files[key])) for key in PROGRAM_KEYS if key in phase_files)]}
+        for index, (phase, phase_files) in enumerate(zip(phases, files))]
+    return tasks, [[task["index"]] for task in tasks]
 
 
 def competition_yaml_v2(spec: CompetitionSpec, phases: list[PhaseSpec], files: list[dict],
@@ -86,7 +80,7 @@ def competition_yaml_v2(spec: CompetitionSpec, phases: list[PhaseSpec], files: l
                         hide_scores: list[bool] | None = None) -> str:
     """The version 2 yaml of a competition holding ``phases``, each with its own Codabench
     task; every phase shares ``leaderboards[0]`` (§1.4). ``hide_scores``: per phase, whether
-    its scoring output holds full figures participants must not read."""
+    its scoring output holds full figures only organizers may read."""
     hide_scores = hide_scores or [False] * len(phases)
     top_level = [("title", spec.title), ("description", spec.description), ("image", logo),
                  ("terms", TERMS_FILE), ("docker_image", spec.docker_image),
@@ -111,8 +105,7 @@ def competition_yaml_v2(spec: CompetitionSpec, phases: list[PhaseSpec], files: l
                           "submission_rule": quoted(SUBMISSION_RULE),
                           "columns": [{"index": index, "fields": [
                               ("title", quoted(c.label)), ("key", quoted(c.key)),
-                              ("sorting", quoted(c.sort)), ("precision", quoted(c.numeric_format)),
-                              *([("hidden", quoted(True))] if c.hidden else [])]}
+                              ("sorting", quoted(c.sort)), ("precision", quoted(c.numeric_format))]}
                               for index, c in enumerate(codabench_columns(columns))]}],
     }
     text = environment().get_template("competition_v2.yaml.j2").render(context)

@@ -72,21 +72,13 @@ class DatasetKeyError(ValueError):
     pass
 
 
-def file_parts(files: list[dict]):
-    """Every mapping of file keys in a competition's file map: each phase's, and each of its
-    tasks' when they are apart."""
-    for phase_files in files:
-        yield phase_files
-        yield from phase_files.get("tasks", [])
-
-
 def separate(files: list[dict], members: dict[str, bytes], stem: str, kinds: tuple[str, ...],
              keys: dict[str, dict]) -> list[Dataset]:
     """Take the zips of ``kinds`` out of ``members`` and name them in ``files`` by key (or the
     stand-in): the bundle's own member map and file map, changed in place. A key whose sha256
     is not the zip's is refused: the data changed since that upload."""
     datasets: dict[str, Dataset] = {}
-    for part in file_parts(files):
+    for part in files:
         for kind in kinds:
             member = part.get(kind)
             if member is None:

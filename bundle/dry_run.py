@@ -24,13 +24,14 @@ from pathlib import Path
 
 import yaml
 
-from scoring_program.scorer.config import scores_file_keys
+from scoring_program.scorer.config import FULL_STATISTICS, scores_file_keys
 
 from .codabench import DEFAULT_EXECUTION_TIME_LIMIT_SECONDS, DEFAULT_QUEUE_LIMIT_SECONDS
+from .codabench_site import hidden_figure_leaks, leaderboard_problem
 from .spec import is_gpu_image
-from .worker import (CODABENCH, CODALAB, Dispatch, WorkerCommandError, dispatch_submission,
-                     penalised_tasks, program_command, read_scores, run_program,
-                     submission_metadata)
+from .worker import (CODABENCH, CODALAB, NO_OUTPUT_FAILURE, NO_PREDICTIONS_FAILURE, Dispatch,
+                     WorkerCommandError, dispatch_submission, penalised_tasks, program_command,
+                     read_scores, run_program, submission_metadata)
 
 SAMPLES = {True: "sample_code_submission.zip", False: "sample_result_submission.zip"}
 SETPRIV = "/usr/bin/setpriv"
@@ -56,7 +57,8 @@ NOT_CHECKED = {
         "should (on a custom queue, the limit), and the ingestion's per-task budgets are the "
         "real bound; that a custom queue exists and admits you is checked only on upload",
         "network access from the container (on unless the worker host disables it)",
-        "the site's upload limits and the leaderboard's submission rule",
+        "the site's upload limits (submissions per day and in total); the leaderboard's rule "
+        "is modelled for one participant's two submissions of the same zip, not for many",
         DATASET_KEYS_NOT_CHECKED,
     ),
 }
@@ -84,6 +86,7 @@ class StepResult:
     status: str                    # ok | failed | timeout
     detail: str = ""
     scores: dict[str, float] = field(default_factory=dict)
+    log: str = ""                  # what the program printed: the site shows it as its logs
 
 
 def _unzip(archive: Path, destination: Path) -> Path:
@@ -125,10 +128,12 @@ def _timed(phase: str, step: str, program: Path, variables: dict, python: str, c
     except WorkerCommandError as error:
         return StepResult(phase, step, time.monotonic() - started, "failed", str(error))
     seconds = time.monotonic() - started
+    log = (result.stdout or "") + (result.stderr or "")
     if result.returncode != 0:
         tail = "\n".join((result.stderr or result.stdout).strip().splitlines()[-15:])
-        return StepResult(phase, step, seconds, "failed", f"exit {result.returncode}:\n{tail}")
-    return StepResult(phase, step, seconds, "ok")
+        return StepResult(phase, step, seconds, "failed", f"exit {result.returncode}:\n{tail}",
+                          log=log)
+    return StepResult(phase, step, seconds, "ok", log=log)
 
 
 def _start_own_command(submission: Path, variables: dict, cwd: Path, platform: str,
@@ -285,13 +290,18 @@ def _run_phase(bundle: Path, name: str, phase: dict, keys: list[str], python: st
     return results + [step]
 
 
+def _kept_keys(program: Path) -> list[str]:
+    """The figures the scoring program in ``program`` computes for the organizers only."""
+    config = json.loads((program / "scoring_config.json").read_text(encoding="utf-8"))
+    return [c["key"] for c in config["columns"] if c["statistic"] in FULL_STATISTICS]
+
+
 def _private_full_scores(step: StepResult, program: Path, output: Path) -> None:
-    """§4.6: v1.5 has no hidden columns; the figures on all rows of a task scored on a public
-    part must be in output/private/ (the organizers' private_output.zip), and only there."""
+    """The figures on all rows of a task scored on a public part must be in output/private/
+    (CodaLab v1.5's private_output.zip, §4.6; Codabench's hidden scoring output, §3.9)."""
     if step.status != "ok":
         return
-    config = json.loads((program / "scoring_config.json").read_text(encoding="utf-8"))
-    hidden = [c["key"] for c in config["columns"] if c["key"] not in scores_file_keys(config)]
+    hidden = _kept_keys(program)
     if not hidden:
         return
     private = output / "private" / "full_scores.txt"
@@ -373,10 +383,13 @@ def _program_container(app: Path, submission: Path, folder: Path) -> Path:
     return folder
 
 
-def _codabench_push_output(output: Path, step: StepResult | None) -> StepResult | None:
-    """§3.7: the worker writes output/metadata, and fails if the program wrote one."""
+def _codabench_push_output(name: str, output: Path, step: StepResult | None) -> StepResult | None:
+    """§3.7: the worker writes output/metadata, and fails if the program wrote one, or if
+    no container or copy made the output folder."""
+    if not output.is_dir():
+        return StepResult(name, "output", 0.0, "failed", NO_OUTPUT_FAILURE)
     if (output / "metadata").exists():
-        return StepResult(step.phase if step else "", "output", 0.0, "failed",
+        return StepResult(name, "output", 0.0, "failed",
                           "Error, the output directory already contains a metadata file")
     code = 0 if step is None or step.status == "ok" else 1
     (output / "metadata").write_text(f"exitCode: 0\nelapsedTime: 0\ningestionExitCode: {code}\n"
@@ -387,10 +400,12 @@ def _codabench_push_output(output: Path, step: StepResult | None) -> StepResult 
 def _codabench_predict(bundle: Path, name: str, task: dict, submission_zip: Path, python: str,
                        work: Path, limit: float) -> tuple[list[StepResult], Path]:
     app = work / "predict" / "app"
-    (app / "output").mkdir(parents=True)
+    app.mkdir(parents=True)
     code_phase = bool(task.get("ingestion_program"))
     submission = _unzip(submission_zip, work / "submission")
     step, dispatch = _submission_step(name, submission, CODABENCH, code_phase, app / "output")
+    if dispatch.makes_output:
+        (app / "output").mkdir(exist_ok=True)
     results = [step]
     ingestion = None
     if dispatch.runs_ingestion:
@@ -403,28 +418,38 @@ def _codabench_predict(bundle: Path, name: str, task: dict, submission_zip: Path
         ingestion = _codabench_timed(name, "ingestion", app, True, python, limit)
         results.append(ingestion)
         results += _own_command_step(name, own, limit)
-    pushed = _codabench_push_output(app / "output", ingestion)
+    pushed = _codabench_push_output(name, app / "output", ingestion)
     if pushed:
         results.append(pushed)
     return results, app / "output"
 
 
-def _run_phase_codabench(bundle: Path, phase: dict, task: dict, keys: list[str], python: str,
-                         work: Path, submission_zip: Path | None,
-                         custom_queue: bool = False) -> list[StepResult]:
+def _no_predictions(name: str) -> StepResult:
+    """The scoring job was queued when the prediction step set the status to Scoring, and
+    cannot download a prediction result that was never uploaded (§3.3)."""
+    return StepResult(name, "scoring", 0.0, "failed", (
+        f"{NO_PREDICTIONS_FAILURE}: the prediction step uploaded no output, and the worker "
+        "tries to download it 10 times, 20 s apart, before failing the submission"))
+
+
+def _run_phase_codabench(bundle: Path, competition: dict, phase: dict, task: dict,
+                         keys: list[str], python: str, work: Path,
+                         submission_zip: Path | None) -> list[StepResult]:
     """One Codabench task of a phase: a child submission of its own when the phase has
     several (§3.1), each under the phase's time limit."""
     name = phase.get("name", "phase")
     if len(phase.get("tasks", [])) > 1:
         name = f"{name} / {str(task.get('name', task.get('index'))).removesuffix(f' ({name})')}"
     limit = float(phase.get("execution_time_limit", DEFAULT_EXECUTION_TIME_LIMIT_SECONDS))
-    if not custom_queue:                 # the default queue caps it (§3.1)
+    if not competition.get("queue"):     # the default queue caps it (§3.1)
         limit = min(limit, DEFAULT_QUEUE_LIMIT_SECONDS)
     kit = _unzip(bundle / phase["starting_kit"], work / "starting_kit")
     submission_zip = submission_zip or kit / SAMPLES[bool(task.get("ingestion_program"))]
     # Exit codes of the prediction step are not checked: scoring always follows (§3.7).
     results, predictions = _codabench_predict(bundle, name, task, submission_zip, python, work,
                                               limit)
+    if not predictions.is_dir():
+        return results + [_no_predictions(name)]
     score = work / "score" / "app"
     _unzip(bundle / task["scoring_program"], score / "program")
     _unzip(bundle / task["reference_data"], score / "input" / "ref")
@@ -434,7 +459,22 @@ def _run_phase_codabench(bundle: Path, phase: dict, task: dict, keys: list[str],
     if step.status == "ok" and (score / "output" / "metadata").exists():
         step.status, step.detail = "failed", "the scorer wrote output/metadata: Codabench fails the step"
     _score_step(name, step, score / "output", _phase_keys(score / "program", keys), CODABENCH)
+    _hidden_figures_kept(step, phase, competition, keys, score)
+    _private_full_scores(step, score / "program", score / "output")
     return results + [step]
+
+
+def _hidden_figures_kept(step: StepResult, phase: dict, competition: dict, keys: list[str],
+                         app: Path) -> None:
+    """§3.9: no figure the scorer keeps for the organizers reaches anyone else through the
+    site (its submissions API, logs, scoring output or detailed results)."""
+    if step.status != "ok":
+        return
+    leaks = hidden_figure_leaks(phase, competition, keys, app / "output", step.log,
+                                _kept_keys(app / "program"))
+    if leaks:
+        step.status, step.detail = "failed", "figures kept from participants would be public:\n" \
+            + "\n".join(leaks)
 
 
 def dry_run_codabench(bundle_zip: Path, python: str, submission_zip: Path | None = None,
@@ -447,8 +487,26 @@ def dry_run_codabench(bundle_zip: Path, python: str, submission_zip: Path | None
         tasks = {str(t["index"]): t for t in competition["tasks"]}
         results = []
         for number, phase in enumerate(competition["phases"]):
+            scored = {}
             for index in phase["tasks"]:
-                results += _run_phase_codabench(bundle, phase, tasks[str(index)], keys, python,
-                                                Path(work) / f"phase{number}-task{index}",
-                                                submission_zip, bool(competition.get("queue")))
+                steps = _run_phase_codabench(bundle, competition, phase, tasks[str(index)], keys,
+                                             python, Path(work) / f"phase{number}-task{index}",
+                                             submission_zip)
+                if steps[-1].status == "ok":
+                    scored[str(tasks[str(index)].get("name", index))] = steps[-1].scores
+                results += steps
+            if len(scored) == len(phase["tasks"]):       # a failed submission ranks nowhere
+                results.append(_leaderboard_step(competition, phase, scored))
         return results
+
+
+def _leaderboard_step(competition: dict, phase: dict, scored: dict[str, dict]) -> StepResult:
+    """§3.10: what the leaderboard's rule keeps of a participant's two submissions of this
+    phase's zip, each scored as above on every task."""
+    board = competition["leaderboards"][0]
+    ranking = next(c for c in board["columns"] if c["index"] == board.get("primary_index", 0))
+    problem = leaderboard_problem(board.get("submission_rule", "Add"),
+                                  (ranking["key"], ranking.get("sorting", "desc")),
+                                  list(scored), scored)
+    return StepResult(phase.get("name", "phase"), "leaderboard", 0.0,
+                      "failed" if problem else "ok", problem or "")

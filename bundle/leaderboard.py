@@ -5,7 +5,6 @@ scoring program its list of keys to write, so no key is typed twice.
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
 from scoring_program.scorer.score_types import AGGREGATE, AVERAGE_RANK, STD_SUFFIX, TRAIN_SECONDS
@@ -14,10 +13,6 @@ from .kinds import kind_of, task_types
 from .phase_plan import PhasePlan
 
 LABEL_LIMIT = 50
-# Where the scorer writes the full figures of tasks scored on a public part: CodaLab v1.5 has
-# no hidden columns, and keeps $output/private/ from participants (codalab_v1.md §4.6);
-# Codabench hides columns (and the phase's scoring output, see codabench.py).
-FULL_SCORES = {"codalab": "private", "codabench": "columns"}
 FULL_SUFFIX = "full"       # a task's figures on all its test rows, hidden while a part is public
 
 
@@ -33,8 +28,10 @@ class LeaderboardColumn:
     metric: str | None = None
     computed_fields: tuple[str, ...] = ()   # CodaLab "Avg" of the ranks of these columns
     selection_default: int = 0
-    # Full figures of a task scored on a public part: a hidden column on Codabench, the
-    # private output on CodaLab v1.5 (no hidden columns there); never shown to participants.
+    # Full figures of a task scored on a public part: the scorer computes them, and writes
+    # them to its private output, never to the scores file: CodaLab v1.5 has no hidden
+    # columns, and Codabench's submissions API shows every column, hidden or not, to anyone
+    # (codabench_v2.md §3.9). No leaderboard of either platform lists them.
     hidden: bool = False
 
     @property
@@ -120,11 +117,10 @@ def phase_columns(plan: PhasePlan) -> list[LeaderboardColumn]:
     return _checked(columns)
 
 
-def written_keys(plan: PhasePlan, platform: str) -> list[str]:
-    """The keys the phase's scorer writes to its scores file on ``platform``: the non-computed
-    columns, less the full figures that go to the private output there."""
-    private = FULL_SCORES[platform] == "private"
-    return [c.key for c in phase_columns(plan) if not c.computed and not (c.hidden and private)]
+def written_keys(plan: PhasePlan) -> list[str]:
+    """The keys the phase's scorer writes to its scores file: the non-computed columns, less
+    the full figures, which go to its private output."""
+    return [c.key for c in phase_columns(plan) if not c.computed and not c.hidden]
 
 
 def _checked(columns: list[LeaderboardColumn]) -> list[LeaderboardColumn]:
@@ -159,34 +155,6 @@ def competition_columns(plans: list[PhasePlan]) -> list[LeaderboardColumn]:
     return _checked([_ranking(c, c.key == ranking.key) for c in scored.values()] + [aggregate])
 
 
-def task_columns(plan: PhasePlan, task) -> list[LeaderboardColumn]:
-    """One task's columns as a Codabench task of its own writes them (``codabench_tasks:
-    per_task``): the keys and labels leave out the task's name, since Codabench shows every
-    column under each task's name (its multi-task leaderboard)."""
-    single = dataclasses.replace(plan, tasks=(task,))
-    key_prefix, label_prefix = f"{task.name}_", f"{task.name} "
-    return [dataclasses.replace(column, key=column.key.removeprefix(key_prefix),
-                                label=column.label.removeprefix(label_prefix))
-            for column in phase_columns(single) if not column.computed]
-
-
-def per_task_columns(plans: list[PhasePlan]) -> list[LeaderboardColumn]:
-    """The leaderboard when each task is its own Codabench task: the union of the tasks'
-    columns. Codabench orders the child submissions of all tasks by the column of index 0, so
-    it must be one every task writes: the tasks' common ranking column, else the weighted
-    loss."""
-    columns: dict[str, LeaderboardColumn] = {}
-    rankings = set()
-    for plan in plans:
-        for task in plan.tasks:
-            for column in task_columns(plan, task):
-                columns.setdefault(column.key, column)
-                if column.selection_default:
-                    rankings.add(column.key)
-    ranking = rankings.pop() if len(rankings) == 1 else AGGREGATE.name
-    return _checked([_ranking(c, c.key == ranking) for c in columns.values()])
-
-
 def _ranking(column: LeaderboardColumn, ranks: bool) -> LeaderboardColumn:
     return LeaderboardColumn(**{**column.__dict__, "selection_default": int(ranks)})
 
@@ -194,8 +162,9 @@ def _ranking(column: LeaderboardColumn, ranks: bool) -> LeaderboardColumn:
 def codabench_columns(columns: list[LeaderboardColumn]) -> list[LeaderboardColumn]:
     """The leaderboard as Codabench holds it: scored columns only, the ranking one first (index
     0 ranks, codabench_v2.md §1.5) and marked so. Codabench's ``avg`` averages values, not
-    ranks, so CodaLab's average-rank column has no Codabench form: the weighted loss ranks."""
-    scored = [c for c in columns if not c.computed]
+    ranks, so CodaLab's average-rank column has no Codabench form: the weighted loss ranks.
+    The full figures are no column of it (see ``LeaderboardColumn.hidden``)."""
+    scored = [c for c in columns if not c.computed and not c.hidden]
     ranking_key = "weighted_loss" if any(c.computed for c in columns) else next(
         c.key for c in columns if c.selection_default)
     ordered = sorted(scored, key=lambda c: c.key != ranking_key)

@@ -20,7 +20,7 @@ from ingestion_program.ingest.config import DEFAULT_MAX_ENTRIES
 from ingestion_program.ingest.config import parse_config as parse_ingestion_config
 
 from .kinds import entry, entry_file, kind_of, task_types
-from .leaderboard import FULL_SCORES, phase_columns
+from .leaderboard import phase_columns
 from .phase_plan import PhasePlan
 from .record_key import write_record_key
 
@@ -42,8 +42,7 @@ RECORD_RULE = {"codalab": "signed", "codabench": "signed"}
 RECORD_KEY_IN_PROGRAM = {"codalab": False, "codabench": True}
 
 
-def scoring_config(plan: PhasePlan, platform: str = "codalab", columns=None) -> dict:
-    """``columns``: the leaderboard columns the scorer writes (the phase's unless given)."""
+def scoring_config(plan: PhasePlan, platform: str = "codalab") -> dict:
     kind, types = kind_of(plan), task_types(plan.kind)
     tasks = [{"name": task.name, "task_type": task.task_type,
               "weights": {metric.name: plan.weights.get(metric.name, 0.0)
@@ -52,11 +51,10 @@ def scoring_config(plan: PhasePlan, platform: str = "codalab", columns=None) -> 
               **({"public_rows": task.public_rows} if task.public_rows else {})}
              for task in plan.tasks]
     columns = [{"key": c.key, "statistic": c.statistic, "task": c.task, "metric": c.metric}
-               for c in (columns or phase_columns(plan)) if not c.computed]
+               for c in phase_columns(plan) if not c.computed]
     config = {"format": CONFIG_FORMAT, "phase": plan.name, "kind": plan.kind, "tasks": tasks,
               "columns": columns,
               "record": RECORD_RULE[platform] if plan.code_submission else "optional",
-              "full_scores": FULL_SCORES[platform],
               **({"gated": True} if plan.gate else {})}
     parse_config(config, "generated scoring config")      # the scorer must accept what we emit
     return config
@@ -143,7 +141,7 @@ def assemble_ingestion_program(plan: PhasePlan, destination: Path,
 
 
 def assemble_scoring_program(plan: PhasePlan, destination: Path,
-                             platform: str = "codalab", columns=None) -> Path:
+                             platform: str = "codalab") -> Path:
     return assemble_program(REPO / "scoring_program", Path(destination), CONFIG_NAME,
-                            scoring_config(plan, platform, columns),
+                            scoring_config(plan, platform),
                             kind_of(plan).SCORING_DESCRIPTION)

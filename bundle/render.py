@@ -151,19 +151,16 @@ def _weights(plan: PhasePlan) -> str:
 
 
 def _phase_facts(spec: CompetitionSpec, phases: list[PhaseSpec], index: int,
-                 plan: PhasePlan, tasks_apart: bool = False) -> list[tuple[str, str]]:
+                 plan: PhasePlan) -> list[tuple[str, str]]:
     """Dates and limits of one phase, worded from the same values the competition.yaml is
-    written from, so that the pages cannot tell participants other numbers than the site uses.
-    ``tasks_apart``: each task is a Codabench task of its own, run and scored on its own."""
+    written from, so that the pages cannot tell participants other numbers than the site uses."""
     phase = phases[index]
     facts = [("Phase", phase.label), ("Opens", when(phase.start)),
              ("Closes", _closes(spec, phases, index))]
     facts.append(("Submissions", f"at most {phase.max_submissions} in total and "
                                  f"{phase.max_submissions_per_day} per day"))
     if phase.code_submission:
-        runs = ("each task is run and scored on its own, so the run of your code on one task "
-                "and its scoring are limited separately" if tasks_apart else
-                "the run of your code (all tasks) and its scoring are limited separately")
+        runs = "the run of your code (all tasks) and its scoring are limited separately"
         facts.append(("Execution time limit",
                       f"{phase.execution_time_limit} s for each program run: {runs}"))
         facts.append(("Training time budget per task", "; ".join(filter(None, [
@@ -173,7 +170,7 @@ def _phase_facts(spec: CompetitionSpec, phases: list[PhaseSpec], index: int,
             facts.append(("Runs first", _gate_fact(plan)))
     else:
         facts.append(("Execution time limit", f"{phase.execution_time_limit} s for the scoring of "
-                      + ("each task of each submission" if tasks_apart else "each submission")))
+                      "each submission"))
     public = [task for task in plan.tasks if task.public_rows]
     if public:
         facts.append(("Scored during the phase", "; ".join(
@@ -233,13 +230,13 @@ def _budget_lines(spec: CompetitionSpec, code: bool) -> list[str]:
             "ingestion log of every submission"]
 
 
-def _phase_context(spec, phases, index, plan, baseline_results, tasks_apart=False) -> dict:
+def _phase_context(spec, phases, index, plan, baseline_results) -> dict:
     """What the pages and the phase's kit guide show of one phase of this competition;
     ``kind`` for the kind's parts."""
     phase = phases[index]
     kind = kind_of(plan).page_context(plan, phase, baseline_results)
     return {"label": phase.label, "code_submission": phase.code_submission,
-            "facts": _phase_facts(spec, phases, index, plan, tasks_apart),
+            "facts": _phase_facts(spec, phases, index, plan),
             "budget_lines": _budget_lines(spec, phase.code_submission),
             "steps": _kit_steps(phase.code_submission),
             "sample": SAMPLE_FOLDERS[phase.code_submission],
@@ -248,8 +245,8 @@ def _phase_context(spec, phases, index, plan, baseline_results, tasks_apart=Fals
             "kind": kind}
 
 
-# Where the full figures of a task scored on a public part wait, on each platform (issue
-# #1369 on Codabench: hidden columns alone leave them in the scoring output).
+# Where the full figures of a task scored on a public part wait, on each platform: never in a
+# leaderboard column (Codabench's submissions API shows hidden ones too, codabench_v2.md §3.9).
 FULL_SCORES_TEXT = {
     "codalab": ("Tasks scored on a public part of their test rows are also scored on all of "
                 "them for every submission; CodaLab v1.5 has no hidden leaderboard columns, so "
@@ -258,26 +255,16 @@ FULL_SCORES_TEXT = {
                 "all rows for the final ranking. Your detailed results and logs show the "
                 "public part only."),
     "codabench": ("Tasks scored on a public part of their test rows are also scored on all of "
-                  "them for every submission, in leaderboard columns hidden from participants "
-                  "(their names end in _full), and the phase's scoring output is hidden too; "
-                  "the organizers reveal those columns for the final ranking. Your detailed "
-                  "results and logs show the public part only.")}
+                  "them for every submission; those full figures go to the submission's "
+                  "scoring output, which this phase hides from participants, and to no "
+                  "leaderboard column. At the end the organizers re-score every submission on "
+                  "all rows for the final ranking. Your detailed results and logs show the "
+                  "public part only.")}
 
 
 CODABENCH_RANKING = ("Codabench averages values, not ranks, so the average rank over tasks that "
                      "ranks this competition on CodaLab cannot be expressed here: the weighted "
                      "loss ranks instead.")
-
-
-def _tasks_apart_text(columns: list[LeaderboardColumn]) -> str:
-    """Codabench's multi-task leaderboard (api/views/competitions.py get_leaderboard): every
-    column under each task's name, rows in the order of their tasks' best ranking value."""
-    ranking = next(c for c in columns if c.selection_default)
-    return ("Each task is a Codabench task of its own: your submission runs and is scored once "
-            "per task, and the leaderboard shows every column under each task's name. Codabench "
-            "has no rank combined over tasks: it orders the rows by the best value any of their "
-            f"tasks has in the {ranking.label} column; the {AGGREGATE.label} under a task is "
-            "that task's alone.")
 
 
 def _ranking_text(columns: list[LeaderboardColumn], aggregate: str) -> str:
@@ -294,17 +281,16 @@ def page_contexts(spec: CompetitionSpec, phases: list[PhaseSpec], plans: list[Ph
     """Each page's context: the competition's facts, and per phase (``phases``) its facts
     and, under ``kind``, what the kind's templates show for it. The leaderboard columns and
     the ranking are the platform's: Codabench has no average-rank column."""
-    tasks_apart = platform == "codabench" and spec.codabench_tasks == "per_task"
     codabench_differs = platform == "codabench" and any(c.computed for c in columns)
     full_scores = FULL_SCORES_TEXT[platform] if any(c.hidden for c in columns) else ""
     if platform == "codabench":
         columns = codabench_columns(columns)
     columns = [column for column in columns if not column.hidden]
-    per_phase = [_phase_context(spec, phases, index, plan, baseline_results, tasks_apart)
+    per_phase = [_phase_context(spec, phases, index, plan, baseline_results)
                  for index, plan in enumerate(plans)]
     shared = ("All phases share this one leaderboard (both platforms attach one leaderboard to "
-              "every phase)" + ("." if tasks_apart else "; a phase leaves the columns of the "
-                                "others' tasks empty.") if len(plans) > 1 else "")
+              "every phase); a phase leaves the columns of the others' tasks empty."
+              if len(plans) > 1 else "")
     merged = dataclasses.replace(plans[-1], tasks=tuple(
         {task.name: task for plan in plans for task in plan.tasks}.values()))
     common = {"title": title, "phases": per_phase,
@@ -323,8 +309,7 @@ def page_contexts(spec: CompetitionSpec, phases: list[PhaseSpec], plans: list[Ph
                                     "description": c.description} for c in columns],
                        "ranking": " ".join(filter(None, [
                            _ranking_text(columns, aggregate_description(plans[0])),
-                           CODABENCH_RANKING if codabench_differs else "",
-                           _tasks_apart_text(columns) if tasks_apart else "", shared,
+                           CODABENCH_RANKING if codabench_differs else "", shared,
                            full_scores]))},
         "data": {**common, "heading": "Data"},
         "terms": {**common, "heading": "Terms and conditions",

@@ -47,9 +47,16 @@ DEFAULT_SPEC = kind_definition(DEFAULT_KIND).DEFAULT_SPEC
 # leaderboard for all phases), or one competition per phase (as the 2021 competition ran).
 LAYOUTS = ("one", "per_phase")
 # How a phase's tasks map onto Codabench tasks: all in one (one run, one time limit for the
-# sum of the budgets), or each its own (one child submission per task, the phase's time limit
-# applying to each; codabench_v2.md §3.1).
+# sum of the budgets). "per_task" is known only to be refused with its reason.
 CODABENCH_TASKS = ("per_phase", "per_task")
+PER_TASK_REFUSED = (
+    "codabench_tasks: per_task is refused: each task would be a child submission of its own, "
+    "and Codabench's leaderboard rule cannot rank all of one submission's children: under "
+    "Force_Last each child's score upload takes its siblings off, so every submission would "
+    "rank on one task only (src/apps/leaderboards/strategies.py, LastestModeStrategy; "
+    "codabench issue #2211), and Force_Latest_Multiple keeps every child but also every "
+    "earlier submission. Use per_phase; where the budgets need more than the default queue's "
+    "600 s, name a queue of your own (codabench_queue)")
 DATE_PATTERN = r"^\d{4}-\d{2}-\d{2}( \d{2}:\d{2}(:\d{2})?)?$"
 MIN_BUDGET_SECONDS = 1.0           # below this a budget is mostly the child's start-up
 IMAGE_MAGIC = {b"\x89PNG\r\n\x1a\n": "PNG", b"\xff\xd8\xff": "JPEG"}
@@ -207,7 +214,6 @@ class CompetitionSpec:
     warnings: tuple[str, ...] = ()      # buildable but suspicious: dates past, tiny budgets
     # A Codabench queue of the organizer's (its vhost UUID): no 600 s cap on the time limit.
     codabench_queue: str | None = None
-    codabench_tasks: str = CODABENCH_TASKS[0]
     # Data zips uploaded apart from the bundle, and the keys the sites gave them (datasets.py)
     upload_separately: tuple[str, ...] = ()
     dataset_keys: dict = dataclasses.field(default_factory=dict)
@@ -391,21 +397,14 @@ def _test_rows(kind: str, name: str, data_root: Path) -> int | None:
 
 
 def _time_limit_problems(raw: dict, key: str, grace: float, margin: float) -> list[str]:
-    """A code phase's limit covers one run of its tasks (with the gate's) and the scoring; with
-    ``codabench_tasks: per_task`` each task runs alone under the limit, so the longest counts."""
+    """A code phase's limit covers one run of its tasks (with the gate's) and the scoring."""
     phase, tasks = raw["phases"][key], raw["tasks"]
     gate = raw["phases"].get(phase.get("gate"), {}).get("tasks", [])
     budgets = [tasks[t]["budget_seconds"] for t in [*gate, *phase["tasks"]] if t in tasks]
-    per_task = raw.get("codabench_tasks") == "per_task"
-    if per_task and gate:
-        return [f"phases.{key}.gate: codabench_tasks: per_task runs each task on its own, so a "
-                "gate's tasks cannot run first in the same run; use per_phase for this spec"]
-    needed = (max(worst_case_seconds([b], grace) for b in budgets) if per_task and budgets
-              else worst_case_seconds(budgets, grace)) + margin
+    needed = worst_case_seconds(budgets, grace) + margin
     if phase["execution_time_limit"] >= needed:
         return []
-    what = ("the longest task's budget (codabench_tasks: per_task)" if per_task else
-            f"task budgets{' with the gate' if gate else ''}")
+    what = f"task budgets{' with the gate' if gate else ''}"
     return [f"phases.{key}.execution_time_limit: found {phase['execution_time_limit']}, "
             f"expected at least {needed:.0f} s ({what} + {grace:g} s grace + "
             f"{OVERHEAD_SECONDS_PER_TASK:g} s start-up per task + {margin:g} s for scoring)"]
@@ -494,6 +493,8 @@ def _meaning_problems(raw: dict, data_root: Path, spec_folder: Path) -> list[str
                             f"{phase['max_submissions_per_day']}, expected at most "
                             f"phases.{key}.max_submissions ({total})")
     tasks = raw["tasks"]
+    if raw.get("codabench_tasks") == "per_task":
+        problems.append(PER_TASK_REFUSED)
     grace = raw.get("sandbox", {}).get("grace_seconds", SANDBOX_DEFAULTS["grace_seconds"])
     margin = raw.get("scoring_margin_seconds", 60)
     starts = []
@@ -579,7 +580,6 @@ def load_spec(path: Path = DEFAULT_SPEC, data_root: Path | None = None) -> Compe
         description=plain.get("description", ""), organizers=tuple(plain.get("organizers", ())),
         logo=(path.parent / plain["logo"]) if plain.get("logo") else None,
         docker_image=plain["docker_image"], codabench_queue=plain.get("codabench_queue"),
-        codabench_tasks=plain.get("codabench_tasks", CODABENCH_TASKS[0]),
         upload_separately=tuple(plain.get("upload_separately", ())),
         dataset_keys=dict(plain.get("dataset_keys") or {}),
         max_bundle_bytes=int(plain.get("max_bundle_mib", SAFE_BUNDLE_BYTES / 2**20) * 2**20),

@@ -105,13 +105,14 @@ DOCS: dict[str, Doc] = {
                            example="0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"),
     "codabench_tasks": Doc("How a phase's tasks become Codabench tasks. `per_phase`: one Codabench "
                            "task runs all of them in one run, and the phase's "
-                           "execution_time_limit covers the sum of their budgets. `per_task`: each "
-                           "task is a Codabench task of its own (one child submission each), and "
-                           "the limit covers the longest task alone; the leaderboard then shows "
-                           "the same columns under each task's name, and Codabench has no rank "
-                           "combined over tasks (it orders rows by their best task). A phase with "
-                           "a gate cannot be split. CodaLab v1.5 always runs a phase's tasks in one "
-                           "run.", default="per_phase", example="per_task"),
+                           "execution_time_limit covers the sum of their budgets. `per_task` "
+                           "(one Codabench task, so one child submission, per task) is refused: "
+                           "Codabench's leaderboard rule keeps one child of each submission "
+                           "(Force_Last) or every earlier submission too (Force_Latest_Multiple), "
+                           "so no ranking holds every task (docs/platform/codabench_v2.md §3.10). "
+                           "Where the budgets need more than the default queue's 600 s, name a "
+                           "queue of your own (`codabench_queue`).", default="per_phase",
+                           example="per_phase"),
     "upload_separately": Doc(
         "Data zips the build writes next to the bundle instead of into it, for you to upload on "
         "the site on their own, named in competition.yaml by the key the site gives each: any of "
@@ -168,11 +169,11 @@ DOCS: dict[str, Doc] = {
         "Score the task's first `public_rows` test rows for the leaderboard during the "
         "competition (the 2021 evaluation phase: CIFAR-10 10,000 of 50,000, UCI 100 of 256) "
         "and all rows for the final ranking. The full figures are computed for every "
-        "submission and kept from participants: on Codabench in hidden leaderboard columns "
-        "(`<task>_<metric>_full`, `weighted_loss_full`) with the scoring output hidden; on "
-        "CodaLab v1.5, which has no hidden columns, in each submission's private output "
-        "(`private/full_scores.txt`, organizers only). The detailed results show the public "
-        "part only. See `reveal_full_scores`.",
+        "submission and kept from participants in `private/full_scores.txt` of its scoring "
+        "output, which only organizers can read (CodaLab v1.5: the private output; "
+        "Codabench: the scoring output, which the phase hides), never in a leaderboard "
+        "column: Codabench's submissions API shows every column, hidden ones too, to anyone. "
+        "The detailed results and logs show the public part only. See `reveal_full_scores`.",
         default="none: the task is scored on all its rows", example=100),
     "tasks.<task>.accept_unconverged_references": Doc(
         "Build with this task's references although the kind's own check finds that the runs "
@@ -183,10 +184,8 @@ DOCS: dict[str, Doc] = {
         default="false: references that failed the check are refused", example=True),
     "reveal_full_scores": Doc(
         "Rebuild with `true` at the end of the competition: every task is then scored on all "
-        "its rows, in the leaderboard's usual columns. On CodaLab, replace the phase's scoring "
-        "program with the rebuilt one and re-run all submissions. On Codabench the full "
-        "figures are already in hidden columns: un-hiding them publishes them; for the ranking "
-        "to use them, rebuild and re-run likewise.",
+        "its rows, in the leaderboard's usual columns. Replace the phase's scoring program "
+        "with the rebuilt one and re-run all submissions.",
         default="false", example=True),
     "metric_weights": Doc("Weights of the kind's metrics in the leaderboard's weighted loss; only "
                           "the metrics given are changed.", default=_weights_default),

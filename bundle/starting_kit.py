@@ -86,7 +86,7 @@ def stage_stand_in(spec, code_plan: PhasePlan, destination: Path, limits: dict,
         assemble_scoring_program(plan, destination / "scoring_program", platform)
         stage_input_data(plan, destination / "input")
         stage_reference_data(plan, destination / "reference")
-    return {"about": about, "leaderboard_keys": written_keys(plan, platform)}
+    return {"about": about, "leaderboard_keys": written_keys(plan)}
 
 
 def stage_starting_kit(plan: PhasePlan, destination: Path, code_plan: PhasePlan,

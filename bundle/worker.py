@@ -90,6 +90,10 @@ class Dispatch:
     runs_ingestion: bool           # the phase's ingestion program is started on it
     copies_to_output: bool         # its files become (part of) the predictions scored
     problem: str | None = None     # why it will not be scored as the participant intends
+    # The step ends with an output folder to upload. Codabench's worker makes it only by
+    # copying the files or by mounting it into a container it starts; without it the step
+    # fails and scoring never gets predictions (see _results_dispatch).
+    makes_output: bool = True
 
     @property
     def ok(self) -> bool:
@@ -131,14 +135,31 @@ def dispatch_submission(folder: Path, platform: str, has_ingestion: bool) -> Dis
     return Dispatch(True, name is None, problem)
 
 
+# compute_worker.py, Run.push_output: it writes output/metadata into a folder nobody made.
+NO_OUTPUT_FAILURE = "Metadata file not found"
+# compute_worker.py, Run._get_bundle: the scoring job's download of a prediction result that
+# was never uploaded, tried 10 times 20 s apart.
+NO_PREDICTIONS_FAILURE = "Bad or empty zip file"
+
+
 def _results_dispatch(platform: str, name: str | None, metadata) -> Dispatch:
-    if platform == CODABENCH and name is not None:
-        what = ("starts its command instead of scoring the files" if isinstance(metadata, dict)
-                and metadata.get("command") else "copies none of its files to the output")
+    """A results phase has no ingestion program: the submission is the only program."""
+    if platform != CODABENCH or name is None:
+        return Dispatch(False, True)
+    if isinstance(metadata, dict) and metadata.get("command"):
         return Dispatch(False, False, (
-            f"a results submission must not contain '{name}': with it Codabench {what}, and "
-            "scoring finds no predictions. Remove the file"))
-    return Dispatch(False, True)
+            f"a results submission must not contain '{name}': Codabench starts its command "
+            "instead of scoring the files. Remove the file"))
+    # compute_worker.py, _run_program_directory: a program whose metadata has no command is
+    # neither run nor copied, so /app/output is never made; start() has already set the
+    # status to Scoring, which queues the scoring job before push_output fails.
+    return Dispatch(False, False, (
+        f"a results submission must not contain '{name}': Codabench neither runs nor copies "
+        "a submission whose metadata has no command, so its prediction step fails "
+        f"('{NO_OUTPUT_FAILURE}') and its scoring step fails after about three minutes of "
+        f"retries ('{NO_PREDICTIONS_FAILURE}'); nothing is scored, and the failed submission "
+        "counts toward no limit. A code submission belongs in a code phase; here upload a zip "
+        "of prediction files without that file"), makes_output=False)
 
 
 def _code_metadata_problem(name: str | None, metadata) -> str | None:

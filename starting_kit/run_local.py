@@ -158,7 +158,7 @@ def repository_layout(phase: str | None, budget_seconds: float | None, work: Pat
                                               for task in plan.tasks)
     if has_references:
         stage_reference_data(plan, parts / "reference")
-    keys = tuple(written_keys(plan, platform))
+    keys = tuple(written_keys(plan))
     return Layout(parts / "ingestion_program", parts / "scoring_program", parts / "input",
                   parts / "reference" if has_references else None, support_modules(kind), platform,
                   phase, plan.code_submission, keys, entry_file(kind), spec.docker_image,
@@ -312,6 +312,9 @@ def run_local(phase: str | None, work: Path, code: Path | None = None,
     archive = submission_zip(code if as_code else results, as_code, layout, work)
     submission = _unzipped(archive, work / "submission")
     dispatch = worker.dispatch_submission(submission, layout.platform, has_ingestion=as_code)
+    if dispatch.ok and as_code and not layout.code_phase:
+        # what the site does with the zip itself: this phase has no ingestion program
+        dispatch = worker.dispatch_submission(submission, layout.platform, has_ingestion=False)
     if not dispatch.ok:
         raise LocalRunError(f"{archive}: {dispatch.problem}")
     code_folders = [layout.scoring_program, Path(worker.__file__)] + (

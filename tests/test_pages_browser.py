@@ -425,31 +425,3 @@ def test_retina_pages_and_report_read_right_in_a_browser(platform, browser, scre
         assert title in text
     svg = report.read_text(encoding="utf-8")
     assert svg.count("<svg") == 2 * (2 + 3 + 5)       # per task: ROC, reliability, 3 referral, 5 grades
-
-
-def test_codabench_per_task_pages_read_right_in_a_browser(browser, screenshots, tmp_path):
-    """codabench_tasks: per_task, as participants read it: each task's limit stated as one
-    task's run, and how Codabench's multi-task leaderboard ranks rows."""
-    from bundle.build import build_competition
-    from bundle.spec import load_spec
-    source = REPO / "kinds" / "label_accuracy" / "default_spec.yaml"
-    raw = yaml.safe_load(source.read_text())
-    raw["tasks"] = {name: {"budget_seconds": 400} for name in raw["tasks"]}
-    raw["phases"]["evaluation"]["execution_time_limit"] = 500
-    raw["codabench_tasks"] = "per_task"
-    shutil.copyfile(source.parent / raw["logo"], tmp_path / raw["logo"])
-    (tmp_path / "spec.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
-    spec = load_spec(tmp_path / "spec.yaml")
-    built = build_competition(spec, ["development", "evaluation"], None, tmp_path / "out",
-                              platform="codabench")
-    html = competition_pages(built.path, "codabench")["evaluation"]
-    text = " ".join(render(browser, as_the_platform_shows_it(html, "evaluation"),
-                           tmp_path / "evaluation.html",
-                           screenshots / "codabench" / "per-task" / "evaluation.png").split())
-    assert not escaping_problems(text)
-    assert ("500 s for each program run: each task is run and scored on its own, so the run of "
-            "your code on one task and its scoring are limited separately") in text
-    assert "300 s for the scoring of each task of each submission" in text
-    assert ("Codabench has no rank combined over tasks: it orders the rows by the best value any "
-            "of their tasks has in the accuracy column") in text
-    assert "iris 400 s, wine 400 s" in text

@@ -1,8 +1,9 @@
 """Public and full scores (the 2021 evaluation phase scored a public prefix of the test rows
 for the leaderboard and all rows for the final ranking): the leaderboard, the logs and the
-detailed results show the public part only; the full figures wait where participants cannot
-read them (CodaLab v1.5: the private output; Codabench: hidden columns, with the phase's
-scoring output hidden), and a rebuild with reveal_full_scores scores every row."""
+detailed results show the public part only; the full figures wait where only organizers can
+read them (private/ of the scoring output: CodaLab v1.5's private output, Codabench's hidden
+scoring output; never a column, which Codabench's submissions API shows to anyone), and a
+rebuild with reveal_full_scores scores every row."""
 import json
 import shutil
 import zipfile
@@ -104,6 +105,51 @@ def test_revealing_scores_every_row_in_the_usual_columns(tmp_path):
     assert not (output / "private").exists()
 
 
+def test_the_codabench_site_model_shows_hidden_columns_to_anyone(tmp_path):
+    """codalab/codabench c7dbc756: api/views/submissions.py upload_submission_scores stores
+    every key that is a leaderboard column, hidden or not; SubmissionViewSet.get_queryset gives
+    anonymous users every finished leaderboard submission and api/serializers/submissions.py
+    SubmissionSerializer lists all its scores; SubmissionFilesSerializer.get_scoring_result
+    gives the scoring output to organizers only (Competition.user_has_admin_permission) when
+    the phase sets hide_score_output or hide_output."""
+    from bundle.codabench_site import hidden_figure_leaks, readable_by_others
+    output = tmp_path / "output"
+    (output / "private").mkdir(parents=True)
+    (output / "scores.json").write_text(json.dumps({"weighted_loss": 0.5,
+                                                    "weighted_loss_full": 0.4}))
+    (output / "private" / "full_scores.txt").write_text("weighted_loss_full: 0.4\n")
+    hidden, competition = ["weighted_loss_full"], {"enable_detailed_results": True}
+    as_column = hidden_figure_leaks({"hide_score_output": True}, competition,
+                                    ["weighted_loss", "weighted_loss_full"], output, "", hidden)
+    assert len(as_column) == 1 and "weighted_loss_full: stored in leaderboard columns" in \
+        as_column[0] and "GET /api/submissions/?phase=" in as_column[0]
+    assert hidden_figure_leaks({"hide_score_output": True}, competition, ["weighted_loss"],
+                               output, "", hidden) == []
+    downloadable = hidden_figure_leaks({}, competition, ["weighted_loss"], output, "", hidden)
+    assert downloadable and "private/full_scores.txt" in downloadable[0]
+    assert hidden_figure_leaks({"hide_score_output": True}, competition, ["weighted_loss"],
+                               output, "weighted_loss_full: 0.4", hidden)
+    assert readable_by_others({"hide_output": True, "hide_score_output": True}, competition) \
+        == {"scores": True, "logs": False, "scoring output": False, "detailed results": True}
+
+
+def test_no_full_figure_is_readable_by_participants_on_codabench(tmp_path):
+    """A results phase with a public part, built and dry-run for Codabench: the full figures
+    are in private/ of the hidden scoring output and in no leaderboard column (the dry run
+    holds the scoring step to the site model above, codabench_site.hidden_figure_leaks)."""
+    spec = spec_with(tmp_path, {"iris": 20})
+    built = build("--config", str(spec), "--platform", "codabench", "--phase", "development",
+                  "--out", str(tmp_path / "out"), "--check")
+    assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
+    with zipfile.ZipFile(next((tmp_path / "out").glob("*.zip"))) as archive:
+        codabench = yaml.safe_load(archive.read("competition.yaml"))
+        page = archive.read("pages/evaluation.html").decode()
+    columns = [c["key"] for c in codabench["leaderboards"][0]["columns"]]
+    assert columns[0] == "weighted_loss" and not [key for key in columns if "_full" in key]
+    assert all(phase["hide_score_output"] is True for phase in codabench["phases"])
+    assert "which this phase hides from participants, and to no leaderboard column" in page
+
+
 @pytest.mark.slow
 def test_each_platform_keeps_the_full_figures_from_participants(tmp_path):
     spec = spec_with(tmp_path)
@@ -121,13 +167,12 @@ def test_each_platform_keeps_the_full_figures_from_participants(tmp_path):
         codabench = yaml.safe_load(archive.read("competition.yaml"))
         members = {name: archive.read(name) for name in archive.namelist()}
     columns = codabench["leaderboards"][0]["columns"]
-    hidden = sorted(c["key"] for c in columns if c.get("hidden"))
-    assert hidden == sorted([f"{task}_{metric}_full" for task in PUBLIC
-                             for metric in ("agreement", "total_variation")]
-                            + ["weighted_loss_full"])
-    assert columns[0]["key"] == "weighted_loss" and not columns[0].get("hidden")
+    assert not [c["key"] for c in columns if c["key"].endswith("_full") or c.get("hidden")]
     assert all(phase["hide_score_output"] is True for phase in codabench["phases"])
-    # the platform rule: hidden columns without a hidden scoring output are refused
+    # the platform rule: a full figure as a column, or a scoring output left readable
+    codabench["leaderboards"][0]["columns"].append(
+        {"title": "Weighted loss (full)", "key": "weighted_loss_full", "index": len(columns),
+         "sorting": "asc", "precision": 4, "hidden": True})
     for phase in codabench["phases"]:
         del phase["hide_score_output"]
     members["competition.yaml"] = yaml.safe_dump(codabench).encode()
@@ -135,9 +180,11 @@ def test_each_platform_keeps_the_full_figures_from_participants(tmp_path):
     with zipfile.ZipFile(tampered, "w") as archive:
         for name, data in members.items():
             archive.writestr(name, data)
-    failures = check_bundle(tampered, "codabench")
-    assert any(f.rule == "v2-hidden-scores" and "hide_score_output is not true" in f.message
+    failures = [f.message for f in check_bundle(tampered, "codabench")
+                if f.rule == "v2-hidden-scores"]
+    assert any("['weighted_loss_full'] would hold figures kept from participants" in f
                for f in failures), failures
+    assert any("hide_score_output is not true" in f for f in failures), failures
 
 
 @pytest.mark.slow

@@ -116,3 +116,50 @@ def test_zip_helper_refuses_code_importing_a_kit_module_it_does_not_hold(tmp_pat
         make_zip(folder, tmp_path / "out.zip")
     (folder / "declared_model.py").write_text("MLP = object\n")
     assert "declared_model.py" in make_zip(folder, tmp_path / "out.zip")
+
+
+LABEL_SPEC = REPO / "kinds" / "label_accuracy" / "default_spec.yaml"
+IMAGE_PYTHON = str(REPO / ".venv-image" / "bin" / "python")
+
+
+def test_a_code_zip_in_a_codabench_results_phase_fails_as_the_worker_fails_it(tmp_path):
+    """codalab/codabench c7dbc756, compute_worker/compute_worker.py: _run_program_directory
+    neither runs nor copies a program whose metadata has no command, so /app/output is never
+    made; start() has set the status to Scoring (which queues the scoring job) before
+    push_output fails to write output/metadata ("Metadata file not found"); the scoring job's
+    _get_bundle then fails on the prediction result that never came ("Bad or empty zip
+    file", after 10 tries 20 s apart). Nothing is scored."""
+    from bundle.dry_run import dry_run_codabench
+    built = subprocess.run([sys.executable, str(REPO / "build_bundle.py"), "--config",
+                            str(LABEL_SPEC), "--phase", "development", "--platform", "codabench",
+                            "--out", str(tmp_path / "out")], cwd=REPO, capture_output=True,
+                           text=True, timeout=600)
+    assert built.returncode == 0, built.stdout[-2000:] + built.stderr[-2000:]
+    code = folder_with(tmp_path, {"submission.py": PREDICT})
+    make_zip(code, tmp_path / "code.zip")
+    steps = dry_run_codabench(next((tmp_path / "out").glob("*.zip")), IMAGE_PYTHON,
+                              tmp_path / "code.zip")
+    outcome = {step.step: (step.status, step.detail) for step in steps}
+    assert outcome["output"] == ("failed", "Metadata file not found")
+    assert outcome["scoring"][0] == "failed"
+    assert outcome["scoring"][1].startswith("Bad or empty zip file")
+    assert not any(step.scores for step in steps)
+
+
+@pytest.mark.parametrize("platform, refused", [(CODABENCH, True), (CODALAB, False)])
+def test_run_local_says_what_the_worker_does_with_code_in_a_results_phase(tmp_path, platform,
+                                                                          refused):
+    """The same worker model decides the kit's local run: Codabench fails the zip (above);
+    CodaLab takes it for prediction files, and run_local trains the code instead."""
+    baseline = REPO / "kinds" / "label_accuracy" / "kit" / "baselines" / "nearest_centroid.py"
+    done = subprocess.run([sys.executable, str(KIT / "run_local.py"), "--config",
+                           str(LABEL_SPEC), "--phase", "development", "--platform", platform,
+                           "--code", str(baseline), "--out", str(tmp_path / "run")], cwd=REPO,
+                          capture_output=True, text=True, timeout=600)
+    output = done.stdout + done.stderr
+    assert "Traceback" not in output
+    if refused:
+        assert done.returncode != 0
+        assert "'Metadata file not found'" in output and "'Bad or empty zip file'" in output
+    else:
+        assert done.returncode == 0 and "this run trains your code" in output, output[-2000:]

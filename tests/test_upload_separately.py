@@ -51,12 +51,10 @@ def with_keys(spec: Path, keys: dict) -> Path:
     return spec
 
 
-@pytest.mark.parametrize("platform,layout", [("codalab", None), ("codabench", None),
-                                             ("codabench", "per_task")])
+@pytest.mark.parametrize("platform", ["codalab", "codabench"])
 def test_data_apart_is_written_next_to_a_small_bundle_and_the_check_runs_on_it(
-        platform, layout, tmp_path):
-    spec = write_spec(tmp_path, upload_separately=["input_data", "reference_data"],
-                      **({"codabench_tasks": layout} if layout else {}))
+        platform, tmp_path):
+    spec = write_spec(tmp_path, upload_separately=["input_data", "reference_data"])
     out = tmp_path / "out"
     first = build(spec, out, platform, "--check")
     assert first.returncode == WAITING, first.stdout[-3000:] + first.stderr[-3000:]

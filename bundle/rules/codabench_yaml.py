@@ -11,6 +11,7 @@ from typing import Iterator
 
 from scoring_program.scorer.config import CONFIG_NAME as SCORING_CONFIG, FULL_STATISTICS
 
+from ..codabench_site import SCORES_API
 from ..datasets import SEPARABLE, is_key
 from .framework import CODABENCH, Bundle, CannotCheck, rule
 
@@ -233,16 +234,16 @@ def check_leaderboards(bundle: Bundle) -> Iterator[Problem]:
 
 
 
-@rule("v2-hidden-scores", "a phase whose scoring program writes hidden full figures to "
-      "scores.json has hide_score_output: true, and those keys are hidden leaderboard columns: "
-      "hidden columns alone leave the values in the scoring output, which participants can "
-      "read (codabench_v2.md §1.4, §1.5; codabench issue #1369)",
-      "set hide_score_output: true on the phase and hidden: true on the columns", CODABENCH)
+@rule("v2-hidden-scores", "figures the scorer keeps for the organizers (the full figures of "
+      "tasks scored on a public part) are no leaderboard column, hidden or not, since the "
+      "submissions API shows every column to anyone; and the phase hides the scoring output "
+      "that holds them (codabench_v2.md §3.9)",
+      "remove those columns; set hide_score_output: true on the phase", CODABENCH)
 def check_hidden_scores(bundle: Bundle) -> Iterator[Problem]:
-    """What the leaderboard hides must not be readable in the phase's scoring output."""
-    hidden = {column.get("key") for board in items(bundle.comp, "leaderboards")
-              if isinstance(board, dict) for column in board.get("columns") or []
-              if isinstance(column, dict) and column.get("hidden") is True}
+    """§3.9: what only organizers may read must not reach a column or a readable output."""
+    columns = {column.get("key") for board in items(bundle.comp, "leaderboards")
+               if isinstance(board, dict) for column in board.get("columns") or []
+               if isinstance(column, dict)}
     tasks = {str(t.get("index")): t for t in items(bundle.comp, "tasks") if isinstance(t, dict)}
     for i, phase in enumerate(items(bundle.comp, "phases")):
         if not isinstance(phase, dict):
@@ -256,13 +257,15 @@ def check_hidden_scores(bundle: Bundle) -> Iterator[Problem]:
             except CannotCheck as error:
                 yield f"phases[{i}]: hidden scores not checked: {error}", "rebuild the bundle"
                 continue
-            full = [c.get("key") for c in config.get("columns", [])
+            kept = [c.get("key") for c in config.get("columns", [])
                     if c.get("statistic") in FULL_STATISTICS]
-            if full and phase.get("hide_score_output") is not True:
-                yield (f"phases[{i}]: its scorer writes the hidden full figures {full[:3]} to "
-                       "scores.json but hide_score_output is not true: participants could read "
-                       "them in their scoring output", "set hide_score_output: true")
-            shown = sorted(set(full) - hidden)
-            if shown:
-                yield (f"phases[{i}]: full figures {shown[:3]} are not hidden columns",
-                       "mark their columns hidden: true")
+            public = sorted(set(kept) & columns)
+            if public:
+                yield (f"leaderboards: columns {public[:3]} would hold figures kept from "
+                       f"participants, and {SCORES_API} shows every column to anyone",
+                       "remove those columns")
+            if kept and not (phase.get("hide_score_output") is True
+                             or phase.get("hide_output") is True):
+                yield (f"phases[{i}]: its scoring output holds the full figures {kept[:3]} "
+                       "(private/) but hide_score_output is not true: participants could "
+                       "download them", "set hide_score_output: true")

@@ -42,7 +42,7 @@ def _scorer_keys(bundle: Bundle, member: str) -> list:
 @rule("time-limit", "execution_time_limit is a positive int covering the ingestion budgets, grace "
       "and per-task overhead plus the scoring margin (§4.5, G23)",
       "raise execution_time_limit or cut the task budgets (G23); CodaLab runs a phase's tasks in "
-      "one run (spec key codabench_tasks: per_task splits them on Codabench only)", CODALAB)
+      "one run", CODALAB)
 def check_time_limit(bundle: Bundle) -> Iterator[Problem]:
     """§4.5, G23: the worker kills each step at execution_time_limit (default 300 s)."""
     for key, phase in phases(bundle):

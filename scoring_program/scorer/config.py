@@ -19,8 +19,9 @@ CONFIG_NAME = "scoring_config.json"
 CONFIG_FORMAT = "scoring-config/2"
 STATISTICS = ("value", "std", "train_seconds", "weighted_loss", "full_value",
               "full_weighted_loss")
-FULL_STATISTICS = ("full_value", "full_weighted_loss")   # hidden: figures on all test rows
-FULL_SCORES = ("private", "columns")   # where those go: $output/private/, or scores.json
+# Figures on all test rows of a task scored on a public part: they go to $output/private/,
+# never to the scores file (every score column is public on Codabench, whatever its hidden flag).
+FULL_STATISTICS = ("full_value", "full_weighted_loss")
 RECORD_RULES = ("optional", "required", "signed")
 
 
@@ -30,10 +31,9 @@ class ConfigError(ValueError):
 
 def scores_file_keys(raw: dict) -> list[str]:
     """The keys a generated config makes the scorer write to scores.txt / scores.json: every
-    column's, but full figures configured for the private output."""
-    private = raw.get("full_scores") == "private"
+    column's, but the full figures, which go to the private output."""
     return [column["key"] for column in raw["columns"]
-            if not (private and column["statistic"] in FULL_STATISTICS)]
+            if column["statistic"] not in FULL_STATISTICS]
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,6 @@ class ScoringConfig:
     # What res/ must hold besides predictions: nothing (results phases), the ingestion's
     # record, or the record signed with the key in ref/ (where the ingestion can read it).
     record: str = "optional"
-    full_scores: str = "columns"
     # The phase has a gate (a final phase with one submission): a zip whose code never ran
     # must fail there, not finish, since a finished submission uses up the phase's limit.
     gated: bool = False
@@ -136,15 +135,11 @@ def parse_config(raw: dict, source: str = CONFIG_NAME) -> ScoringConfig:
     record = raw.get("record", "optional")
     if record not in RECORD_RULES:
         raise ConfigError(f"{source}: record must be one of {RECORD_RULES}, found {record!r}")
-    full_scores = raw.get("full_scores", "columns")
-    if full_scores not in FULL_SCORES:
-        raise ConfigError(f"{source}: full_scores must be one of {FULL_SCORES}, found "
-                          f"{full_scores!r}")
     gated = raw.get("gated", False)
     if not isinstance(gated, bool):
         raise ConfigError(f"{source}: gated must be true or false, found {gated!r}")
     return ScoringConfig(_require(raw, "phase", str, source), kind, tasks, columns, record,
-                         full_scores, gated)
+                         gated)
 
 
 def load_config(path: Path) -> ScoringConfig:

@@ -32,11 +32,11 @@ from kinds.scoring import ReferenceDataError, result_summary
 from .config import CONFIG_NAME, ConfigError, load_config
 from .parallel_scoring import score_all
 from .report import render_report
-from .scores_file import column_values, format_scores, weighted_loss, write_scores
+from .scores_file import column_values, weighted_loss, write_scores
 
 USAGE = "usage: score.py INPUT_DIR OUTPUT_DIR   (INPUT_DIR holds ref/ and res/)"
 REPORT_NAME = "detailed_results.html"
-PRIVATE_FOLDER = "private"     # CodaLab v1.5 zips it as private_output.zip, organizers only
+PRIVATE_FOLDER = "private"     # organizers only (codalab_v1.md §4.6, codabench_v2.md §3.9)
 DETAILS_NAME = "detailed_results.json"     # the report's numbers, for scripts
 
 
@@ -182,19 +182,17 @@ def _full_results(config, ref: Path, res: Path, record, results) -> list | None:
 
 
 def _write_scores(output_dir: Path, config, values: dict, full, record) -> str:
-    """The leaderboard's values; the full figures where participants cannot read them: in
-    hidden columns (Codabench, whose phase hides its scoring output) or in the private
-    output (CodaLab v1.5, organizers only), with their details. Returns what may be shown."""
+    """The leaderboard's values; the full figures, with their details, where only the
+    organizers can read them: the private output (CodaLab v1.5's private_output.zip; on
+    Codabench the scoring output, which the phase hides). Returns what may be shown."""
     hidden = [column.key for column in config.full_columns]
-    shown = {key: value for key, value in values.items() if key not in hidden}
-    if not hidden or config.full_scores == "columns":
-        write_scores(output_dir, values)
-        return format_scores(shown)
-    private = output_dir / PRIVATE_FOLDER
-    private.mkdir(exist_ok=True)
-    write_scores(private, {key: values[key] for key in hidden}, stem="full_scores")
-    _write_details(private / "full_results.json", config, full, [], record)
-    return write_scores(output_dir, shown)
+    if hidden:
+        private = output_dir / PRIVATE_FOLDER
+        private.mkdir(exist_ok=True)
+        write_scores(private, {key: values[key] for key in hidden}, stem="full_scores")
+        _write_details(private / "full_results.json", config, full, [], record)
+    return write_scores(output_dir, {key: value for key, value in values.items()
+                                     if key not in hidden})
 
 
 def main(argv: list[str], program_dir: Path) -> int:
