@@ -5,7 +5,8 @@ A kind's ``kind.py`` (build time) provides, as module attributes:
 - ``DEFAULT_SPEC``, ``EMBEDDED_ROOT`` (the default ``data_root``), ``TEMPLATES`` (its
   ``kind_tasks``, ``kind_evaluation``, ``kind_data`` and ``kind_submission`` page parts),
   ``BASELINE_RESULTS``, ``DEFAULT_WEIGHTS``, ``AGGREGATE_DESCRIPTION``,
-  ``SCORING_DESCRIPTION`` (its scoring program's metadata description) and, optionally,
+  ``SCORING_DESCRIPTION`` (its scoring program's metadata description), ``EXAMPLE_BASELINE``
+  (the file of ``KIT/baselines/`` that the guide's commands run) and, optionally,
   ``ZEROED_PUBLIC_ARRAYS`` (placeholders the leakage check proves all zeros) and
   ``RANKS_BY_AGGREGATE`` (rank by the weighted loss, not the average rank over tasks) and
   ``ENTRY`` (the module and function a code submission defines; default submission.predict)

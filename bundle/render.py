@@ -233,13 +233,16 @@ def _budget_lines(spec: CompetitionSpec, code: bool) -> list[str]:
 def _phase_context(spec, phases, index, plan, baseline_results) -> dict:
     """What the pages and the phase's kit guide show of one phase of this competition;
     ``kind`` for the kind's parts."""
+    from .starting_kit import local_scores     # it renders the kit's guide with ours
     phase = phases[index]
     kind = kind_of(plan).page_context(plan, phase, baseline_results)
     return {"label": phase.label, "code_submission": phase.code_submission,
             "facts": _phase_facts(spec, phases, index, plan),
             "budget_lines": _budget_lines(spec, phase.code_submission),
-            "steps": _kit_steps(phase.code_submission),
+            "steps": _kit_steps(phase.code_submission, kind_of(plan).EXAMPLE_BASELINE,
+                                local_scores(spec, plan)),
             "sample": SAMPLE_FOLDERS[phase.code_submission],
+            "example_baseline": kind_of(plan).EXAMPLE_BASELINE,
             # the kit ships the table the overview shows, and only that one
             "results_file": RESULTS_FILE if kind["baselines"]["rows"] else "",
             "kind": kind}
@@ -327,24 +330,42 @@ RESULTS_FILE = "baseline_results.json"
 GUIDE = "README.md.j2"
 
 
-def _kit_steps(code: bool) -> list[dict]:
-    """The commands of the starting kit page and guide, run from the unzipped kit's folder:
-    each a ``command`` (or None) and what it does."""
-    folder, flag, name = (("my_submission/", "--code", "submission.zip") if code
-                          else ("my_predictions/", "--results", "predictions.zip"))
+SCORES_TEXT = {"references": "prints your scores",
+               "stand_in": "prints your scores on the kit's public stand-in (this phase's "
+                           "references are hidden; the output says which data)",
+               "none": "checks that it runs in time and returns valid predictions (this "
+                       "phase's references are hidden and the kit has no public stand-in)"}
+
+
+def _kit_steps(code: bool, example: str, scores: str) -> list[dict]:
+    """The commands of the starting kit page and guide, run from the unzipped kit's folder,
+    each as written there (on the kit's own sample and ``example`` baseline): a ``command``
+    (or None) and what it does. ``scores``: what a local run scores on
+    (``starting_kit.local_scores``)."""
+    flag, name = ("--code", "submission.zip") if code else ("--results", "predictions.zip")
     own_code = [] if code else [
-        {"command": f"python {PREDICTIONS_TOOL} my_submission/ {name}",
-         "does": "or, from your code (a folder, a code zip or a baseline file), runs it on this "
-                 "phase's input data with the kit's ingestion program, as a code phase runs it, "
-                 "and zips the prediction files it writes: one .npy array per task under the "
-                 "same name, exactly what a code phase scores, which this phase reads too"}]
-    return [{"command": f"python submission_zip.py {folder} {name}",
+        {"command": f"python {PREDICTIONS_TOOL} baselines/{example} {name}",
+         "does": "or, from your code (a folder, a code zip or a baseline file, here a "
+                 "baseline), runs it on this phase's input data with the kit's ingestion "
+                 "program, as a code phase runs it, and zips the prediction files it writes: "
+                 "one .npy array per task under the same name, exactly what a code phase "
+                 "scores, which this phase reads too"}]
+    checked = ("checks that zip as this site would take it (the references being hidden, "
+               "prediction files are not scored here)" if scores != "references" and not code
+               else f"runs that zip as this site does, {SCORES_TEXT[scores]} or what the site "
+                    "would refuse")
+    stand_in_run = [] if code or scores != "stand_in" else [
+        {"command": f"python run_local.py --code baselines/{example}",
+         "does": f"runs code (a folder, a zip or, here, a baseline file) and "
+                 f"{SCORES_TEXT[scores]}"}]
+    return [{"command": f"python submission_zip.py {SAMPLE_FOLDERS[code]}/ {name}",
              "does": "makes the zip as the platform needs it (files at its root"
-                     + (", a description-only metadata file)" if code else ")")},
+                     + (", a description-only metadata file)" if code else ")")
+                     + "; here of the kit's sample, put your folder in its place"},
             *own_code,
             {"command": f"python run_local.py {flag} {name}",
-             "does": "runs that zip as this site does, prints your scores or what the site "
-                     "would refuse, and exits non-zero if anything is wrong"},
+             "does": f"{checked}, and exits non-zero if anything is wrong"},
+            *stand_in_run,
             {"command": None, "does": f"upload {name} on the Participate tab"}]
 
 

@@ -52,6 +52,25 @@ def public_tasks(spec) -> list:
     return list(tasks.values())
 
 
+def references_in_kit(plan: PhasePlan) -> bool:
+    """A results phase whose references the kind makes public: its kit holds them and a local
+    run scores prediction files against them."""
+    kind = kind_of(plan)
+    return not plan.code_submission and all(kind.has_public_references(task)
+                                            for task in plan.tasks)
+
+
+def local_scores(spec, plan: PhasePlan) -> str:
+    """What a local run in the phase's kit scores on: "references" (public ones, in the kit),
+    "stand_in" (hidden references; code is scored on a public stand-in, ``stand_in_plan``)
+    or "none" (hidden references, and neither a stand-in of the kind nor a public task)."""
+    if references_in_kit(plan):
+        return "references"
+    if hasattr(kind_of(plan), "stand_in_task") or public_tasks(spec):
+        return "stand_in"
+    return "none"
+
+
 def stand_in_plan(spec, code_plan: PhasePlan, work: Path) -> tuple[PhasePlan, list[str]] | None:
     """What a kit whose references are hidden scores a local code run on instead, with a line
     per task saying what data it is: the kind's own stand-in of each task (its
@@ -113,8 +132,7 @@ def stage_starting_kit(plan: PhasePlan, destination: Path, code_plan: PhasePlan,
     assemble_ingestion_program(code_plan, destination / "programs" / "ingestion_program", limits)
     assemble_scoring_program(plan, destination / "programs" / "scoring_program", platform)
     stage_input_data(plan, destination / "data" / "input")
-    public = not plan.code_submission and all(kind.has_public_references(task)
-                                              for task in plan.tasks)
+    public = references_in_kit(plan)
     if public:
         # public by the kind's design in a results phase: run_local scores against them
         stage_reference_data(plan, destination / "data" / "reference")

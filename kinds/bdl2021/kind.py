@@ -33,6 +33,8 @@ BASELINE_RESULTS = KIT / "baseline_results.json"
 DEFAULT_WEIGHTS = {"agreement": 1.0, "total_variation": 1.0, "w2": 1.0, "w1": 0.0}
 AGGREGATE_DESCRIPTION = ("Weighted average over tasks of 1 - agreement, total variation and W2 "
                          "(the proposal's score)")
+# The baseline the guide and the starting kit page run as their example (KIT/baselines/).
+EXAMPLE_BASELINE = "sgld.py"
 SCORING_DESCRIPTION = ("Scores predictive distributions against the HMC references (agreement, "
                        "total variation, Wasserstein)")
 DECLARED_MODEL = HERE / "runtime" / "declared_model.py"

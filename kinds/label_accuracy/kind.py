@@ -18,6 +18,8 @@ KIT = HERE / "kit"
 BASELINE_RESULTS = KIT / "baseline_results.json"       # none committed: the pages say so
 DEFAULT_WEIGHTS = {"accuracy": 1.0, "balanced_accuracy": 0.0}
 AGGREGATE_DESCRIPTION = "Weighted average over tasks of 1 - accuracy"
+# The baseline the guide and the starting kit page run as their example (KIT/baselines/).
+EXAMPLE_BASELINE = "nearest_centroid.py"
 SCORING_DESCRIPTION = "Scores predicted class labels against the hidden test labels (accuracy)"
 
 

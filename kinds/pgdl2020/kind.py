@@ -25,6 +25,8 @@ DEFAULT_WEIGHTS = {"cmi": 1.0, "kendall_tau": 0.0, "granulated_kendall": 0.0}
 AGGREGATE_DESCRIPTION = ("Mean over tasks of 1 - CMI: PGDL's competition score is "
                          "100 x (1 - weighted loss)")
 RANKS_BY_AGGREGATE = True          # PGDL ranked by the mean task score
+# The baseline the guide and the starting kit page run as their example (KIT/baselines/).
+EXAMPLE_BASELINE = "sum_of_squares.py"
 SCORING_DESCRIPTION = ("Scores complexity measures by the conditional mutual information between "
                        "their ordering of the networks and the networks' generalisation gaps")
 ENTRY = ("complexity", "complexity")        # complexity.py: complexity(model, dataset)

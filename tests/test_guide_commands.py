@@ -1,0 +1,141 @@
+"""Every command a starting kit's guide shows runs as written, from the extracted kit, with
+the docker image's Python as ``python`` (issue 25, item 1): for every kind's default
+competition and for an organizer's own, in every phase's kit. A local run prints every key of
+its scores with a number: on the phase's public references, or, where they are hidden, on the
+kit's public stand-in, which the output names (item 2)."""
+import io
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from test_custom_kit import custom  # noqa: F401  (the organizer's spec and data, a fixture)
+
+REPO = Path(__file__).resolve().parents[1]
+IMAGE_BIN = REPO / ".venv-image" / "bin"
+pytestmark = pytest.mark.slow
+STAND_IN_HEADING = "scores on the public stand-in, not on this phase's hidden test data"
+
+
+def guide_commands(guide: str) -> list[str]:
+    """The commands of a guide, in the order a reader meets them: the lines of its ``bash``
+    blocks and the ``python ...`` spans of its text."""
+    found = [(m.start(), line) for m in re.finditer(r"```bash\n(.*?)```", guide, re.DOTALL)
+             for line in m.group(1).splitlines() if line.strip() and not line.startswith("#")]
+    found += [(m.start(), m.group(1)) for m in re.finditer(r"`(python [^`]+)`", guide)]
+    return list(dict.fromkeys(command for _, command in sorted(found)))
+
+
+def phase_kits(bundles: list[Path], destination: Path):
+    """(phase, extracted kit folder), one per phase (a track's kit is its phase's)."""
+    seen = set()
+    for bundle in bundles:
+        with zipfile.ZipFile(bundle) as outer:
+            for name in sorted(n for n in outer.namelist() if n.endswith("starting_kit.zip")):
+                with zipfile.ZipFile(io.BytesIO(outer.read(name))) as kit_zip:
+                    config = next(n for n in kit_zip.namelist() if n.endswith("kit.json"))
+                    phase = json.loads(kit_zip.read(config))["phase"]
+                    if phase in seen:
+                        continue
+                    seen.add(phase)
+                    kit_zip.extractall(destination / phase)
+                kit = next(path.parent for path in (destination / phase).rglob("kit.json"))
+                yield phase, kit
+
+
+def printed_scores(stdout: str, heading: str) -> dict:
+    block = stdout.split(f"\n{heading}:\n")[1].split("\n\n")[0].splitlines()
+    return {key: float(value) for key, value in (line.split(": ") for line in block)}
+
+
+def run_as_written(command: str, kit: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PATH": f"{IMAGE_BIN}{os.pathsep}{os.environ['PATH']}"}
+    return subprocess.run(["bash", "-c", command], cwd=kit, env=env, capture_output=True,
+                          text=True, timeout=900)
+
+
+def check_scores(phase: str, kit: Path, stdout: str) -> None:
+    """A local run printed every key it scores with a finite number, and said on what."""
+    config = json.loads((kit / "kit.json").read_text())
+    if "\nscores:\n" in stdout:
+        keys, scores = config["leaderboard_keys"], printed_scores(stdout, "scores")
+    else:
+        stand_in = config["stand_in"]
+        keys, scores = stand_in["leaderboard_keys"], printed_scores(stdout, STAND_IN_HEADING)
+        assert all(line in stdout for line in stand_in["about"]), phase
+        # the phase's metrics (and a code run's seconds), on the stand-in's tasks; where the
+        # stand-in keeps the phase's task names, every key of its leaderboard
+        metrics = {key.rsplit("_", 1)[-1] for key in config["leaderboard_keys"]}
+        assert {key.rsplit("_", 1)[-1] for key in keys} <= metrics | {"seconds"}, phase
+        if set(config["tasks"]) <= {about.split(":")[0] for about in stand_in["about"]}:
+            assert set(config["leaderboard_keys"]) <= set(keys), phase
+    assert list(scores) == keys, (phase, list(scores), keys)
+    assert all(math.isfinite(value) for value in scores.values()), (phase, scores)
+
+
+def check_predictions_zip(archive: Path, kit: Path) -> None:
+    """One file per task, each what the ingestion wrote (its logs and record stay out)."""
+    with zipfile.ZipFile(archive) as opened:
+        names = sorted(opened.namelist())
+    tasks = json.loads((kit / "kit.json").read_text())["tasks"]
+    assert len(names) == len(tasks) and all(name.endswith(".npy") for name in names), names
+
+
+def run_every_guide_command(bundles: list[Path], work: Path) -> list[str]:
+    """Runs each kit's commands; returns the phases whose kits ran."""
+    phases = []
+    for phase, kit in phase_kits(bundles, work):
+        commands = guide_commands((kit / "README.md").read_text())
+        assert any("run_local.py" in command for command in commands), phase
+        for command in commands:
+            result = run_as_written(command, kit)
+            log = result.stdout + result.stderr
+            assert result.returncode == 0 and "Traceback" not in log, (phase, command, log[-3000:])
+            config = json.loads((kit / "kit.json").read_text())
+            public = (kit / "data" / "reference").is_dir()
+            if command.startswith("python run_local.py") and not public and (
+                    "--results" in command or "stand_in" not in config):
+                # hidden references: files are checked; code too where there is no stand-in
+                assert "predictions were checked, not scored" in result.stdout, phase
+            elif command.startswith("python run_local.py"):
+                check_scores(phase, kit, result.stdout)
+            if command.startswith("python predictions_zip.py"):
+                check_predictions_zip(kit / command.split()[-1], kit)
+        phases.append(phase)
+    return phases
+
+
+def build(*args: str, out: Path) -> list[Path]:
+    result = subprocess.run([sys.executable, str(REPO / "build_bundle.py"), *args, "--phase",
+                             "all", "--out", str(out)], cwd=REPO, capture_output=True,
+                            text=True, timeout=900)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return sorted(out.glob("*.zip"))
+
+
+def test_guide_commands_are_found_in_order():
+    guide = ("Zip it: `python submission_zip.py a/ b.zip`, then\n```bash\npython run_local.py "
+             "--code b.zip\n```\nand `python run_local.py --code b.zip` again; `run_local.py`.")
+    assert guide_commands(guide) == ["python submission_zip.py a/ b.zip",
+                                     "python run_local.py --code b.zip"]
+
+
+@pytest.mark.parametrize("kind", ["bdl2021", "label_accuracy", "pgdl2020", "retina"])
+def test_every_command_of_every_default_kit_runs_as_written(kind, tmp_path):
+    spec = REPO / "kinds" / kind / "default_spec.yaml"
+    bundles = build("--config", str(spec), out=tmp_path / "dist")
+    phases = run_every_guide_command(bundles, tmp_path / "kits")
+    assert len(phases) == len(__import__("yaml").safe_load(spec.read_text())["phases"])
+
+
+def test_every_command_of_an_organizers_kits_runs_as_written(custom, tmp_path):  # noqa: F811
+    spec_file, data = custom
+    bundles = build("--config", str(spec_file), "--data-root", str(data),
+                    out=tmp_path / "dist")
+    assert sorted(run_every_guide_command(bundles, tmp_path / "kits")) == ["final", "warmup"]
