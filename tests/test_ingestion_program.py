@@ -73,7 +73,7 @@ def test_normal_run_writes_validated_predictions_and_the_record(prepared, tmp_pa
     assert np.load(run / "run" / "output" / "iris_probs.npy").shape == (50, 3)
     assert_digits_fine(run, record)
     assert record.hardware["cores"] >= 1 and record.hardware["cpu"]
-    assert "[iris] ok in" in result.stdout and "protection:" in result.stdout
+    assert "[iris] ok: training" in result.stdout and "protection:" in result.stdout
 
 
 def test_task_object_carries_metadata_and_budget(prepared, tmp_path):
