@@ -203,7 +203,7 @@ DOCS: dict[str, Doc] = {
     "phases.<phase>.tasks": Doc("The tasks this phase scores, names from `tasks`."),
     "phases.<phase>.execution_time_limit": Doc(
         "The platform's wall-clock limit for one submission, in seconds. In a code phase it must "
-        "cover the worst case: the tasks' budgets, the grace and start-up time per task, and "
+        "cover the worst case: the tasks' budgets, the start-up allowance, grace and staging time per task, and "
         "`scoring_margin_seconds` (the spec check says how much is needed)."),
     "phases.<phase>.max_submissions": Doc(
         "How many submissions a participant may make in this phase in total.",
@@ -254,7 +254,7 @@ DOCS: dict[str, Doc] = {
         "clock starts when the participant's function is called. A start-up past it fails the "
         "task. A task run in units (PGDL) has one: a fresh process after a failed unit starts "
         "up within the budget. Counted once per task in the time-limit checks.",
-        default=lambda spec: spec.sandbox["startup_seconds"]),
+        default=lambda spec: spec.sandbox["startup_seconds"], example=60),
     "scoring_margin_seconds": Doc(
         "Seconds of a code phase's `execution_time_limit` kept for scoring after the ingestion's "
         "worst case; the spec check and the bundle checks require it.",
