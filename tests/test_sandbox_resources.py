@@ -5,8 +5,10 @@ used to stall the supervisor's disk walk, and trees deeper or larger than the li
 
 Each runs through the real ingestion program on every kind's code phase, as root and without
 capabilities (as Codabench starts containers). The hostile code is ``hostile.py``, imported by
-the kind's sample module: it acts in the first task only, and once per task where the kind
-runs a task in several processes (PGDL's units); what it found comes back on its stderr.
+the first call of the kind's sample function, so that it runs in the task's budget (importing
+the module is start-up, under an allowance of its own): it acts in the first task only, and
+once per task where the kind runs a task in several processes (PGDL's units); what it found
+comes back on its stderr.
 """
 import json
 import os
@@ -36,23 +38,28 @@ if FIRST:
 def report(name, value):          # one write: whole even when many processes report at once
     os.write(2, f"HOSTILE {{name}}={{value}}\\n".encode())
 
+STARTED = time.monotonic()      # the first call of the entry function: its budget began
+
 def age():
-    \"\"\"Seconds since this process started, by the kernel's clock, which the supervisor's
-    budget began just before.\"\"\"
-    with open("/proc/self/stat", "rb") as stat:
-        ticks = int(stat.read().rsplit(b")", 1)[1].split()[19])
-    return time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / os.sysconf("SC_CLK_TCK")
+    \"\"\"Seconds of the budget (or of the first unit's share) gone, at most a little less.\"\"\"
+    return time.monotonic() - STARTED
 
 LATER = []          # actions for when the entry function has returned
+"""
 
-def after(namespace, name):
-    inner = namespace[name]
+# Wraps the sample's entry function: the first call imports hostile.py, and LATER runs once a
+# call has returned.
+WRAPPER = """
+def _hostile(inner):
     def wrapped(*args, **kwargs):
+        import hostile
         result = inner(*args, **kwargs)
-        while LATER:
-            LATER.pop()()
+        while hostile.LATER:
+            hostile.LATER.pop()()
         return result
-    namespace[name] = wrapped
+    return wrapped
+
+{function} = _hostile({function})
 """
 
 
@@ -75,13 +82,11 @@ class Kind:
         self.target = self.first["name"]
 
     def files(self, code: str) -> dict[str, str]:
-        """The kind's sample module, importing hostile.py first and wrapping its function
-        so that hostile.LATER runs once it has returned."""
+        """The kind's sample module, its function wrapped by WRAPPER."""
         module, function = self.config["entry_module"], self.config["entry_function"]
         sample = FAST_BDL if self.name == "bdl2021" else \
             (self.root / "sample" / f"{module}.py").read_text()
-        return {f"{module}.py": f"import hostile\n{sample}\nhostile.after(globals(), "
-                                f"{function!r})\n",
+        return {f"{module}.py": sample + WRAPPER.format(function=function),
                 "hostile.py": HEADER.format(target=self.target) + textwrap.dedent(code)}
 
     def run(self, tmp_path: Path, code: str, setting: str, **subst):
