@@ -73,3 +73,19 @@ def test_the_task_budget_still_bounds_a_zoo_of_hung_networks(tmp_path):
     assert record["status"] == "timed_out" and record["prediction"] is None   # none measured
     assert not (output / f"{TASK}.npy").exists()
     assert "the task's budget ended before every unit was tried" in result.stdout + result.stderr
+
+
+SLOW_IMPORT = '''
+import time
+time.sleep(6)                           # three networks' shares: start-up, not the first's
+def complexity(model, dataset):
+    return float(sum((k ** 2).sum() for k, _ in model.weights))
+'''
+
+
+def test_importing_the_module_is_not_on_the_first_networks_clock(tmp_path):
+    result, record, output = _run(tmp_path, SLOW_IMPORT, budget=64)     # 2 s per network
+    log = result.stdout + result.stderr
+    assert record["units"] == {"seconds": 2.0, "timed_out": [], "failed": [],
+                               "not_reached": []}, log[-3000:]
+    assert record["status"] == "ok" and record["startup_seconds"] >= 6
