@@ -581,10 +581,14 @@ def run_task(task: TaskSpec, staging: Staging, protections: Protections, limits:
         raise
     code, signal_name = _exit_description(run.process.returncode)
     end, begun = run.exited_at or run.ended, run.frames.begun_at
+    in_time = (run.frames.final_at is not None and run.deadline is not None
+               and run.frames.final_at < run.deadline)
+    trained = run.frames.final_at if in_time else end     # to its prediction, not its exit
     outcome = TaskOutcome(
         status="ok", message="", wall_seconds=round(end - run.started, 3),
-        startup_seconds=round((end if begun is None else begun) - run.started, 3),
-        training_seconds=None if begun is None else round(max(end - begun, 0.0), 3),
+        # Not rounded: a prediction in time must never read as taking the whole budget.
+        startup_seconds=(end if begun is None else begun) - run.started,
+        training_seconds=None if begun is None else max(trained - begun, 0.0),
         budget_ends=run.deadline,
         exit_code=code, signal=signal_name,
         peak_memory_mb=round(run.usage.ru_maxrss / 1024, 1) if run.usage else None,
@@ -596,8 +600,7 @@ def run_task(task: TaskSpec, staging: Staging, protections: Protections, limits:
         protections=run.frames.protections, scratch=_clean_scratch(run),
         units_done=run.frames.checkpoints)
     valid_final = None
-    if run.frames.final_at is not None and run.deadline is not None \
-            and run.frames.final_at < run.deadline and not run.stop_reason:
+    if in_time and not run.stop_reason:
         try:
             valid_final = _decode(run.frames.final, task, contract, "the returned predictions")
         except FormatError as error:

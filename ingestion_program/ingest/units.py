@@ -96,7 +96,7 @@ def _combined(task: TaskSpec, contract, children: list[tuple[int, TaskOutcome]],
     begun = outcomes[0].training_seconds is not None
     combined = dataclasses.replace(
         last, wall_seconds=wall, startup_seconds=outcomes[0].startup_seconds,
-        training_seconds=round(wall - outcomes[0].startup_seconds, 3) if begun else None,
+        training_seconds=wall - outcomes[0].startup_seconds if begun else None,
         peak_memory_mb=max((o.peak_memory_mb for o in outcomes if o.peak_memory_mb),
                            default=None),
         resident_peak_mb=max((o.resident_peak_mb for o in outcomes
