@@ -83,6 +83,7 @@ def ingestion_limits(spec: CompetitionSpec) -> dict:
             "max_file_bytes": int(sandbox["max_file_mib"] * 2**20),
             "disk_bytes": int(sandbox["disk_mib"] * 2**20),
             "grace_seconds": float(sandbox["grace_seconds"]),
+            "startup_seconds": float(sandbox["startup_seconds"]),
             "memory_rule": sandbox["memory_limit"]}
 
 

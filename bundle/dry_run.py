@@ -28,10 +28,10 @@ from scoring_program.scorer.config import FULL_STATISTICS, scores_file_keys
 
 from .codabench import DEFAULT_EXECUTION_TIME_LIMIT_SECONDS, DEFAULT_QUEUE_LIMIT_SECONDS
 from .codabench_site import hidden_figure_leaks, leaderboard_problem
-from .spec import is_gpu_image
+from .spec import MIN_BUDGET_SECONDS, POLL_SECONDS, is_gpu_image
 from .worker import (CODABENCH, CODALAB, NO_OUTPUT_FAILURE, NO_PREDICTIONS_FAILURE, Dispatch,
                      WorkerCommandError, dispatch_submission, penalised_tasks, program_command,
-                     read_scores, run_program, submission_metadata)
+                     read_scores, run_program, short_budgets, submission_metadata)
 
 SAMPLES = {True: "sample_code_submission.zip", False: "sample_result_submission.zip"}
 SETPRIV = "/usr/bin/setpriv"
@@ -87,6 +87,7 @@ class StepResult:
     detail: str = ""
     scores: dict[str, float] = field(default_factory=dict)
     log: str = ""                  # what the program printed: the site shows it as its logs
+    notes: list[str] = field(default_factory=list)     # printed, not failures
 
 
 def _unzip(archive: Path, destination: Path) -> Path:
@@ -210,6 +211,9 @@ def _score_step(name: str, step: StepResult, output: Path, keys: list[str], plat
                         "link would show nothing")
     if problems:
         step.status, step.detail = "failed", "\n".join(problems)
+    step.notes += [f"budget too short to time well: {line} (under {MIN_BUDGET_SECONDS:g} s, the "
+                   f"ingestion's clock, read every {POLL_SECONDS:g} s, is off by more than a "
+                   "tenth; raise budget_epochs)" for line in short_budgets(output, MIN_BUDGET_SECONDS)]
 
 
 # ---- CodaLab v1.5 (codalab_v1.md §4) ------------------------------------------------------
@@ -344,6 +348,7 @@ def table(results: list[StepResult]) -> str:
         if r.scores:
             shown = ", ".join(f"{k}={v:.4g}" for k, v in list(r.scores.items())[:6])
             lines.append(f"{'':<32} scores: {shown}" + (" ..." if len(r.scores) > 6 else ""))
+        lines += [f"{'':<32} note: {note}" for note in r.notes]
     return "\n".join(lines)
 
 

@@ -16,7 +16,7 @@ from scoring_program.scorer.config import CONFIG_FORMAT, CONFIG_NAME, parse_conf
 
 from ingestion_program.ingest.config import CONFIG_FORMAT as INGESTION_CONFIG_FORMAT
 from ingestion_program.ingest.config import CONFIG_NAME as INGESTION_CONFIG_NAME
-from ingestion_program.ingest.config import DEFAULT_MAX_ENTRIES
+from ingestion_program.ingest.config import DEFAULT_MAX_ENTRIES, DEFAULT_STARTUP_SECONDS
 from ingestion_program.ingest.config import parse_config as parse_ingestion_config
 
 from .kinds import entry, entry_file, kind_of, task_types
@@ -100,7 +100,7 @@ def assemble_program(source: Path, destination: Path, config_name: str, config: 
 DEFAULT_LIMITS = {"memory_bytes": 4 * 2**30, "max_file_bytes": 256 * 2**20,
                   "disk_bytes": 1 * 2**30, "open_files": 256, "processes": 4096,
                   "grace_seconds": 2.0, "output_bytes": 128 * 2**10, "cores": None,
-                  "max_entries": DEFAULT_MAX_ENTRIES}
+                  "max_entries": DEFAULT_MAX_ENTRIES, "startup_seconds": DEFAULT_STARTUP_SECONDS}
 
 
 def _ingestion_task(kind, task) -> dict:

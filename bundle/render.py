@@ -217,9 +217,15 @@ def _budget_lines(spec: CompetitionSpec, code: bool) -> list[str]:
     sandbox = spec.sandbox
     if not code:
         return ["this phase scores uploaded prediction files: no training runs on the platform"]
-    return [f"each task's budget is wall-clock time; after it, SIGTERM goes to all your "
-            f"processes and SIGKILL {sandbox['grace_seconds']:g} s later; your last "
-            "checkpoint is scored",
+    return [f"each task's budget is wall-clock time from the call of your function; after it, "
+            f"SIGTERM goes to all your processes and SIGKILL {sandbox['grace_seconds']:g} s "
+            "later; your last checkpoint is scored",
+            f"before that call, the task's start-up (starting Python, importing your module, "
+            f"loading the task's data) has an allowance of {sandbox['startup_seconds']:g} s of "
+            "its own, not taken from the budget; a start-up past it fails the task; the log "
+            "and the run record show both (training used of the budget, start-up used of the "
+            "allowance), so work done at import time instead of in your function is visible "
+            "to the organizers",
             f"memory: {sandbox['memory_gib']:g} GiB of "
             f"{MEMORY_RULE_TEXT[sandbox['memory_limit']]}",
             f"files up to {sandbox['max_file_mib']:g} MiB, {sandbox['disk_mib']:g} MiB of disk "

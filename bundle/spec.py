@@ -35,6 +35,7 @@ import yaml
 from ingestion_program.ingest.config import (ADDRESS_SPACE, MEMORY_RULES,
                                              OVERHEAD_SECONDS_PER_TASK, RESIDENT,
                                              worst_case_seconds)
+from ingestion_program.ingest.supervisor import MIN_BUDGET_SECONDS, POLL_SECONDS
 from kinds import DEFAULT_KIND, KINDS, runtime
 
 from .datasets import SAFE_BUNDLE_BYTES, SEPARABLE, UUID_PATTERN
@@ -58,7 +59,6 @@ PER_TASK_REFUSED = (
     "earlier submission. Use per_phase; where the budgets need more than the default queue's "
     "600 s, name a queue of your own (codabench_queue)")
 DATE_PATTERN = r"^\d{4}-\d{2}-\d{2}( \d{2}:\d{2}(:\d{2})?)?$"
-MIN_BUDGET_SECONDS = 1.0           # below this a budget is mostly the child's start-up
 IMAGE_MAGIC = {b"\x89PNG\r\n\x1a\n": "PNG", b"\xff\xd8\xff": "JPEG"}
 LEAK_OVERRIDE_KEY = "public_reference_tasks_allowed_in_code_phases"
 # A task's key that accepts references the kind's own check found not converged.
@@ -68,7 +68,8 @@ DEFAULT_MAX_SUBMISSIONS, DEFAULT_MAX_PER_DAY = 100, 5
 SANDBOX_DEFAULTS = {"memory_gib": DEFAULT_LIMITS["memory_bytes"] / 2**30,
                     "max_file_mib": DEFAULT_LIMITS["max_file_bytes"] / 2**20,
                     "disk_mib": DEFAULT_LIMITS["disk_bytes"] / 2**20,
-                    "grace_seconds": DEFAULT_LIMITS["grace_seconds"]}
+                    "grace_seconds": DEFAULT_LIMITS["grace_seconds"],
+                    "startup_seconds": DEFAULT_LIMITS["startup_seconds"]}
 
 
 def is_gpu_image(image: str) -> bool:
@@ -155,6 +156,7 @@ SCHEMA = _object({
                         "max_file_mib": _number(exclusive=0),
                         "disk_mib": _number(exclusive=0),
                         "grace_seconds": _number(minimum=0, maximum=60),
+                        "startup_seconds": _number(exclusive=0, maximum=600),
                         "memory_limit": {"enum": list(MEMORY_RULES)}}),
     "scoring_margin_seconds": _number(minimum=0),
     LEAK_OVERRIDE_KEY: {
@@ -359,6 +361,16 @@ def _image_problem(path: Path, shown: str) -> str | None:
     return None
 
 
+def _budget_problems(raw: dict) -> list[str]:
+    """A budget too short to time: its start-up is apart (``sandbox.startup_seconds``), but the
+    ingestion's clock is read every POLL_SECONDS. A budget in epochs is converted on the
+    worker; the dry run says when the build machine's conversion came out below the floor."""
+    return [f"tasks.{name}.budget_seconds: found {task['budget_seconds']:g}, expected at least "
+            f"{MIN_BUDGET_SECONDS:g} s: the ingestion reads its clock every {POLL_SECONDS:g} s, "
+            "so a shorter budget cannot be timed to within a tenth"
+            for name, task in raw["tasks"].items() if task["budget_seconds"] < MIN_BUDGET_SECONDS]
+
+
 def _epoch_problems(raw: dict) -> list[str]:
     """A budget in epochs needs a kind that times an epoch of its reference training."""
     epochs = [name for name, task in raw["tasks"].items() if "budget_epochs" in task]
@@ -396,18 +408,20 @@ def _test_rows(kind: str, name: str, data_root: Path) -> int | None:
         return None                    # the task's own problems are reported on their own
 
 
-def _time_limit_problems(raw: dict, key: str, grace: float, margin: float) -> list[str]:
+def _time_limit_problems(raw: dict, key: str, grace: float, startup: float,
+                         margin: float) -> list[str]:
     """A code phase's limit covers one run of its tasks (with the gate's) and the scoring."""
     phase, tasks = raw["phases"][key], raw["tasks"]
     gate = raw["phases"].get(phase.get("gate"), {}).get("tasks", [])
     budgets = [tasks[t]["budget_seconds"] for t in [*gate, *phase["tasks"]] if t in tasks]
-    needed = worst_case_seconds(budgets, grace) + margin
+    needed = worst_case_seconds(budgets, grace, startup) + margin
     if phase["execution_time_limit"] >= needed:
         return []
     what = f"task budgets{' with the gate' if gate else ''}"
     return [f"phases.{key}.execution_time_limit: found {phase['execution_time_limit']}, "
-            f"expected at least {needed:.0f} s ({what} + {grace:g} s grace + "
-            f"{OVERHEAD_SECONDS_PER_TASK:g} s start-up per task + {margin:g} s for scoring)"]
+            f"expected at least {needed:.0f} s ({what} + {startup:g} s start-up allowance + "
+            f"{grace:g} s grace + {OVERHEAD_SECONDS_PER_TASK:g} s staging per task + "
+            f"{margin:g} s for scoring)"]
 
 
 def _gate_problems(raw: dict, key: str) -> list[str]:
@@ -474,10 +488,6 @@ def _warnings(raw: dict, now: dt.datetime, data_root: Path) -> list[str]:
             warnings.append(f"tasks.{name}.{UNCONVERGED_OVERRIDE_KEY}: the task's references "
                             "passed the kind's convergence checks (or it has none); the key "
                             "changes nothing")
-        if task["budget_seconds"] < MIN_BUDGET_SECONDS:
-            warnings.append(f"tasks.{name}.budget_seconds: found {task['budget_seconds']:g}, "
-                            f"expected at least {MIN_BUDGET_SECONDS:g} s: below that the "
-                            "budget is mostly the sandboxed child's start-up")
     return warnings
 
 
@@ -496,6 +506,7 @@ def _meaning_problems(raw: dict, data_root: Path, spec_folder: Path) -> list[str
     if raw.get("codabench_tasks") == "per_task":
         problems.append(PER_TASK_REFUSED)
     grace = raw.get("sandbox", {}).get("grace_seconds", SANDBOX_DEFAULTS["grace_seconds"])
+    startup = raw.get("sandbox", {}).get("startup_seconds", SANDBOX_DEFAULTS["startup_seconds"])
     margin = raw.get("scoring_margin_seconds", 60)
     starts = []
     for key, phase in raw["phases"].items():
@@ -506,7 +517,7 @@ def _meaning_problems(raw: dict, data_root: Path, spec_folder: Path) -> list[str
         starts.append((key, _date(phase["start"])))
         problems += _gate_problems(raw, key)
         if phase["submission"] == "code":
-            problems += _time_limit_problems(raw, key, grace, margin)
+            problems += _time_limit_problems(raw, key, grace, startup, margin)
     for (before, first), (after, second) in zip(starts, starts[1:]):
         if second <= first:
             problems.append(f"phases.{after}.start: found {second}, expected a start after "
@@ -527,7 +538,8 @@ def _meaning_problems(raw: dict, data_root: Path, spec_folder: Path) -> list[str
         if name not in weights:
             problems.append(f"metric_weights.{name}: not a metric of kind {raw['kind']}; "
                             f"expected one of {', '.join(weights)}")
-    problems += _epoch_problems(raw) + _public_rows_problems(raw, data_root)
+    problems += (_budget_problems(raw) + _epoch_problems(raw)
+                 + _public_rows_problems(raw, data_root))
     for task in tasks:
         declaration = declaration_path(data_root, task)
         if not declaration.is_file():

@@ -26,7 +26,8 @@ from ingestion_program.ingest.config import RESIDENT_SAMPLE_SECONDS
 from kinds import KINDS
 
 from .kinds import kind_definition
-from .spec import DATE_PATTERN, DEFAULT_SPEC, SCHEMA, load_spec
+from .spec import (DATE_PATTERN, DEFAULT_SPEC, MIN_BUDGET_SECONDS, POLL_SECONDS, SCHEMA,
+                   load_spec)
 
 REPO = Path(__file__).resolve().parent.parent
 REFERENCE_FILE = REPO / "docs" / "spec_reference.md"
@@ -155,9 +156,12 @@ DOCS: dict[str, Doc] = {
                  "declaration `<task>/<task>_task.json` in the data root."),
     "tasks.<task>": Doc("One task: the name is lowercase (`[a-z][a-z0-9_]{0,30}`)."),
     "tasks.<task>.budget_seconds": Doc(
-        "The participant's training time for this task in a code phase, in seconds; the sandbox "
-        "stops the participant's code at the budget (plus `sandbox.grace_seconds`). With "
-        "`budget_epochs`, the most the converted budget may be."),
+        "The participant's training time for this task in a code phase, in seconds, from the "
+        "call of the participant's function (its start-up before that has "
+        "`sandbox.startup_seconds`); the sandbox stops the participant's code at the budget "
+        f"(plus `sandbox.grace_seconds`). At least {MIN_BUDGET_SECONDS:g} s: the ingestion reads "
+        f"its clock every {POLL_SECONDS:g} s. With `budget_epochs`, the most the converted "
+        "budget may be."),
     "tasks.<task>.budget_epochs": Doc(
         "The budget in epochs of the kind's reference training (BDL: plain SGD on the declared "
         "model, as the 2021 rules stated it), instead of seconds: before the participant's code "
@@ -205,7 +209,7 @@ DOCS: dict[str, Doc] = {
     "phases.<phase>.tasks": Doc("The tasks this phase scores, names from `tasks`."),
     "phases.<phase>.execution_time_limit": Doc(
         "The platform's wall-clock limit for one submission, in seconds. In a code phase it must "
-        "cover the worst case: the tasks' budgets, the grace and start-up time per task, and "
+        "cover the worst case: the tasks' budgets, the start-up allowance, grace and staging time per task, and "
         "`scoring_margin_seconds` (the spec check says how much is needed)."),
     "phases.<phase>.max_submissions": Doc(
         "How many submissions a participant may make in this phase in total.",
@@ -250,6 +254,13 @@ DOCS: dict[str, Doc] = {
     "sandbox.grace_seconds": Doc("Seconds past a task's budget before the participant's code is "
                                  "killed (its last checkpoint counts).",
                                  default=lambda spec: spec.sandbox["grace_seconds"]),
+    "sandbox.startup_seconds": Doc(
+        "Seconds each task's process may take to start, apart from the task's budget: starting "
+        "Python, importing the participant's module, loading the task's data; the budget's "
+        "clock starts when the participant's function is called. A start-up past it fails the "
+        "task. A task run in units (PGDL) has one: a fresh process after a failed unit starts "
+        "up within the budget. Counted once per task in the time-limit checks.",
+        default=lambda spec: spec.sandbox["startup_seconds"], example=60),
     "scoring_margin_seconds": Doc(
         "Seconds of a code phase's `execution_time_limit` kept for scoring after the ingestion's "
         "worst case; the spec check and the bundle checks require it.",

@@ -47,6 +47,22 @@ class TaskRun:
     # A budget stated in epochs: the epochs, the seconds one took on this machine (the median
     # of the timed samples), the samples, the budget in seconds it gave and its ceiling.
     calibration: dict | None = None
+    # wall_seconds in two parts. Start-up: starting Python, importing the participant's
+    # module, loading the data, under its own allowance. Training: from the call of their
+    # function on, under the budget; None when it was never called. A task run in units has
+    # one start-up, its first process's: later ones start up within the budget.
+    startup_seconds: float | None = None
+    startup_allowance_seconds: float | None = None
+    training_seconds: float | None = None
+    budget_seconds: float | None = None
+
+    @property
+    def train_seconds(self) -> float:
+        """What the leaderboard's time column shows: the budget's part of the run. A run with
+        no start-up recorded (a refused submission: nothing ran) has its wall time only."""
+        if self.startup_seconds is None:
+            return self.wall_seconds
+        return self.training_seconds if self.training_seconds is not None else 0.0
 
     @property
     def has_prediction(self) -> bool:
@@ -162,6 +178,13 @@ def _task_run(path: Path, name: str, raw) -> TaskRun:
     for key in ("units", "calibration"):
         if not isinstance(raw.get(key), (dict, type(None))):
             raise FormatError(f"{where}.{key}: expected an object or null, found {raw.get(key)!r}")
+    for key in ("startup_seconds", "startup_allowance_seconds", "training_seconds",
+                "budget_seconds"):
+        value = raw.get(key)
+        if value is not None and (not isinstance(value, (int, float)) or isinstance(value, bool)
+                                  or value < 0):
+            raise FormatError(f"{where}.{key}: expected a non-negative number or null, "
+                              f"found {value!r}")
     return TaskRun(**raw)
 
 

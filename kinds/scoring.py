@@ -174,7 +174,7 @@ def run_failure(task: TaskConfig, run) -> TaskResult | None:
     if run is None or run.has_prediction:
         return None
     return penalised(task, f"training run {run.status.replace('_', ' ')}"
-                     + (f": {run.message}" if run.message else ""), run.wall_seconds)
+                     + (f": {run.message}" if run.message else ""), run.train_seconds)
 
 
 def submission_file(task: TaskConfig, res: Path, names: list[str]) -> Path:

@@ -62,7 +62,7 @@ def load_baseline(name, tmp_path):
         sys.modules.update(saved)
 
 
-def toy_task(task_type, layer_sizes, seconds=0.3):
+def toy_task(task_type, layer_sizes, seconds=1.0):   # many checkpoint periods, loaded or not
     start = time.monotonic()
     classification = task_type == "classification"
     return types.SimpleNamespace(

@@ -103,7 +103,10 @@ def test_code_sleeping_its_budget_is_stopped_at_the_converted_seconds(tmp_path):
     assert calibrated["epochs"] == EPOCHS and len(calibrated["samples"]) == calibration.SAMPLES
     assert budget == pytest.approx(EPOCHS * calibrated["seconds_per_epoch"], abs=1e-3)
     assert not calibrated["capped"] and budget < 30
-    assert run["status"] == "timed_out" and budget <= run["wall_seconds"] < budget + 2.5
+    # Stopped at the conversion, not at the 30 s ceiling: the budget its clock ran against is
+    # the record's and the message's (no upper bound on the time: a loaded machine is slow).
+    assert run["status"] == "timed_out" and run["budget_seconds"] == budget
+    assert run["training_seconds"] >= budget
     assert f"did not finish within its budget of {budget:g} s" in run["message"]
     stdout = (output / "wine_stdout.txt").read_text()
     assert f"budget {budget} s = {float(EPOCHS)} epochs" in stdout       # what the code was told

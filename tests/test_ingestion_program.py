@@ -73,7 +73,7 @@ def test_normal_run_writes_validated_predictions_and_the_record(prepared, tmp_pa
     assert np.load(run / "run" / "output" / "iris_probs.npy").shape == (50, 3)
     assert_digits_fine(run, record)
     assert record.hardware["cores"] >= 1 and record.hardware["cpu"]
-    assert "[iris] ok in" in result.stdout and "protection:" in result.stdout
+    assert "[iris] ok: training" in result.stdout and "protection:" in result.stdout
 
 
 def test_task_object_carries_metadata_and_budget(prepared, tmp_path):
@@ -128,9 +128,11 @@ def test_child_ignoring_sigterm_is_killed_after_the_grace_period(prepared, tmp_p
     assert_digits_fine(run, record)
 
 
-# Leaves the task's process group where it can (seccomp refuses setsid), then sleeps.
+# Leaves the task's process group where it can (seccomp refuses setsid), says it tried, then
+# sleeps.
 ESCAPER = ("import os, sys, time\ntry:\n    os.setsid()\nexcept OSError as error:\n"
-           "    print('setsid:', type(error).__name__, file=sys.stderr)\ntime.sleep(600)")
+           "    print('setsid:', type(error).__name__, file=sys.stderr, flush=True)\n"
+           "print('tried', flush=True)\ntime.sleep(600)")
 
 
 @pytest.mark.parametrize("filter_", ["on", "off"])
@@ -138,10 +140,10 @@ def test_grandchild_that_calls_setsid_is_swept(prepared, tmp_path, filter_):
     """With seccomp, setsid is refused and the group's SIGKILL takes the grandchild; without,
     it leaves the group, and the /proc sweep finds it."""
     code = submission("""
-subprocess.Popen([sys.executable, "-c", @escaper, "bdl-marker"],
-                 stdout=subprocess.DEVNULL)
-time.sleep(0.3)
-return uniform(task)""".replace("@escaper", repr(ESCAPER)), prelude="import subprocess, sys, time")
+escaper = subprocess.Popen([sys.executable, "-c", @escaper, "bdl-marker"],
+                           stdout=subprocess.PIPE)
+escaper.stdout.readline()          # it has tried setsid (however slowly it started)
+return uniform(task)""".replace("@escaper", repr(ESCAPER)), prelude="import subprocess, sys")
     env = {"INGESTION_SANDBOX_DISABLE": "seccomp"} if filter_ == "off" else None
     run, result, record = ingest(prepared, tmp_path, code, env)
     assert record.tasks["iris"].status == "ok"
@@ -381,7 +383,7 @@ def test_scorer_reads_what_ingestion_wrote(prepared, tmp_path):
         in outcome.stderr
     scores = read_scores(scoring)
     assert scores["iris_agreement"] == 0.0 and scores["digits_total_variation"] > 0.5
-    assert 0 < scores["digits_train_seconds"] < BUDGET_SECONDS
+    assert 0 <= scores["digits_train_seconds"] < BUDGET_SECONDS     # measured, not the penalty
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to switch users")

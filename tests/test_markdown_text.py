@@ -138,9 +138,9 @@ def test_odd_emphasis_is_balanced(text):
 def test_hostile_input_is_fast():
     for text in ["*a " * 5000, "[a](" * 5000, "[" * 5000 + "]" * 5000, "`` `" * 5000,
                  "**a *" * 5000]:
-        started = time.monotonic()
+        started = time.process_time()   # CPU time: a loaded machine does not inflate it
         assert balanced(html(text))
-        assert time.monotonic() - started < 2
+        assert time.process_time() - started < 2
 
 
 # --- blocks -----------------------------------------------------------------------------

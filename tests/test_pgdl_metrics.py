@@ -189,10 +189,10 @@ def test_cmi_is_fast_on_pgdl_sized_tasks():
     hparams = grid(2, 2, 2, 2, 2, 3)
     rng = np.random.default_rng(0)
     gaps, measure = rng.random(96), rng.random(96)
-    started = time.perf_counter()
+    started = time.process_time()       # CPU time: a loaded machine does not inflate it
     conditional_mutual_information(gaps, measure, hparams)
     granulated_kendall(measure, gaps, hparams)
-    assert time.perf_counter() - started < 0.5
+    assert time.process_time() - started < 0.5
 
 
 # ---------------------------------------------------------------------- Kendall

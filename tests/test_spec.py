@@ -49,7 +49,7 @@ BAD_SPECS = [
     ("phases.evaluation.start", "2027-01-01 00:00:00", "phases.evaluation.start: found 2027-01-01 00:00:00, expected a start after phases.development.start"),
     ("phases.evaluation.tasks", ["wine", "mnist"], "phases.evaluation.tasks: 'mnist' is not in tasks"),
     ("phases.evaluation.tasks", [], "phases.evaluation.tasks: found [], expected at least 1 item(s)"),
-    ("phases.evaluation.execution_time_limit", 100, "phases.evaluation.execution_time_limit: found 100, expected at least 268 s"),
+    ("phases.evaluation.execution_time_limit", 100, "phases.evaluation.execution_time_limit: found 100, expected at least 388 s"),
     ("phases.evaluation.max_submissions_per_day", 0, "phases.evaluation.max_submissions_per_day: found 0, expected a number >= 1"),
     ("phases.evaluation.label", "E" * 51, "phases.evaluation.label: found \"EEEE"),
     ("phases.evaluation.colour", "blue", "phases.evaluation: unknown key 'colour'"),
@@ -122,11 +122,16 @@ def test_override_allows_a_task_in_a_results_and_a_code_phase(tmp_path):
     assert load_spec(write(tmp_path, spec)).phase("development").tasks == ("iris", "wine")
 
 
-def test_past_dates_and_budgets_under_a_second_are_warnings(tmp_path):
+def test_past_dates_are_warnings_and_budgets_too_short_to_time_are_refused(tmp_path):
     spec = set_path(default_spec(), "phases.development.start", "2020-01-10 00:00:00")
     spec["tasks"]["iris"]["budget_seconds"] = 0.5
     spec.pop("logo")
     warnings = load_spec(write(tmp_path, spec)).warnings
     assert any(w.startswith("phases.development.start: 2020-01-10 00:00:00 is in the past")
                for w in warnings), warnings
-    assert any(w.startswith("tasks.iris.budget_seconds: found 0.5") for w in warnings), warnings
+    assert not any("budget_seconds" in w for w in warnings), warnings
+    spec["tasks"]["iris"]["budget_seconds"] = 0.4
+    with pytest.raises(SpecError) as error:
+        load_spec(write(tmp_path, spec))
+    assert ("tasks.iris.budget_seconds: found 0.4, expected at least 0.5 s: the ingestion reads "
+            "its clock every 0.05 s") in str(error.value)

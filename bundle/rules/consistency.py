@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import Iterator
 
 from ingestion_program.ingest.config import CONFIG_NAME as INGESTION_CONFIG
-from ingestion_program.ingest.config import OVERHEAD_SECONDS_PER_TASK, worst_case_seconds
+from ingestion_program.ingest.config import (DEFAULT_STARTUP_SECONDS, OVERHEAD_SECONDS_PER_TASK,
+                                             worst_case_seconds)
 from scoring_program.scorer.config import CONFIG_NAME as SCORING_CONFIG, scores_file_keys
 
 from ..codabench import DEFAULT_EXECUTION_TIME_LIMIT_SECONDS, DEFAULT_QUEUE_LIMIT_SECONDS
@@ -23,14 +24,17 @@ DEFAULT_TIME_LIMIT = 300                 # CodaLab's default execution_time_limi
 
 def _ingestion_seconds(config: dict) -> tuple[float, str]:
     grace = config["limits"]["grace_seconds"]
+    startup = config["limits"].get("startup_seconds", DEFAULT_STARTUP_SECONDS)
     gate = config.get("gate", {}).get("tasks", [])      # an earlier phase's, run first
     budgets = [task["budget_seconds"] for task in [*gate, *config["tasks"]]]
     if not budgets or not all(isinstance(x, int | float) and not isinstance(x, bool)
-                              for x in [*budgets, grace]):
-        raise ValueError(f"budgets {budgets} and grace_seconds {grace!r} must be numbers")
-    total = worst_case_seconds(budgets, grace)
-    return total, (f"{len(budgets)} tasks: sum of (budget + grace {grace:g} s + "
-                   f"{OVERHEAD_SECONDS_PER_TASK:g} s) = {total:g} s for budgets {budgets}")
+                              for x in [*budgets, grace, startup]):
+        raise ValueError(f"budgets {budgets}, grace_seconds {grace!r} and startup_seconds "
+                         f"{startup!r} must be numbers")
+    total = worst_case_seconds(budgets, grace, startup)
+    return total, (f"{len(budgets)} tasks: sum of (budget + start-up allowance {startup:g} s + "
+                   f"grace {grace:g} s + {OVERHEAD_SECONDS_PER_TASK:g} s) = {total:g} s for "
+                   f"budgets {budgets}")
 
 
 def _scorer_keys(bundle: Bundle, member: str) -> list:

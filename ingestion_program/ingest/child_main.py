@@ -18,7 +18,7 @@ import time
 import traceback
 
 from .confine import install
-from .frames import CHECKPOINT, ERROR, FINAL, PROTECTIONS, write_frame
+from .frames import BEGIN, CHECKPOINT, ERROR, FINAL, PROTECTIONS, write_frame
 
 RUNTIME = os.path.dirname(os.path.abspath(__file__))
 HANDSHAKE_FD = 0      # the parent answers on stdin once it has read the kernel's view
@@ -65,7 +65,14 @@ def _finish(code):
     os._exit(code)
 
 
-def _call(spec, fd, started, contract, numpy):
+def _begin(fd):
+    """Called by the kind's contract just before it calls the participant's function: the
+    parent starts the budget's clock when this frame arrives; returns this side's start."""
+    write_frame(fd, BEGIN, b"")
+    return time.monotonic()
+
+
+def _call(spec, fd, contract, numpy):
     SIGNATURE, call = contract.SIGNATURE, contract.call
     module_name, function_name = spec["entry_module"], spec["entry_function"]
     try:
@@ -78,7 +85,7 @@ def _call(spec, fd, started, contract, numpy):
         return _fail(fd, f"{module_name}.py defines no function {function_name}{SIGNATURE}", 3)
     checkpoint = lambda predictions: _send_array(fd, CHECKPOINT, predictions, numpy)  # noqa: E731
     try:
-        result = call(function, spec, started, checkpoint)
+        result = call(function, spec, lambda: _begin(fd), checkpoint)
     except BaseException as error:      # noqa: BLE001 - SystemExit too: it returned nothing
         return _fail(fd, f"{function_name}() raised {type(error).__name__}: {error}", 1, error)
     if result is None:
@@ -124,14 +131,13 @@ def _enter_submission(submission):
 
 def main(argv=None):
     spec = json.loads((argv or sys.argv)[1])
-    started = time.monotonic()
     fd = spec["result_fd"]
     write_frame(fd, PROTECTIONS, json.dumps(install(spec["confine"])).encode())
     _wait_for_parent()
     import numpy
     contract = importlib.import_module(__package__ + ".participant")
     _enter_submission(spec["submission"])
-    _finish(_call(spec, fd, started, contract, numpy))
+    _finish(_call(spec, fd, contract, numpy))
 
 
 if __name__ == "__main__":

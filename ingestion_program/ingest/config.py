@@ -13,9 +13,15 @@ from competition_formats.json_files import config_field, load_config_file
 
 CONFIG_NAME = "ingestion_config.json"
 CONFIG_FORMAT = "ingestion-config/2"
-# Per task on top of its budget: staging the data, starting Python, validation, writing,
+# Per task on top of its budget and start-up allowance: staging the data, validation, writing,
 # and the SIGTERM grace period (counted separately below).
 OVERHEAD_SECONDS_PER_TASK = 5.0
+# Each task's allowance for its start-up, apart from its budget: starting Python and the
+# runtime, importing the participant's module, loading the task's data. A sub-second budget
+# (budgets in epochs come out at 0.2-1.5 s) would otherwise be spent before their code runs,
+# by more or less as the machine is more or less loaded. 30 s covers importing PyTorch or
+# JAX from a cold disk on a busy worker; configs written before the allowance existed get it.
+DEFAULT_STARTUP_SECONDS = 30.0
 # How ``memory_bytes`` is enforced. RLIMIT_AS counts every reservation, and CUDA, JAX and
 # PyTorch reserve far more address space than they touch, so GPU code cannot even start
 # under it; the resident rule measures what the task's processes really hold in RAM instead.
@@ -56,6 +62,7 @@ class Limits:
     cores: int | None            # thread variables for the child; None: the machine's
     memory_rule: str = ADDRESS_SPACE     # one of MEMORY_RULES: how memory_bytes is enforced
     max_entries: int = DEFAULT_MAX_ENTRIES   # files and folders the task may create
+    startup_seconds: float = DEFAULT_STARTUP_SECONDS   # per task, before its budget's clock
 
 
 @dataclass(frozen=True)
@@ -86,7 +93,7 @@ class IngestionConfig:
     def total_seconds(self) -> float:
         """Worst case wall time of a whole ingestion run."""
         return worst_case_seconds([t.budget_seconds for t in (*self.gate_tasks, *self.tasks)],
-                                  self.limits.grace_seconds)
+                                  self.limits.grace_seconds, self.limits.startup_seconds)
 
 
 def gib_text(size: int) -> str:
@@ -95,10 +102,12 @@ def gib_text(size: int) -> str:
     return f"{gib:.1f} GiB" if abs(gib * 10 - round(gib * 10)) < 1e-9 else f"{gib:.2f} GiB"
 
 
-def worst_case_seconds(budgets, grace_seconds: float) -> float:
+def worst_case_seconds(budgets, grace_seconds: float, startup_seconds: float) -> float:
     """The longest an ingestion run of tasks with these budgets can take: the one formula the
-    builder's checks and the spec's validation use too."""
-    return sum(budget + grace_seconds + OVERHEAD_SECONDS_PER_TASK for budget in budgets)
+    builder's checks and the spec's validation use too. A task run in units has one start-up
+    allowance: a fresh process after a failed unit starts up within the task's budget."""
+    return sum(budget + startup_seconds + grace_seconds + OVERHEAD_SECONDS_PER_TASK
+               for budget in budgets)
 
 
 def _field(raw: dict, key: str, kind, where: str):
@@ -117,7 +126,8 @@ def parse_config(raw: dict, source: str = CONFIG_NAME) -> IngestionConfig:
                                                f"{source}: limits")),
                     cores=limits_raw.get("cores"),
                     memory_rule=_memory_rule(limits_raw, f"{source}: limits"),
-                    max_entries=_max_entries(limits_raw, f"{source}: limits"))
+                    max_entries=_max_entries(limits_raw, f"{source}: limits"),
+                    startup_seconds=_startup_seconds(limits_raw, f"{source}: limits"))
     tasks = _tasks(_field(raw, "tasks", list, source), f"{source}: tasks")
     if not tasks:
         raise ConfigError(f"{source}: no tasks")
@@ -144,6 +154,14 @@ def _max_entries(limits_raw: dict, where: str) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or value < 1:
         raise ConfigError(f"{where}.max_entries: expected a positive integer, found {value!r}")
     return value
+
+
+def _startup_seconds(limits_raw: dict, where: str) -> float:
+    value = limits_raw.get("startup_seconds", DEFAULT_STARTUP_SECONDS)
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not value > 0:
+        raise ConfigError(f"{where}.startup_seconds: expected a positive number of seconds, "
+                          f"found {value!r}")
+    return float(value)
 
 
 def _tasks(raw: list, where: str) -> tuple[TaskSpec, ...]:

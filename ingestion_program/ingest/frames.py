@@ -12,7 +12,8 @@ MAGIC = b"ING1"
 HEADER = struct.Struct("<4scQ")          # magic, frame type, payload length
 CHECKPOINT, FINAL, ERROR = b"C", b"F", b"E"
 PROTECTIONS = b"P"       # JSON: what the child installed on itself; only as the first frame
-FRAME_TYPES = (CHECKPOINT, FINAL, ERROR, PROTECTIONS)
+BEGIN = b"B"             # empty: start-up is over, the participant's function is being called
+FRAME_TYPES = (CHECKPOINT, FINAL, ERROR, PROTECTIONS, BEGIN)
 
 
 def write_frame(fd, frame_type, payload):

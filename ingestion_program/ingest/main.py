@@ -33,7 +33,7 @@ from competition_formats import (RECORD_NAME, FormatError, RunRecord, TaskRun,
 from kinds import UnknownKind, runtime
 
 from .calibration import calibrate
-from .config import CONFIG_NAME, ConfigError, IngestionConfig, TaskSpec, load_config
+from .config import CONFIG_NAME, ConfigError, IngestionConfig, Limits, TaskSpec, load_config
 from .hardware import describe_hardware
 from .modes import ModeGuard
 from .confine import LANDLOCK_FILES
@@ -160,8 +160,12 @@ def _settle_output(output_dir: Path, before: set[str], done: list[tuple[TaskSpec
     return planted
 
 
-def _task_run(outcome: TaskOutcome) -> TaskRun:
+def _task_run(task: TaskSpec, outcome: TaskOutcome, limits: Limits) -> TaskRun:
     return TaskRun(status=outcome.status, wall_seconds=outcome.wall_seconds,
+                   startup_seconds=outcome.startup_seconds,
+                   startup_allowance_seconds=limits.startup_seconds,
+                   training_seconds=outcome.training_seconds,
+                   budget_seconds=task.budget_seconds,
                    prediction=outcome.prediction,
                    message="; ".join(filter(None, [outcome.message, *outcome.notes])),
                    exit_code=outcome.exit_code, signal=outcome.signal,
@@ -184,13 +188,22 @@ def _confinement_lines(outcome: TaskOutcome, protections: Protections) -> list[s
     return lines
 
 
-def _report(task: TaskSpec, outcome: TaskOutcome, protections: Protections) -> None:
-    used = f"{outcome.wall_seconds:.1f} of {task.budget_seconds:g} s"
+def _time_used(task: TaskSpec, outcome: TaskOutcome, limits: Limits) -> str:
+    """Both clocks: the budget's, from the call of their function, and the start-up's."""
+    training = ("training never began" if outcome.training_seconds is None else
+                f"training {outcome.training_seconds:.2f} s of its {task.budget_seconds:g} s budget")
+    return (f"{training}; start-up {outcome.startup_seconds:.2f} s of its "
+            f"{limits.startup_seconds:g} s allowance")
+
+
+def _report(task: TaskSpec, outcome: TaskOutcome, protections: Protections, limits: Limits
+            ) -> None:
+    used = _time_used(task, outcome, limits)
     memory = f", peak memory {outcome.peak_memory_mb:.0f} MiB" if outcome.peak_memory_mb else ""
     if outcome.resident_peak_mb is not None:
         memory += (f", highest resident memory sampled {outcome.resident_peak_mb:.0f} MiB "
                    "(all its processes)")
-    _say(f"[{task.name}] {outcome.status} in {used}{memory}"
+    _say(f"[{task.name}] {outcome.status}: {used}{memory}"
          + (f"; prediction: {outcome.prediction}" if outcome.prediction else "; no prediction"))
     for line in _confinement_lines(outcome, protections):
         _say(f"[{task.name}]   {line}")
@@ -261,7 +274,7 @@ def _run_tasks(tasks: tuple[TaskSpec, ...], config: IngestionConfig, base: Path,
         if write:
             _write_outputs(dirs["output"], task, outcome)
         done.append((task, outcome))
-        _report(task, outcome, protections)
+        _report(task, outcome, protections, config.limits)
         for line in restored:
             _say(f"[{task.name}]   {line}")
         overhead = time.monotonic() - started - outcome.wall_seconds
@@ -300,7 +313,8 @@ def _run_gate(config: IngestionConfig, base: Path, dirs: dict[str, Path | None],
     _say("gate: passed" if not problems else
          f"gate: NOT passed ({'; '.join(problems)}): this phase's tasks were not run")
     return {"label": config.gate_label, "passed": not problems, "reason": "; ".join(problems),
-            "tasks": {task.name: asdict(_task_run(outcome)) for task, outcome in done}}
+            "tasks": {task.name: asdict(_task_run(task, outcome, config.limits))
+                      for task, outcome in done}}
 
 
 def ingest(input_dir: Path, output_dir: Path, program_dir: Path, submission_dir: Path,
@@ -337,7 +351,7 @@ def ingest(input_dir: Path, output_dir: Path, program_dir: Path, submission_dir:
     planted = _settle_output(output_dir, before, done)
     if planted:
         _say(f"removed from the output folder what a child put there: {', '.join(planted)}")
-    runs = {task.name: _task_run(outcome) for task, outcome in done}
+    runs = {task.name: _task_run(task, outcome, config.limits) for task, outcome in done}
     files = {f"{task.prediction_stem}.npy": file_digest(output_dir / f"{task.prediction_stem}.npy")
              for task, outcome in done if outcome.predictions is not None}
     key = _record_key(program_dir, hidden_dir)

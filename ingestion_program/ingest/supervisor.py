@@ -1,5 +1,9 @@
 """Run one task's child under its budget: capture its output, read its results, kill it.
 
+The child's start-up (Python, the runtime, importing the participant's module, loading the
+task's data) has its own allowance; the budget's clock starts when the child reports that the
+participant's function is being called (its BEGIN frame).
+
 One loop in the parent watches the child's stdout, stderr and result pipe (selectors,
 no threads: the child is started with a pre-exec function, which threads would make
 unsafe), the clock and the disk. At the budget's end the whole process group gets
@@ -24,7 +28,7 @@ from competition_formats import FormatError
 
 from .config import RESIDENT, RESIDENT_SAMPLE_SECONDS, Limits, TaskSpec, gib_text
 from .confine import LANDLOCK_FILES, SECCOMP
-from .frames import CHECKPOINT, FINAL, FRAME_TYPES, HEADER, MAGIC, PROTECTIONS
+from .frames import BEGIN, CHECKPOINT, FINAL, FRAME_TYPES, HEADER, MAGIC, PROTECTIONS
 from .processes import (GONE, child_waiting, descendants, reap_zombies, resident_bytes,
                         signal_group, sweep, wait_exit)
 from .sandbox import Protections, preexec
@@ -32,6 +36,9 @@ from .scratch import (MAX_DEPTH, Root, ScratchWatch, TreeWalk, force_remove, hel
                       open_root)
 
 POLL_SECONDS = 0.05
+# The shortest budget the supervisor times well: it reads the clock every POLL_SECONDS, so a
+# stop can come up to one poll late; with ten polls in a budget that is at most a tenth of it.
+MIN_BUDGET_SECONDS = 10 * POLL_SECONDS
 DISK_CHECK_SECONDS = 0.25
 # The longest the disk walk holds up the loop at once; a walk in progress also shortens the
 # loop's wait to this, so a big tree is walked at about half of one core.
@@ -92,7 +99,8 @@ class FrameReader:
         self.frames = 0
         self.final_at: float | None = None
         self.protections: list | None = None     # what the child installed, from its first frame
-        self.progress_at: float | None = None    # its set-up report or last checkpoint arrived
+        self.begun_at: float | None = None       # start-up ended: their function is called
+        self.progress_at: float | None = None    # it began, or its last checkpoint arrived
 
     def feed(self, chunk: bytes) -> None:
         if self.violation:
@@ -112,7 +120,11 @@ class FrameReader:
             self.frames += 1
             if frame_type == PROTECTIONS:
                 self._protections(payload)
-                self.progress_at = time.monotonic()
+            elif frame_type == BEGIN:
+                # Only the first counts: their module, imported before, could send one early,
+                # which starts their own budget sooner and gains them nothing.
+                if self.begun_at is None:
+                    self.begun_at = self.progress_at = time.monotonic()
             elif frame_type == CHECKPOINT:
                 self.checkpoint, self.checkpoints = payload, self.checkpoints + 1
                 self.progress_at = time.monotonic()
@@ -161,6 +173,9 @@ class TaskOutcome:
     resumable: bool = False              # it stopped inside a unit, at that unit's cost only
     units: dict | None = None            # per-unit statuses, for a task run in units
     calibration: dict | None = None      # a budget in epochs: how it became seconds here
+    startup_seconds: float = 0.0         # from its start to its function's call (or its end)
+    training_seconds: float | None = None    # from its function's call on; None: never called
+    budget_ends: float | None = None     # monotonic; None when its budget never began
 
 
 @dataclass(frozen=True)
@@ -176,11 +191,13 @@ class Staging:
 @dataclass(frozen=True)
 class UnitWindow:
     """One child's share of a task run in units (``units.py``): the units from ``first`` on,
-    each with ``seconds``, all before the task's ``deadline`` (monotonic clock)."""
+    each with ``seconds``, all before the task's ``deadline`` (monotonic clock). The first
+    child has none yet: its start-up has the allowance, and the task's budget begins when it
+    calls the participant's function; a later child starts up within that budget."""
     names: tuple[str, ...]
     seconds: float
     first: int
-    deadline: float
+    deadline: float | None
 
     def name(self, done: int) -> str:
         index = self.first + done
@@ -266,8 +283,10 @@ class _Run:
         # Whatever already runs below this program is not the task's: never counted or killed.
         self.apart = frozenset(descendants())
         self.resident_peak = 0
+        self.entry_module = entry[0]
         self.started = time.monotonic()
-        self.deadline = units.deadline if units else self.started + task.budget_seconds
+        self.startup_ends = self.started + limits.startup_seconds
+        self.deadline = units.deadline if units else None    # set when it begins
         try:
             self.process = subprocess.Popen(
                 [sys.executable, *CHILD_FLAGS, "-c", BOOTSTRAP, json.dumps(spec),
@@ -405,11 +424,21 @@ class _Run:
             f"{RESIDENT_SAMPLE_SECONDS * 1000:.0f} ms), and was killed")
         self._stop(None)
 
+    def _startup_overrun(self) -> str:
+        return (f"did not start within its start-up allowance of {self.limits.startup_seconds:g} s "
+                f"(starting Python, importing {self.entry_module}.py, loading the task's data) "
+                f"and was killed; its budget of {self.task.budget_seconds:g} s had not begun")
+
     def _enforce(self, now: float) -> None:
+        if self.deadline is None and self.frames.begun_at is not None:
+            self.deadline = self.frames.begun_at + self.task.budget_seconds
         if self._resident_exceeded(now):
             self._stop_for_memory()
         if self.exit_status is None and self.terminated_at is None and self.stop_reason is None:
-            if now >= self.deadline:
+            if self.deadline is None:
+                if now >= self.startup_ends:
+                    self._stop(self._startup_overrun())
+            elif now >= self.deadline:
                 self.terminated_at = now
                 signal_group(self.process.pid, signal.SIGTERM)
             elif self.frames.violation:
@@ -435,8 +464,8 @@ class _Run:
             reap_zombies(spare=self.process.pid, apart=self.apart)
 
     def _unit_overran(self, now: float) -> bool:
-        """The unit under way has had its seconds since the child's set-up report or its last
-        checkpoint (so the first unit's clock includes importing the participant's module)."""
+        """The unit under way has had its seconds since the child began (its start-up is not
+        the first unit's) or since its last checkpoint."""
         started = self.frames.progress_at
         return (self.units is not None and started is not None and self.frames.final_at is None
                 and now >= started + self.units.seconds)
@@ -551,8 +580,16 @@ def run_task(task: TaskSpec, staging: Staging, protections: Protections, limits:
         run.abort()
         raise
     code, signal_name = _exit_description(run.process.returncode)
+    end, begun = run.exited_at or run.ended, run.frames.begun_at
+    in_time = (run.frames.final_at is not None and run.deadline is not None
+               and run.frames.final_at < run.deadline)
+    trained = run.frames.final_at if in_time else end     # to its prediction, not its exit
     outcome = TaskOutcome(
-        status="ok", message="", wall_seconds=round((run.exited_at or run.ended) - run.started, 3),
+        status="ok", message="", wall_seconds=round(end - run.started, 3),
+        # Not rounded: a prediction in time must never read as taking the whole budget.
+        startup_seconds=(end if begun is None else begun) - run.started,
+        training_seconds=None if begun is None else max(trained - begun, 0.0),
+        budget_ends=run.deadline,
         exit_code=code, signal=signal_name,
         peak_memory_mb=round(run.usage.ru_maxrss / 1024, 1) if run.usage else None,
         resident_peak_mb=(round(run.resident_peak / 2**20, 1)
@@ -563,8 +600,7 @@ def run_task(task: TaskSpec, staging: Staging, protections: Protections, limits:
         protections=run.frames.protections, scratch=_clean_scratch(run),
         units_done=run.frames.checkpoints)
     valid_final = None
-    if run.frames.final_at is not None and run.frames.final_at < run.deadline \
-            and not run.stop_reason:
+    if in_time and not run.stop_reason:
         try:
             valid_final = _decode(run.frames.final, task, contract, "the returned predictions")
         except FormatError as error:
@@ -592,8 +628,8 @@ def _stopped_inside_a_unit(run: _Run) -> bool:
     crash, a signal, an exit from their code): a fresh child may go on with the next unit. Not
     so for an error report (their module does not import, ...), another stop for cause, or the
     task's budget."""
-    if run.units is None or run.frames.protections is None:
-        return False
+    if run.units is None or run.frames.begun_at is None:
+        return False         # it never got to a unit: a fresh child would start up the same
     return run.unit_overrun or run.memory_exceeded or (
         run.frames.error is None and run.stop_reason is None and run.terminated_at is None)
 

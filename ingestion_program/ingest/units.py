@@ -7,6 +7,8 @@ rows not yet measured as the kind fills them). A unit that runs past its seconds
 with its child, and a child that dies inside a unit without reporting an error costs that unit
 too; either way a fresh child goes on with the next unit, until every unit was tried or the
 task's own budget is spent. So one hung or crashing network costs that network, not the zoo.
+The task has one start-up allowance, its first child's: the budget begins when that child
+calls the participant's function, and a fresh child starts up within the budget.
 """
 from __future__ import annotations
 
@@ -48,13 +50,14 @@ def run_in_units(task: TaskSpec, staging: Staging, protections: Protections, lim
                  entry: tuple[str, str], contract, plan: tuple[tuple[str, ...], float]
                  ) -> TaskOutcome:
     names, seconds = plan
-    deadline = time.monotonic() + task.budget_seconds
+    deadline = None         # the first child's start-up is not the budget's
     states = [NOT_REACHED] * len(names)
     children: list[tuple[int, TaskOutcome]] = []
     merged, first = None, 0
-    while first < len(names) and time.monotonic() < deadline:
+    while first < len(names) and (deadline is None or time.monotonic() < deadline):
         outcome = run_task(task, staging, protections, limits, entry, contract,
                            UnitWindow(names, seconds, first, deadline))
+        deadline = outcome.budget_ends if deadline is None else deadline
         children.append((first, outcome))
         merged = _merge(merged, outcome.predictions, first)
         final = outcome.prediction == "final"
@@ -62,7 +65,7 @@ def run_in_units(task: TaskSpec, staging: Staging, protections: Protections, lim
         states[first:finished] = [DONE] * (finished - first)
         if final or finished == len(names):
             break
-        if outcome.protections is not None:        # it was set up: the unit under way was hit
+        if outcome.training_seconds is not None:   # it began: the unit under way was hit
             states[finished] = TIMED_OUT if outcome.status == "timed_out" else FAILED
         if not outcome.resumable:
             break
@@ -89,8 +92,11 @@ def _combined(task: TaskSpec, contract, children: list[tuple[int, TaskOutcome]],
     outcomes = [child for _, child in children]
     last = outcomes[-1]
     complete = NOT_REACHED not in states and (last.prediction == "final" or last.resumable)
+    wall = round(sum(o.wall_seconds for o in outcomes), 3)
+    begun = outcomes[0].training_seconds is not None
     combined = dataclasses.replace(
-        last, wall_seconds=round(sum(o.wall_seconds for o in outcomes), 3),
+        last, wall_seconds=wall, startup_seconds=outcomes[0].startup_seconds,
+        training_seconds=wall - outcomes[0].startup_seconds if begun else None,
         peak_memory_mb=max((o.peak_memory_mb for o in outcomes if o.peak_memory_mb),
                            default=None),
         resident_peak_mb=max((o.resident_peak_mb for o in outcomes

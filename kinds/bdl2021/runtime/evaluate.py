@@ -131,7 +131,7 @@ def penalised(task: TaskConfig, reason: str, cap: float | None,
               run: TaskRun | None) -> TaskResult:
     """The worst value of every column (``kinds.scoring.penalised``), this kind's details
     left empty."""
-    result = worst_result(task, reason, run.wall_seconds if run else None, cap)
+    result = worst_result(task, reason, run.train_seconds if run else None, cap)
     for metric in result.metrics.values():
         metric.details.update(_details())
     return result
@@ -144,7 +144,7 @@ def _first(submission: Submission, rows: int) -> Submission:
 
 def _run_notes(run: TaskRun | None) -> tuple[str, ...]:
     if run is not None and run.prediction == "anytime":
-        return (f"training {run.status.replace('_', ' ')} after {run.wall_seconds:.1f}s; "
+        return (f"training {run.status.replace('_', ' ')} after {run.train_seconds:.1f} s of training; "
                 "the last intermediate prediction it wrote was scored",)
     return ()
 
@@ -208,4 +208,4 @@ def score_task(task: TaskConfig, load_submission: Callable[[], Submission],
         f"({WASSERSTEIN_CAP_IN_REFERENCE_STD:g} reference standard deviations) and was clipped"
         for name, result in results.items() if result.capped)
     return TaskResult(task, results, _blocks(task, predictions, references), None, notes,
-                      run.wall_seconds if run else None, curves, extras)
+                      run.train_seconds if run else None, curves, extras)

@@ -45,9 +45,10 @@ class Task:
         return f"Task({self.name!r}, {self.task_type}, {self.seconds:g} s)"
 
 
-def call(function, spec, started, checkpoint):
-    """Loads the staged arrays and calls the participant's function; returns what it returns."""
+def call(function, spec, begin, checkpoint):
+    """Loads the staged arrays and calls the participant's function; returns what it returns.
+    ``begin()`` ends the start-up: the budget's clock starts there."""
     import numpy
     with numpy.load(spec["data"], allow_pickle=False) as data:
         x_train, y_train, x_test = data["x_train"], data["y_train"], data["x_test"]
-    return function(Task(spec, started), x_train, y_train, x_test, checkpoint)
+    return function(Task(spec, begin()), x_train, y_train, x_test, checkpoint)

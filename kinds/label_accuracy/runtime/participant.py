@@ -20,8 +20,8 @@ class Task:
         return max(0.0, self._deadline - time.monotonic())
 
 
-def call(function, spec, started, checkpoint):
+def call(function, spec, begin, checkpoint):
     import numpy
     with numpy.load(spec["data"], allow_pickle=False) as data:
         x_train, y_train, x_test = data["x_train"], data["y_train"], data["x_test"]
-    return function(Task(spec, started), x_train, y_train, x_test)
+    return function(Task(spec, begin()), x_train, y_train, x_test)

@@ -70,7 +70,7 @@ def _submission(task: TaskConfig, res: Path) -> np.ndarray:
 
 
 def score_task(task: TaskConfig, ref: Path, res: Path, run) -> TaskResult:
-    seconds = run.wall_seconds if run else None
+    seconds = run.train_seconds if run else None
     try:
         labels = _labels(ref / task.settings.test_labels, task.settings.n_test,
                          task.settings.num_classes)

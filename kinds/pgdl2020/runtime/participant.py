@@ -412,7 +412,7 @@ def _measure(function, model, dataset, limit):
     return number, None, None
 
 
-def call(function, spec, started, checkpoint):
+def call(function, spec, begin, checkpoint):
     """Calls ``function(model, dataset)`` for each model of the task, in order, from
     ``spec["first_unit"]`` on (the ingestion starts a fresh process there after killing one
     whose call ran past its limit or died).
@@ -437,6 +437,7 @@ def call(function, spec, started, checkpoint):
                       num_classes=first_model.num_classes if first_model else None)
     name = spec.get("entry_function", "complexity")
     first_error = None
+    begin()          # loading the dataset and the first network was start-up
     for index, model_id in enumerate(model_ids[first:], start=first):
         model = first_model if index == first else Model(_model_folder(data, model_id))
         first_model = None

@@ -119,7 +119,7 @@ def _unscored(values: np.ndarray, ids, run: TaskRun | None) -> str | None:
 
 def score_task(task: TaskConfig, ref: Path, res: Path, run: TaskRun | None) -> TaskResult:
     zoo = _zoo(task, ref)
-    seconds = run.wall_seconds if run else None
+    seconds = run.train_seconds if run else None
     failed = run_failure(task, run)
     if failed:
         return failed

@@ -38,11 +38,11 @@ def _columns(probability, uncertainty=None):
                                for part in parts])
 
 
-def call(function, spec, started, checkpoint):
+def call(function, spec, begin, checkpoint):
     import numpy
     with numpy.load(spec["data"], allow_pickle=False) as stored:
         data = {name: stored[name] for name in stored.files}
-    result = function(Task(spec, started, checkpoint, data), data["x_train"], data["y_train"],
+    result = function(Task(spec, begin(), checkpoint, data), data["x_train"], data["y_train"],
                       data["x_test"])
     if isinstance(result, tuple) and len(result) == 2:
         return _columns(*result)

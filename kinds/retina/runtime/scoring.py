@@ -154,7 +154,7 @@ def _submission(task: TaskConfig, res: Path) -> np.ndarray:
 
 def score_task(task: TaskConfig, ref: Path, res: Path, run) -> TaskResult:
     reference = _reference(task, ref)
-    seconds = run.wall_seconds if run else None
+    seconds = run.train_seconds if run else None
     failed = run_failure(task, run)
     if failed:
         return failed
