@@ -47,3 +47,19 @@ def pytest_configure(config):
         folder = tempfile.mkdtemp(prefix="record-secret-")
         atexit.register(shutil.rmtree, folder, True)
         os.environ[SECRET_VARIABLE] = str(Path(folder) / "record-secret")
+    _temporary_folder_of_this_run(atexit, os, shutil, tempfile)
+
+
+def _temporary_folder_of_this_run(atexit, os, shutil, tempfile):
+    """Every temporary folder of this run (and of the programs it starts) under one made now.
+    An ingestion whose child Landlock does not confine removes what appears at the top of
+    /tmp while its task runs, as the worker's container holds nothing else; a test process
+    running beside it (another pytest-xdist worker, another session) keeps its folders out of
+    that sweep this way. Open like /tmp: the sandbox user passes through to its staging."""
+    # pytest's own folders stay where they were (paths of the same length in the logs)
+    os.environ.setdefault("PYTEST_DEBUG_TEMPROOT", tempfile.gettempdir())
+    folder = tempfile.mkdtemp(prefix="codalab-bundle-tests-")
+    os.chmod(folder, 0o1777)
+    atexit.register(shutil.rmtree, folder, True)
+    os.environ["TMPDIR"] = folder
+    tempfile.tempdir = None          # tempfile reads TMPDIR again

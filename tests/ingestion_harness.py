@@ -9,6 +9,7 @@ import hashlib
 import os
 import shutil
 import subprocess
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -124,7 +125,8 @@ def run_ingestion(run: Path, timeout: float = 300, unprivileged: bool = False,
 
 
 def staging_root(run: Path) -> Path:
-    return Path("/tmp") / f"bdl-ingestion-test-{hashlib.sha1(str(run).encode()).hexdigest()[:16]}"
+    return (Path(tempfile.gettempdir())
+            / f"bdl-ingestion-test-{hashlib.sha1(str(run).encode()).hexdigest()[:16]}")
 
 
 def processes_of(run: Path) -> list[str]:

@@ -323,7 +323,7 @@ MUTATIONS = [
     ("docker-missing", edit("competition_docker_image: codalab/codalab-legacy:py312\n", ""),
      "docker-image", "competition_docker_image", ()),
     ("time-limit-small", edit("execution_time_limit: 600", "execution_time_limit: 100"),
-     "time-limit", "is 100 s but ingestion_program.zip needs 134 s", ()),
+     "time-limit", "is 100 s but ingestion_program.zip needs 194 s", ()),
     ("time-limit-string", edit("execution_time_limit: 300", "execution_time_limit: '300'"),
      "time-limit", "execution_time_limit", ()),
     ("no-ingestion-config", drop("ingestion_config.json", inside="ingestion_program.zip"),
@@ -421,8 +421,8 @@ def test_crashing_rule_does_not_hide_the_others(tmp_path, monkeypatch):
 
 def test_scoring_margin_is_part_of_the_time_limit(tmp_path):
     path = build(tmp_path)
-    assert check_bundle(path, CODALAB, scoring_margin_seconds=526) == []
-    failures = check_bundle(path, CODALAB, scoring_margin_seconds=527)
+    assert check_bundle(path, CODALAB, scoring_margin_seconds=466) == []
+    failures = check_bundle(path, CODALAB, scoring_margin_seconds=467)
     assert [f.rule for f in failures] == ["time-limit"] and "601 s" in failures[0].message
 
 

@@ -72,6 +72,7 @@ def custom(tmp_path_factory):
                 pages={"overview": "Three *small* tasks of our own.",
                        "terms": "Be kind; see [the rules](https://example.net/rules)."},
                 tasks={n: {"budget_seconds": t[4]} for n, t in TASKS.items()},
+                sandbox={**spec["sandbox"], "startup_seconds": 20},   # not the default 30 s
                 phases={"warmup": {"label": "Warm-up", "start": "2027-01-10 00:00:00",
                                    "submission": "results", "tasks": ["moons"],
                                    "execution_time_limit": 300},
@@ -252,7 +253,8 @@ def test_nothing_in_the_custom_bundles_is_the_default_competitions(bundles):
     for bundle in bundles:
         for path, text in text_members(bundle.read_bytes(), bundle.name):
             found += [f"{path}: {match}" for match in sorted(set(names.findall(text)))]
-            found += [f"{path}: {figure!r}" for figure in DEFAULT_FIGURES if figure in text]
+            found += [f"{path}: {figure!r}" for figure in DEFAULT_FIGURES if figure in text
+                      and not path.endswith(".py")]    # the programs' code states defaults
     assert not found, "\n".join(found[:40])
 
 

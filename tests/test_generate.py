@@ -67,7 +67,10 @@ def test_cli_generate_with_the_numpy_engine_reports_each_chains_progress(tmp_pat
     result = run_cli("generate", "--engine", "numpy-hmc", "--tasks", "iris", "--out",
                      str(tmp_path), "--warmup", "100", "--samples", "100")
     assert "iris chain 3: sampling 100/100" in result.stderr
-    assert json.loads((tmp_path / "iris" / "iris_task.json").read_text())["hmc"]["engine"] \
+    # so short a run may fail the convergence gate: its output is then kept apart
+    written = next(folder / "iris" for folder in (tmp_path, tmp_path.with_name(
+        f"{tmp_path.name}.failed")) if (folder / "iris").is_dir())
+    assert json.loads((written / "iris_task.json").read_text())["hmc"]["engine"] \
         .startswith("numpy HMC")
 
 

@@ -137,12 +137,17 @@ def test_bundles_carry_the_key_only_where_no_participant_container_reads_it(defa
     """CodaLab: in the hidden reference data (the submission's own container shares the
     ingestion program's folder); Codabench: in the ingestion program (no reference data in
     the prediction step). Never in a starting kit or a public zip."""
-    def members(bundle: Path, inner: str) -> list[str]:
+    def keys(bundle: Path, inner: str) -> dict[str, bytes]:
         with zipfile.ZipFile(bundle) as outer, zipfile.ZipFile(outer.open(inner)) as nested:
-            return nested.namelist()
+            return {name: nested.read(name) for name in nested.namelist()
+                    if name.endswith(RECORD_KEY_NAME)}
     for platform, in_program in (("codalab", False), ("codabench", True)):
         bundle = next(default_bundles[platform].glob("*evaluation-light*.zip"))
-        assert (RECORD_KEY_NAME in members(bundle, "ingestion_program.zip")) is in_program
-        assert RECORD_KEY_NAME in members(bundle, "reference_data.zip")
-        for public in ("starting_kit.zip", "public_data.zip", "input_data.zip"):
-            assert not any(name.endswith(RECORD_KEY_NAME) for name in members(bundle, public))
+        assert (RECORD_KEY_NAME in keys(bundle, "ingestion_program.zip")) is in_program
+        phase_key = keys(bundle, "reference_data.zip")[RECORD_KEY_NAME]
+        for public in ("public_data.zip", "input_data.zip"):
+            assert not keys(bundle, public)
+        # the kit's only key is its public stand-in's, which signs nothing of the phase's
+        kit_keys = keys(bundle, "starting_kit.zip")
+        assert all(name.startswith("stand_in/") for name in kit_keys), list(kit_keys)
+        assert phase_key not in kit_keys.values()
