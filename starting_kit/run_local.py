@@ -127,6 +127,19 @@ def baselines_spec(config: Path | None, data_root: Path | None, kind: str):
     return spec
 
 
+def write_baseline_table(out: Path, collect, markdown) -> int:
+    """A baselines script's end: the table ``collect()`` makes written to ``out`` (the file the
+    builder reads) and printed; a run the platform would not score ends in one error line."""
+    try:
+        table = collect()
+    except LocalRunError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    out.write_text(json.dumps(table, indent=1) + "\n")
+    print(f"\nwritten to {out}\n\n{markdown(table)}")
+    return 0
+
+
 def repository_layout(phase: str | None, budget_seconds: float | None, work: Path,
                       platform: str, config: Path | None = None,
                       data_root: Path | None = None, hidden_references: bool = False) -> Layout:

@@ -23,7 +23,8 @@ KIT = Path(__file__).resolve().parent
 REPO = KIT.parents[2]
 sys.path[:0] = [str(REPO), str(REPO / "starting_kit")]
 
-from run_local import LocalRunError, baselines_spec, run_local  # noqa: E402
+from run_local import (LocalRunError, baselines_spec, run_local,  # noqa: E402
+                       write_baseline_table)
 
 MEASURES = {"sum_of_squares": "Sum of squared weights (PGDL's sample)",
             "sharpness": "Magnitude-aware PAC-Bayes flatness",
@@ -107,14 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     spec = baselines_spec(args.config, args.data_root, "pgdl2020")
     out = args.out or results_file(spec)
-    try:
-        table = collect(spec, args.budget)
-    except LocalRunError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
-    out.write_text(json.dumps(table, indent=1) + "\n")
-    print(f"\nwritten to {out}\n\n{markdown(table)}")
-    return 0
+    return write_baseline_table(out, lambda: collect(spec, args.budget), markdown)
 
 
 if __name__ == "__main__":

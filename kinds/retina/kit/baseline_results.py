@@ -23,7 +23,8 @@ KIT = Path(__file__).resolve().parent
 REPO = KIT.parents[2]
 sys.path[:0] = [str(REPO), str(REPO / "starting_kit")]
 
-from run_local import LocalRunError, baselines_spec, repository_spec, run_local  # noqa: E402
+from run_local import (LocalRunError, baselines_spec, repository_spec, run_local,  # noqa: E402
+                       write_baseline_table)
 
 METHODS = {"map": "MAP (one network)", "mc_dropout": "MC dropout (50 passes)",
            "deep_ensemble": "Deep ensemble (5 networks)"}
@@ -97,14 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
     out = args.out or results_file(baselines_spec(args.config, args.data_root, "retina"))
-    try:
-        table = collect(args.config, args.data_root)
-    except LocalRunError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
-    out.write_text(json.dumps(table, indent=1) + "\n")
-    print(f"\nwritten to {out}\n\n{markdown(table)}")
-    return 0
+    return write_baseline_table(out, lambda: collect(args.config, args.data_root), markdown)
 
 
 if __name__ == "__main__":
