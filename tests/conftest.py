@@ -8,6 +8,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 ARTIFACTS = REPO / "test-artifacts"          # gitignored; CI may keep it as a build artefact
 _ARTIFACT_FOLDERS = pytest.StashKey[list]()
+RUN_TEMPORARY_FOLDER = "BUNDLE_TESTS_TMPDIR"     # the test run's own (pytest_configure)
 
 
 @pytest.fixture(scope="session")
@@ -55,11 +56,15 @@ def _temporary_folder_of_this_run(atexit, os, shutil, tempfile):
     An ingestion whose child Landlock does not confine removes what appears at the top of
     /tmp while its task runs, as the worker's container holds nothing else; a test process
     running beside it (another pytest-xdist worker, another session) keeps its folders out of
-    that sweep this way. Open like /tmp: the sandbox user passes through to its staging."""
+    that sweep this way. Open like /tmp: the sandbox user passes through to its staging.
+    pytest-xdist's workers inherit their controller's folder: a folder in a folder would make
+    paths too long for a Unix socket (Chromium's profile holds one)."""
+    if os.environ.get(RUN_TEMPORARY_FOLDER) == os.environ.get("TMPDIR"):
+        return
     # pytest's own folders stay where they were (paths of the same length in the logs)
     os.environ.setdefault("PYTEST_DEBUG_TEMPROOT", tempfile.gettempdir())
-    folder = tempfile.mkdtemp(prefix="codalab-bundle-tests-")
+    folder = tempfile.mkdtemp(prefix="bundle-tests-")
     os.chmod(folder, 0o1777)
     atexit.register(shutil.rmtree, folder, True)
-    os.environ["TMPDIR"] = folder
+    os.environ["TMPDIR"] = os.environ[RUN_TEMPORARY_FOLDER] = folder
     tempfile.tempdir = None          # tempfile reads TMPDIR again
