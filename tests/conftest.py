@@ -59,7 +59,8 @@ def _temporary_folder_of_this_run(atexit, os, shutil, tempfile):
     that sweep this way. Open like /tmp: the sandbox user passes through to its staging.
     pytest-xdist's workers inherit their controller's folder: a folder in a folder would make
     paths too long for a Unix socket (Chromium's profile holds one)."""
-    if os.environ.get(RUN_TEMPORARY_FOLDER) == os.environ.get("TMPDIR"):
+    inherited = os.environ.get(RUN_TEMPORARY_FOLDER)
+    if inherited and inherited == os.environ.get("TMPDIR"):
         return
     # pytest's own folders stay where they were (paths of the same length in the logs)
     os.environ.setdefault("PYTEST_DEBUG_TEMPROOT", tempfile.gettempdir())
