@@ -17,7 +17,7 @@ import pytest
 from kinds.bdl2021.runtime.formats import (TaskInputs, read_chain_probs,
                                            read_classification_probs, read_task_inputs,
                                            write_task_inputs)
-from test_hmc import NOISE_STD, linear_regression_problem
+from test_bdl_hmc import NOISE_STD, linear_regression_problem
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -83,8 +83,8 @@ def conjugate_data():
 CHAINS_SPLIT = """
 import numpy as np, jax.numpy as jnp
 from kinds.bdl2021.reference import nuts
-from test_reference_engine import conjugate_data
-from test_hmc import posterior_mismatches, NOISE_STD, PRIOR_VARIANCE
+from test_bdl_reference_engine import conjugate_data
+from test_bdl_hmc import posterior_mismatches, NOISE_STD, PRIOR_VARIANCE
 x, y, mean, covariance = conjugate_data()
 x, y = jnp.asarray(x), jnp.asarray(y)
 
@@ -110,8 +110,8 @@ def test_nuts_matches_the_closed_form_posterior_with_the_chains_split_over_devic
 DATA_SPLIT = """
 import numpy as np, jax, jax.numpy as jnp
 from kinds.bdl2021.reference import sharded
-from test_reference_engine import conjugate_data
-from test_hmc import posterior_mismatches, NOISE_STD, PRIOR_VARIANCE
+from test_bdl_reference_engine import conjugate_data
+from test_bdl_hmc import posterior_mismatches, NOISE_STD, PRIOR_VARIANCE
 x, y, mean, covariance = conjugate_data()
 
 def log_density(w, x, y, weights):
