@@ -1,7 +1,7 @@
 """Writes docs/test_durations.md: how long the suite takes, per file and per slow test.
 
-    .venv/bin/python scripts/test_durations.py                 # runs the suite, as the README's test command does
-    .venv/bin/python scripts/test_durations.py --from junit.xml  # reads a finished run instead
+    .venv/bin/python scripts/test_durations.py                   # runs the README's test command
+    .venv/bin/python scripts/test_durations.py --from junit.xml  # reads a finished run
 
 The table names every test over 30 s and flags each one over 60 s that lacks the `slow` marker
 (which tests carry it is asked of pytest's collection, since a junit file does not record
@@ -158,7 +158,7 @@ def render(run, marked, source):
 
 
 def run_suite(junit_path, pytest_args):
-    """The README's test command (`python -m pytest` at the repository's root), plus a junit file."""
+    """The README's test command (`python -m pytest` at the repository's root), with junit."""
     started = time.monotonic()
     status = subprocess.run([sys.executable, "-m", "pytest", f"--junitxml={junit_path}",
                              *pytest_args], cwd=REPO).returncode

@@ -47,7 +47,8 @@ def test_the_table_sorts_files_lists_tests_over_30_s_and_flags_unmarked_ones_ove
     assert "Tests: 5 (1 failed, 3 passed, 1 skipped)" in table
     per_file = table.split("## Per file")[1].split("## Tests over")[0]
     assert per_file.index("tests/test_build.py") < per_file.index("tests/test_spec.py")
-    assert "| `tests/test_build.py` | 3 | 92.0 | `TestZips::test_unmarked_long` | 61.0 |" in per_file
+    assert ("| `tests/test_build.py` | 3 | 92.0 | `TestZips::test_unmarked_long` | 61.0 |"
+            in per_file)
     listed = table.split("## Tests over 30 s")[1].split("## Over 60 s")[0]
     assert listed.count("| `tests/") == 3 and "test_quick" not in listed
     assert "| `tests/test_spec.py::test_marked_long[a-1]` | 75.0 | yes |" in listed
