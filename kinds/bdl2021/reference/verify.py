@@ -1,7 +1,7 @@
 """Check generated references: manifest, loadability with the declared shapes, convergence.
 
-This is what the README's main command runs until the bundle builder exists, and what the
-tests run on the committed files. An organizer's own data root (no manifest; true labels in
+The README's main command runs it first (``python -m reference_data verify``), and the
+tests run it on the committed files. An organizer's own data root (no manifest; true labels in
 the inputs) is checked as the build checks it, with the convergence gate.
 """
 from __future__ import annotations
