@@ -23,7 +23,7 @@ DATE_PATTERN = r"^\d{4}-\d{2}-\d{2}( \d{2}:\d{2}(:\d{2})?)?$"
 LEAK_OVERRIDE_KEY = "public_reference_tasks_allowed_in_code_phases"
 # A task's key that accepts references the kind's own check found not converged.
 UNCONVERGED_OVERRIDE_KEY = "accept_unconverged_references"
-REQUIRED = object()
+REQUIRED = object()             # a Key's default where the spec must give the key
 
 
 def is_gpu_image(image: str) -> bool:
@@ -42,15 +42,14 @@ def default_memory_rule(image: str) -> str:
 class Key:
     """One spec key.
 
-    ``default`` is REQUIRED (the key must be given; for a ``<name>`` entry: at least one),
-    None (left out, nothing applies; ``shown`` says what that means, and where the code
-    gives it a meaning of its own, which), a value, or a function ``(spec, mapping)`` of the
-    spec as given and the mapping that holds the key (its earlier keys filled in) where the
-    default depends on other keys."""
+    ``default`` is REQUIRED (the key must be given; for a ``<name>`` entry: at least one);
+    None (nothing is filled in: the key stays absent, and ``shown`` says what that means);
+    a value; or, where it depends on other keys, a function ``(spec, mapping)`` of the spec as
+    given and the mapping that holds the key, its earlier keys already filled in."""
     schema: dict                  # the value's JSON schema, less the keys below it
     meaning: str
     default: object = REQUIRED
-    shown: str | Callable[[], str] | None = None    # the default in words, where its value
+    shown: str | Callable[[], str] | None = None    # the default in words, if not its value
     example: object = None        # only where the default spec has no value at this key
     # A mapping's keys (of a list: its items' keys); a name in <> stands for any name.
     keys: dict[str, Key] = field(default_factory=dict)
