@@ -1,5 +1,8 @@
 """The organizer spec: load the YAML, validate it (schema, then meaning), return typed objects.
 
+Each key's schema, default and meaning is one record in ``bundle/spec_schema.py``; this module
+validates with the schema derived from them and applies their defaults.
+
 Validation happens before anything is written. Every error names the spec file, the key
 path, the value found and what was expected; unknown keys are errors (with the nearest
 known key suggested), because a typo that passes silently is the worst kind of bug here.
@@ -32,24 +35,17 @@ from pathlib import Path
 import jsonschema
 import yaml
 
-from ingestion_program.ingest.config import (ADDRESS_SPACE, MEMORY_RULES,
-                                             OVERHEAD_SECONDS_PER_TASK, RESIDENT,
-                                             worst_case_seconds)
+from ingestion_program.ingest.config import OVERHEAD_SECONDS_PER_TASK, worst_case_seconds
 from ingestion_program.ingest.supervisor import MIN_BUDGET_SECONDS, POLL_SECONDS
-from kinds import DEFAULT_KIND, KINDS, runtime
+from kinds import DEFAULT_KIND, runtime
 
-from .datasets import SAFE_BUNDLE_BYTES, SEPARABLE, UUID_PATTERN
+from .datasets import SAFE_BUNDLE_BYTES
 from .kinds import kind_definition
 from .phase_plan import TaskDataError, declaration_path, load_planned_task, task_data_problems
-from .programs import DEFAULT_LIMITS
+from .spec_schema import (DATE_PATTERN, LEAK_OVERRIDE_KEY, SCHEMA, UNCONVERGED_OVERRIDE_KEY,
+                          is_gpu_image, with_defaults)
 
 DEFAULT_SPEC = kind_definition(DEFAULT_KIND).DEFAULT_SPEC
-# One competition holding every phase (the default: both platforms express it, with one
-# leaderboard for all phases), or one competition per phase (as the 2021 competition ran).
-LAYOUTS = ("one", "per_phase")
-# How a phase's tasks map onto Codabench tasks: all in one (one run, one time limit for the
-# sum of the budgets). "per_task" is known only to be refused with its reason.
-CODABENCH_TASKS = ("per_phase", "per_task")
 PER_TASK_REFUSED = (
     "codabench_tasks: per_task is refused: each task would be a child submission of its own, "
     "and Codabench's leaderboard rule cannot rank all of one submission's children: under "
@@ -58,30 +54,7 @@ PER_TASK_REFUSED = (
     "codabench issue #2211), and Force_Latest_Multiple keeps every child but also every "
     "earlier submission. Use per_phase; where the budgets need more than the default queue's "
     "600 s, name a queue of your own (codabench_queue)")
-DATE_PATTERN = r"^\d{4}-\d{2}-\d{2}( \d{2}:\d{2}(:\d{2})?)?$"
 IMAGE_MAGIC = {b"\x89PNG\r\n\x1a\n": "PNG", b"\xff\xd8\xff": "JPEG"}
-LEAK_OVERRIDE_KEY = "public_reference_tasks_allowed_in_code_phases"
-# A task's key that accepts references the kind's own check found not converged.
-UNCONVERGED_OVERRIDE_KEY = "accept_unconverged_references"
-DEFAULT_MAX_SUBMISSIONS, DEFAULT_MAX_PER_DAY = 100, 5
-# The spec's sandbox keys, in its units, defaulting to the ingestion limits the builder uses.
-SANDBOX_DEFAULTS = {"memory_gib": DEFAULT_LIMITS["memory_bytes"] / 2**30,
-                    "max_file_mib": DEFAULT_LIMITS["max_file_bytes"] / 2**20,
-                    "disk_mib": DEFAULT_LIMITS["disk_bytes"] / 2**20,
-                    "grace_seconds": DEFAULT_LIMITS["grace_seconds"],
-                    "startup_seconds": DEFAULT_LIMITS["startup_seconds"]}
-
-
-def is_gpu_image(image: str) -> bool:
-    """A GPU image by its tag (``codalab/codalab-legacy:gpu310``); a colon before the last
-    slash is a registry's port, not a tag."""
-    name = image.rsplit("/", 1)[-1]
-    return ":" in name and "gpu" in name.split(":", 1)[1].lower()
-
-
-def default_memory_rule(image: str) -> str:
-    """RLIMIT_AS stops a CUDA context from being created, so GPU images get the resident rule."""
-    return RESIDENT if is_gpu_image(image) else ADDRESS_SPACE
 
 
 class SpecError(ValueError):
@@ -90,83 +63,6 @@ class SpecError(ValueError):
     def __init__(self, path: Path, problems: list[str]):
         self.problems = problems
         super().__init__("\n".join(f"{path}: {problem}" for problem in problems))
-
-
-def _number(minimum=None, exclusive=None, maximum=None, integer=False):
-    schema = {"type": "integer" if integer else "number"}
-    schema.update({k: v for k, v in (("minimum", minimum), ("exclusiveMinimum", exclusive),
-                                     ("maximum", maximum)) if v is not None})
-    return schema
-
-
-def _object(properties: dict, required=(), **extra) -> dict:
-    return {"type": "object", "properties": properties, "required": list(required),
-            "additionalProperties": False, **extra}
-
-
-TEXT = {"type": "string", "minLength": 1}
-DATE = {"type": "string", "pattern": DATE_PATTERN}
-TASK_LIST = {"type": "array", "items": {"type": "string"}, "minItems": 1, "uniqueItems": True}
-SCHEMA = _object({
-    "kind": {"enum": sorted(KINDS)},
-    "layout": {"enum": list(LAYOUTS)},
-    "slug": {"type": "string", "pattern": "^[a-z0-9][a-z0-9-]{1,60}$"},
-    "title": {"type": "string", "minLength": 1, "maxLength": 100},
-    "description": {"type": "string", "maxLength": 1000},
-    "organizers": {"type": "array", "minItems": 1,
-                   "items": _object({"name": TEXT, "contact": TEXT}, ["name"])},
-    "logo": {"type": "string", "pattern": r"^[^/].*\.(png|jpg|jpeg)$"},
-    "docker_image": {"type": "string", "pattern": "^[0-9A-Za-z/.:-]+$"},
-    "codabench_tasks": {"enum": list(CODABENCH_TASKS)},
-    "upload_separately": {"type": "array", "items": {"enum": list(SEPARABLE)},
-                          "uniqueItems": True},
-    "dataset_keys": {"type": "object", "additionalProperties": _object(
-        {"key": {"type": "string", "pattern": UUID_PATTERN.pattern},
-         "sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$"}}, ["key", "sha256"])},
-    "max_bundle_mib": _number(exclusive=0),
-    "codabench_queue": {"type": "string", "pattern": UUID_PATTERN.pattern},
-    "end_date": {"oneOf": [DATE, {"type": "null"}]},
-    "data_root": {"type": ["string", "null"]},
-    "tasks": {"type": "object", "minProperties": 1,
-              "propertyNames": {"pattern": "^[a-z][a-z0-9_]{0,30}$"},
-              "additionalProperties": _object(
-                  {"budget_seconds": _number(exclusive=0, maximum=86400),
-                   "budget_epochs": _number(exclusive=0),
-                   "public_rows": _number(minimum=1, integer=True),
-                   UNCONVERGED_OVERRIDE_KEY: {"type": "boolean"}}, ["budget_seconds"])},
-    "reveal_full_scores": {"type": "boolean"},
-    "metric_weights": {"type": "object", "additionalProperties": _number(minimum=0)},
-    "phases": {"type": "object", "minProperties": 1,
-               "propertyNames": {"pattern": "^[a-z][a-z0-9_]{0,30}$"},
-               "additionalProperties": _object({
-                   "label": {"type": "string", "minLength": 1, "maxLength": 50},
-                   "description": {"type": "string", "maxLength": 1000},
-                   "start": DATE,
-                   "submission": {"enum": ["results", "code"]},
-                   "tasks": TASK_LIST,
-                   "execution_time_limit": _number(minimum=1, integer=True),
-                   "max_submissions": _number(minimum=1, integer=True),
-                   "max_submissions_per_day": _number(minimum=1, integer=True),
-                   "gate": {"type": "string"},
-               }, ["label", "start", "submission", "tasks", "execution_time_limit"])},
-    "tracks": {"type": "object", "additionalProperties": _object(
-        {"label": {"type": "string", "minLength": 1, "maxLength": 50}, "tasks": TASK_LIST},
-        ["label", "tasks"])},
-    "sandbox": _object({"memory_gib": _number(exclusive=0, maximum=1024),
-                        "max_file_mib": _number(exclusive=0),
-                        "disk_mib": _number(exclusive=0),
-                        "grace_seconds": _number(minimum=0, maximum=60),
-                        "startup_seconds": _number(exclusive=0, maximum=600),
-                        "memory_limit": {"enum": list(MEMORY_RULES)}}),
-    "scoring_margin_seconds": _number(minimum=0),
-    LEAK_OVERRIDE_KEY: {
-        **TASK_LIST,
-        "description": "Tasks allowed in both a results phase (whose references the kind "
-                       "publishes in that phase's public data) and a code phase (where the "
-                       "same references are hidden). Without this, such a spec is refused: "
-                       "the public bundle would give away the code phase's hidden answers."},
-    "pages": _object({"overview": TEXT, "terms": TEXT}, ["overview", "terms"]),
-}, ["kind", "slug", "title", "docker_image", "tasks", "phases", "pages"])
 
 
 @dataclass(frozen=True)
@@ -497,17 +393,16 @@ def _meaning_problems(raw: dict, data_root: Path, spec_folder: Path) -> list[str
     if problems:
         return problems
     for key, phase in raw["phases"].items():
-        total = phase.get("max_submissions", DEFAULT_MAX_SUBMISSIONS)
-        if phase.get("max_submissions_per_day", 0) > total:
+        total = phase["max_submissions"]
+        if phase["max_submissions_per_day"] > total:
             problems.append(f"phases.{key}.max_submissions_per_day: found "
                             f"{phase['max_submissions_per_day']}, expected at most "
                             f"phases.{key}.max_submissions ({total})")
     tasks = raw["tasks"]
     if raw.get("codabench_tasks") == "per_task":
         problems.append(PER_TASK_REFUSED)
-    grace = raw.get("sandbox", {}).get("grace_seconds", SANDBOX_DEFAULTS["grace_seconds"])
-    startup = raw.get("sandbox", {}).get("startup_seconds", SANDBOX_DEFAULTS["startup_seconds"])
-    margin = raw.get("scoring_margin_seconds", 60)
+    grace, startup = raw["sandbox"]["grace_seconds"], raw["sandbox"]["startup_seconds"]
+    margin = raw["scoring_margin_seconds"]
     starts = []
     for key, phase in raw["phases"].items():
         for task in phase["tasks"]:
@@ -570,50 +465,43 @@ def _unconverged_problems(kind: str, name: str, data_root: Path) -> list[str]:
 
 def load_spec(path: Path = DEFAULT_SPEC, data_root: Path | None = None) -> CompetitionSpec:
     path = Path(path)
-    raw = _read_yaml(path)
-    plain = _as_plain(raw)
+    plain = _as_plain(_read_yaml(path))
     errors = sorted(jsonschema.Draft202012Validator(SCHEMA).iter_errors(plain),
                     key=lambda e: [str(p) for p in e.absolute_path])
     if errors:
         raise SpecError(path, [_describe(error) for error in errors])
-    kind = kind_definition(plain["kind"])
+    spec = with_defaults(plain)
+    kind = kind_definition(spec["kind"])
     if data_root is None:
-        data_root = (path.parent / plain["data_root"]).resolve() if plain.get("data_root") \
+        data_root = (path.parent / spec["data_root"]).resolve() if spec.get("data_root") \
             else kind.EMBEDDED_ROOT
-    problems = _meaning_problems(plain, Path(data_root), path.parent)
+    problems = _meaning_problems(spec, Path(data_root), path.parent)
     if problems:
         raise SpecError(path, problems)
-    sandbox = {**SANDBOX_DEFAULTS, "memory_limit": default_memory_rule(plain["docker_image"]),
-               **plain.get("sandbox", {})}
     now = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
     return CompetitionSpec(
-        path=path, kind=plain["kind"], layout=plain.get("layout", LAYOUTS[0]),
-        slug=plain["slug"], title=plain["title"],
-        description=plain.get("description", ""), organizers=tuple(plain.get("organizers", ())),
-        logo=(path.parent / plain["logo"]) if plain.get("logo") else None,
-        docker_image=plain["docker_image"], codabench_queue=plain.get("codabench_queue"),
-        upload_separately=tuple(plain.get("upload_separately", ())),
-        dataset_keys=dict(plain.get("dataset_keys") or {}),
-        max_bundle_bytes=int(plain.get("max_bundle_mib", SAFE_BUNDLE_BYTES / 2**20) * 2**20),
-        end_date=_date(plain["end_date"]) if plain.get("end_date") else None,
+        path=path, kind=spec["kind"], layout=spec["layout"], slug=spec["slug"],
+        title=spec["title"], description=spec["description"],
+        organizers=tuple(spec["organizers"]),
+        logo=(path.parent / spec["logo"]) if spec.get("logo") else None,
+        docker_image=spec["docker_image"], codabench_queue=spec.get("codabench_queue"),
+        upload_separately=tuple(spec["upload_separately"]), dataset_keys=spec["dataset_keys"],
+        max_bundle_bytes=int(spec["max_bundle_mib"] * 2**20),
+        end_date=_date(spec["end_date"]) if spec.get("end_date") else None,
         data_root=Path(data_root),
-        budgets={name: float(task["budget_seconds"]) for name, task in plain["tasks"].items()},
-        epochs={name: float(task["budget_epochs"]) for name, task in plain["tasks"].items()
+        budgets={name: float(task["budget_seconds"]) for name, task in spec["tasks"].items()},
+        epochs={name: float(task["budget_epochs"]) for name, task in spec["tasks"].items()
                 if "budget_epochs" in task},
-        public_rows={name: int(task["public_rows"]) for name, task in plain["tasks"].items()
+        public_rows={name: int(task["public_rows"]) for name, task in spec["tasks"].items()
                      if "public_rows" in task},
-        reveal_full_scores=bool(plain.get("reveal_full_scores", False)),
-        weights={**kind.DEFAULT_WEIGHTS, **plain.get("metric_weights", {})},
-        phases=tuple(PhaseSpec(key, p["label"], p.get("description", ""), _date(p["start"]),
+        reveal_full_scores=spec["reveal_full_scores"],
+        weights={**kind.DEFAULT_WEIGHTS, **spec["metric_weights"]},
+        phases=tuple(PhaseSpec(key, p["label"], p["description"], _date(p["start"]),
                                p["submission"] == "code", tuple(p["tasks"]),
-                               p["execution_time_limit"],
-                               p.get("max_submissions", DEFAULT_MAX_SUBMISSIONS),
-                               p.get("max_submissions_per_day",
-                                     min(DEFAULT_MAX_PER_DAY,
-                                         p.get("max_submissions", DEFAULT_MAX_SUBMISSIONS))),
-                               p.get("gate"))
-                     for key, p in plain["phases"].items()),
+                               p["execution_time_limit"], p["max_submissions"],
+                               p["max_submissions_per_day"], p.get("gate"))
+                     for key, p in spec["phases"].items()),
         tracks=tuple(TrackSpec(key, t["label"], tuple(t["tasks"]))
-                     for key, t in plain.get("tracks", {}).items()),
-        sandbox=sandbox, scoring_margin_seconds=float(plain.get("scoring_margin_seconds", 60)),
-        pages=plain["pages"], warnings=tuple(_warnings(plain, now, Path(data_root))))
+                     for key, t in spec["tracks"].items()),
+        sandbox=spec["sandbox"], scoring_margin_seconds=float(spec["scoring_margin_seconds"]),
+        pages=spec["pages"], warnings=tuple(_warnings(spec, now, Path(data_root))))

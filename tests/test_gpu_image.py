@@ -11,7 +11,8 @@ from bundle.build import ingestion_limits
 from bundle.phase_plan import phase_plan
 from bundle.programs import ingestion_config
 from bundle.render import _budget_lines
-from bundle.spec import SpecError, default_memory_rule, is_gpu_image, load_spec
+from bundle.spec import SpecError, load_spec
+from bundle.spec_schema import default_memory_rule, is_gpu_image
 from ingestion_program.ingest.config import Limits
 from ingestion_program.ingest.sandbox import Protections, describe
 
