@@ -36,14 +36,14 @@ from ingestion_program.ingest.config import (ADDRESS_SPACE, MEMORY_RULES,
                                              OVERHEAD_SECONDS_PER_TASK, RESIDENT,
                                              worst_case_seconds)
 from ingestion_program.ingest.supervisor import MIN_BUDGET_SECONDS, POLL_SECONDS
-from kinds import DEFAULT_KIND, KINDS, runtime
+from kinds import DEFAULT_KIND
+from kinds.kind import KINDS
 
 from .datasets import SAFE_BUNDLE_BYTES, SEPARABLE, UUID_PATTERN
-from .kinds import kind_definition
 from .phase_plan import TaskDataError, declaration_path, load_planned_task, task_data_problems
 from .programs import DEFAULT_LIMITS
 
-DEFAULT_SPEC = kind_definition(DEFAULT_KIND).DEFAULT_SPEC
+DEFAULT_SPEC = KINDS[DEFAULT_KIND].DEFAULT_SPEC
 # One competition holding every phase (the default: both platforms express it, with one
 # leaderboard for all phases), or one competition per phase (as the 2021 competition ran).
 LAYOUTS = ("one", "per_phase")
@@ -374,7 +374,7 @@ def _budget_problems(raw: dict) -> list[str]:
 def _epoch_problems(raw: dict) -> list[str]:
     """A budget in epochs needs a kind that times an epoch of its reference training."""
     epochs = [name for name, task in raw["tasks"].items() if "budget_epochs" in task]
-    if not epochs or hasattr(runtime(raw["kind"], "ingestion"), "epoch_seconds"):
+    if not epochs or KINDS[raw["kind"]].times_epochs:
         return []
     return [f"tasks.{name}.budget_epochs: kind {raw['kind']} has no reference training to time "
             "an epoch of; state the budget in seconds only" for name in epochs]
@@ -388,7 +388,7 @@ def _public_rows_problems(raw: dict, data_root: Path) -> list[str]:
         if "public_rows" not in task:
             continue
         where = f"tasks.{name}.public_rows"
-        if not getattr(runtime(raw["kind"], "scoring"), "SCORES_PUBLIC_ROWS", False):
+        if not KINDS[raw["kind"]].scores_public_rows:
             problems.append(f"{where}: kind {raw['kind']} does not score a part of a task's "
                             "test rows")
             continue
@@ -401,9 +401,8 @@ def _public_rows_problems(raw: dict, data_root: Path) -> list[str]:
 
 def _test_rows(kind: str, name: str, data_root: Path) -> int | None:
     """The task's number of test rows, as the kind reads its declaration; None if unknown."""
-    rows_of = getattr(kind_definition(kind), "test_rows", None)
     try:
-        return rows_of(load_planned_task(kind, name, data_root).declaration) if rows_of else None
+        return KINDS[kind].test_rows(load_planned_task(kind, name, data_root).declaration)
     except (TaskDataError, KeyError, TypeError, ValueError):
         return None                    # the task's own problems are reported on their own
 
@@ -454,7 +453,7 @@ def _leak_problems(raw: dict, data_root: Path) -> list[str]:
     allowed = set(raw.get(LEAK_OVERRIDE_KEY, ()))
     problems = [f"{LEAK_OVERRIDE_KEY}: {t!r} is not in tasks" for t in sorted(allowed)
                 if t not in raw["tasks"]]
-    kind = kind_definition(raw["kind"])
+    kind = KINDS[raw["kind"]]
     for key, phase in raw["phases"].items():
         if phase["submission"] != "code":
             continue
@@ -533,7 +532,7 @@ def _meaning_problems(raw: dict, data_root: Path, spec_folder: Path) -> list[str
     if raw.get("logo"):
         problem = _image_problem(spec_folder / raw["logo"], raw["logo"])
         problems += [problem] if problem else []
-    weights = kind_definition(raw["kind"]).DEFAULT_WEIGHTS
+    weights = KINDS[raw["kind"]].DEFAULT_WEIGHTS
     for name in raw.get("metric_weights", {}):
         if name not in weights:
             problems.append(f"metric_weights.{name}: not a metric of kind {raw['kind']}; "
@@ -557,8 +556,8 @@ def _meaning_problems(raw: dict, data_root: Path, spec_folder: Path) -> list[str
 def _unconverged(kind: str, name: str, data_root: Path) -> list[str]:
     """What the kind's own check finds unconverged in a task's references (a kind whose
     references come from a sampler says so with ``unconverged_reference_problems``)."""
-    check = getattr(kind_definition(kind), "unconverged_reference_problems", None)
-    return list(check(load_planned_task(kind, name, data_root))) if check else []
+    return list(KINDS[kind].unconverged_reference_problems(load_planned_task(kind, name,
+                                                                             data_root)))
 
 
 def _unconverged_problems(kind: str, name: str, data_root: Path) -> list[str]:
@@ -576,7 +575,7 @@ def load_spec(path: Path = DEFAULT_SPEC, data_root: Path | None = None) -> Compe
                     key=lambda e: [str(p) for p in e.absolute_path])
     if errors:
         raise SpecError(path, [_describe(error) for error in errors])
-    kind = kind_definition(plain["kind"])
+    kind = KINDS[plain["kind"]]
     if data_root is None:
         data_root = (path.parent / plain["data_root"]).resolve() if plain.get("data_root") \
             else kind.EMBEDDED_ROOT

@@ -23,9 +23,8 @@ from pathlib import Path
 import yaml
 
 from ingestion_program.ingest.config import RESIDENT_SAMPLE_SECONDS
-from kinds import KINDS
+from kinds.kind import KINDS
 
-from .kinds import kind_definition
 from .spec import (DATE_PATTERN, DEFAULT_SPEC, MIN_BUDGET_SECONDS, POLL_SECONDS, SCHEMA,
                    load_spec)
 
@@ -56,14 +55,14 @@ class Doc:
 def _weights_default(spec) -> str:
     return "the kind's weights: " + "; ".join(
         f"`{name}`: " + ", ".join(f"{metric} {weight:g}" for metric, weight
-                                  in kind_definition(name).DEFAULT_WEIGHTS.items())
+                                  in KINDS[name].DEFAULT_WEIGHTS.items())
         for name in sorted(KINDS))
 
 
 def _metric_default(spec) -> str:
     return "the kind's weight for the metric (" + "; ".join(
         f"`{name}`: " + ", ".join(f"{metric} {weight:g}" for metric, weight
-                                  in kind_definition(name).DEFAULT_WEIGHTS.items())
+                                  in KINDS[name].DEFAULT_WEIGHTS.items())
         for name in sorted(KINDS)) + ")"
 
 
@@ -426,7 +425,7 @@ def _defaults_spec():
         path = Path(folder) / "spec.yaml"
         path.write_text(yaml.safe_dump(_default_spec_without_optional(raw), sort_keys=False),
                         encoding="utf-8")
-        return load_spec(path, data_root=kind_definition(raw["kind"]).EMBEDDED_ROOT)
+        return load_spec(path, data_root=KINDS[raw["kind"]].EMBEDDED_ROOT)
 
 
 MISSING = object()

@@ -9,8 +9,7 @@ import yaml
 
 from bundle.build import build_competition, competition_targets
 from bundle.spec import load_spec
-from kinds import KINDS
-from bundle.kinds import kind_definition
+from kinds.kind import KINDS
 
 from kit_guides import agreement_problems
 
@@ -23,7 +22,7 @@ def _built(spec_file: Path, out: Path) -> list[Path]:
 
 @pytest.mark.parametrize("kind", sorted(KINDS))
 def test_default_kits_guides_agree_with_their_bundles(kind, tmp_path):
-    bundles = _built(kind_definition(kind).DEFAULT_SPEC, tmp_path)
+    bundles = _built(KINDS[kind].DEFAULT_SPEC, tmp_path)
     problems = [problem for bundle in bundles for problem in agreement_problems(bundle)]
     assert not problems, "\n".join(problems)
 
@@ -31,7 +30,7 @@ def test_default_kits_guides_agree_with_their_bundles(kind, tmp_path):
 def test_one_competition_kits_guides_agree_with_its_bundle(tmp_path):
     """layout: one: the leaderboard of both phases ranks by the weighted loss, and the
     default spec's baseline table is not this copy's."""
-    source = kind_definition("bdl2021").DEFAULT_SPEC
+    source = KINDS["bdl2021"].DEFAULT_SPEC
     raw = yaml.safe_load(source.read_text())
     shutil.copyfile(source.parent / raw["logo"], tmp_path / raw["logo"])
     (tmp_path / "spec.yaml").write_text(yaml.safe_dump({**raw, "layout": "one"},
