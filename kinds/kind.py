@@ -156,8 +156,7 @@ class Kind:
         missing = [f.name for f in dataclasses.fields(self) if getattr(self, f.name) is REQUIRED]
         if missing:
             raise KindDefinitionError(f"{where} lacks required hook(s): {', '.join(missing)}")
-        wrong = [_type_problem(f.name, getattr(self, f.name), f.metadata["type"])
-                 for f in dataclasses.fields(self)]
+        wrong = [_type_problem(f, getattr(self, f.name)) for f in dataclasses.fields(self)]
         wrong = [problem for problem in wrong if problem]
         if wrong:
             raise KindDefinitionError(f"{where}: {'; '.join(wrong)}")
@@ -184,8 +183,9 @@ class Kind:
         return bool(getattr(runtime(self.name, "scoring"), "SCORES_PUBLIC_ROWS", False))
 
 
-def _type_problem(name: str, value, expected) -> str | None:
-    if value is None and name in ("stage_kit", "stand_in_task", "reference_cli"):
+def _type_problem(field: dataclasses.Field, value) -> str | None:
+    name, expected = field.name, field.metadata["type"]
+    if value is None and field.default is None:       # an optional hook whose absence says so
         return None
     if expected is Callable:
         return None if callable(value) else f"{name} must be callable, found {value!r}"

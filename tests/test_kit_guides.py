@@ -1,30 +1,16 @@
-"""Every kind's starting-kit guide is rendered per bundle from the facts its pages show: the
-same ranking, limits and file names as the pages and competition.yaml, and only kit paths the
-kit holds. The organizer's own spec is checked in test_custom_kit.py."""
+"""A starting-kit guide is rendered per bundle from the facts its pages show: the same ranking,
+limits and file names as the pages and competition.yaml, and only kit paths the kit holds.
+Every kind's default competition is checked in test_kind_conformance.py, the organizer's own
+spec in test_custom_kit.py."""
 import shutil
-from pathlib import Path
 
-import pytest
 import yaml
 
-from bundle.build import build_competition, competition_targets
+from bundle.build import build_competition
 from bundle.spec import load_spec
 from kinds.kind import KINDS
 
 from kit_guides import agreement_problems
-
-
-def _built(spec_file: Path, out: Path) -> list[Path]:
-    spec = load_spec(spec_file)
-    return [build_competition(spec, phases, track, out).path
-            for phases, track in competition_targets(spec)]
-
-
-@pytest.mark.parametrize("kind", sorted(KINDS))
-def test_default_kits_guides_agree_with_their_bundles(kind, tmp_path):
-    bundles = _built(KINDS[kind].DEFAULT_SPEC, tmp_path)
-    problems = [problem for bundle in bundles for problem in agreement_problems(bundle)]
-    assert not problems, "\n".join(problems)
 
 
 def test_one_competition_kits_guides_agree_with_its_bundle(tmp_path):
