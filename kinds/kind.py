@@ -80,8 +80,8 @@ class _Required:
 REQUIRED = _Required()
 
 
-def _field(kind_of_value, default=REQUIRED):
-    return dataclasses.field(default=default, metadata={"type": kind_of_value})
+def _field(expected_type, default=REQUIRED):
+    return dataclasses.field(default=default, metadata={"type": expected_type})
 
 
 def _hook(default=REQUIRED):
