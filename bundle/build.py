@@ -24,13 +24,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from kinds.kind import kind
+
 from .rules import check_bundle
 from .datasets import (SEPARABLE, Dataset, DatasetKeyError, oversize_problem,
                        separate, yaml_comments)
 from .codabench import DEFAULT_QUEUE_LIMIT_SECONDS, PAGE_FILES, TERMS_FILE, competition_yaml_v2
 from .leaderboard import competition_columns, written_keys
 from .phase_data import leakage_problems, stage_input_data, stage_public_data, stage_reference_data
-from .kinds import kind_of
 from .phase_plan import PhasePlan, TaskDataError, code_variant, phase_plan
 from .programs import (RECORD_KEY_IN_PROGRAM, assemble_ingestion_program,
                        assemble_scoring_program)
@@ -161,10 +162,10 @@ def _shown(spec: CompetitionSpec, phase_key: str, track_key: str | None):
 
 def _baseline_results(spec: CompetitionSpec, plan: PhasePlan, given: dict | None) -> dict | None:
     """A table next to the spec wins; the kind's committed table is its default spec's only."""
-    kind, results_file = kind_of(plan), spec.path.parent / "baseline_results.json"
+    definition, results_file = kind(plan.kind), spec.path.parent / "baseline_results.json"
     if not results_file.is_file() and (spec.path.resolve(), spec.data_root.resolve()) == (
-            kind.DEFAULT_SPEC.resolve(), Path(kind.EMBEDDED_ROOT).resolve()):
-        results_file = kind.BASELINE_RESULTS
+            definition.DEFAULT_SPEC.resolve(), definition.EMBEDDED_ROOT.resolve()):
+        results_file = definition.BASELINE_RESULTS
     if given is None and results_file.is_file():
         return json.loads(results_file.read_text())
     return given
@@ -195,7 +196,7 @@ def _leaks(plans: list[PhasePlan], files: list[dict], members: dict) -> list[str
               for name, data in _members_of(members[zip_name]).items()}
     public = {part[key]: _members_of(members[part[key]]) for part in files
               for key in ("input_data", "public_data", "starting_kit") if key in part}
-    zeroed = getattr(kind_of(plans[0]), "ZEROED_PUBLIC_ARRAYS", ())
+    zeroed = kind(plans[0].kind).ZEROED_PUBLIC_ARRAYS
     return leakage_problems(hidden, public, zeroed) if hidden else []
 
 
@@ -229,7 +230,7 @@ def build_competition(spec: CompetitionSpec, phase_keys: list[str], track_key: s
             raise BuildError("leakage check failed (hidden data in a public zip):\n  "
                              + "\n  ".join(leaks))
     datasets = _separate(spec, name, files, members)
-    pages = render_pages(contexts, kind_of(plans[0]).TEMPLATES)
+    pages = render_pages(contexts, kind(plans[0].kind).TEMPLATES)
     documents = _codabench_documents if platform == CODABENCH else _codalab_documents
     members.update(documents(spec, shown, plans, columns, files, pages))
     members["competition.yaml"] = (yaml_comments(datasets).encode("utf-8")

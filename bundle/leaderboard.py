@@ -9,7 +9,8 @@ from dataclasses import dataclass
 
 from scoring_program.scorer.score_types import AGGREGATE, AVERAGE_RANK, STD_SUFFIX, TRAIN_SECONDS
 
-from .kinds import kind_of, task_types
+from kinds.kind import kind
+
 from .phase_plan import PhasePlan
 
 LABEL_LIMIT = 50
@@ -40,14 +41,14 @@ class LeaderboardColumn:
 
 
 def aggregate_description(plan: PhasePlan) -> str:
-    """The kind's words for its weighted loss, or the core's generic ones."""
-    return getattr(kind_of(plan), "AGGREGATE_DESCRIPTION", AGGREGATE.description)
+    """The kind's words for its weighted loss."""
+    return kind(plan.kind).AGGREGATE_DESCRIPTION
 
 
 def _task_columns(plan: PhasePlan, task) -> list[LeaderboardColumn]:
-    kind, columns = kind_of(plan), []
-    with_std = kind.has_std(task)
-    for metric in task_types(plan.kind)[task.task_type].score_types:
+    definition, columns = kind(plan.kind), []
+    with_std = definition.has_std(task)
+    for metric in definition.task_types[task.task_type].score_types:
         key = f"{task.name}_{metric.name}"
         columns.append(LeaderboardColumn(key, f"{task.name} {metric.label}", metric.sort,
                                          metric.precision, metric.description, "value",
@@ -55,7 +56,7 @@ def _task_columns(plan: PhasePlan, task) -> list[LeaderboardColumn]:
         if with_std:
             columns.append(LeaderboardColumn(
                 f"{key}_{STD_SUFFIX}", f"{task.name} {metric.label} sd", "asc", metric.precision,
-                kind.std_description(task, metric), "std", task.name, metric.name))
+                definition.std_description(task, metric), "std", task.name, metric.name))
     if plan.code_submission:
         columns.append(LeaderboardColumn(
             f"{task.name}_{TRAIN_SECONDS.name}", f"{task.name} {TRAIN_SECONDS.label}",
@@ -72,11 +73,11 @@ def _full_columns(plan: PhasePlan, task) -> list[LeaderboardColumn]:
                               f"{task.name} {metric.label} ({FULL_SUFFIX})", metric.sort,
                               metric.precision, f"{metric.description}, on all test rows",
                               "full_value", task.name, metric.name, hidden=True)
-            for metric in task_types(plan.kind)[task.task_type].score_types]
+            for metric in kind(plan.kind).task_types[task.task_type].score_types]
 
 
 def _primary_keys(plan: PhasePlan) -> list[str]:
-    types = task_types(plan.kind)
+    types = kind(plan.kind).task_types
     return [f"{task.name}_{types[task.task_type].primary.name}" for task in plan.tasks]
 
 
@@ -105,7 +106,7 @@ def phase_columns(plan: PhasePlan) -> list[LeaderboardColumn]:
     columns = [column for task in plan.tasks for column in _task_columns(plan, task)]
     columns += [_aggregate(plan), *_full_aggregate(plan)]
     primary = _primary_keys(plan)
-    if getattr(kind_of(plan), "RANKS_BY_AGGREGATE", False):
+    if kind(plan.kind).RANKS_BY_AGGREGATE:
         return _checked([_ranking(c, c.statistic == "weighted_loss") for c in columns])
     if len(primary) > 1:
         columns.append(LeaderboardColumn(AVERAGE_RANK.name, AVERAGE_RANK.label, "asc",

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .kinds import kind_of
+from kinds.kind import kind
+
 from .phase_plan import PhasePlan
 from .record_key import write_record_key
 
@@ -20,9 +21,9 @@ def stage_input_data(plan: PhasePlan, destination: Path) -> Path:
     """The participants' input folder (what the ingestion program reads), as the kind stages it."""
     destination = Path(destination)
     destination.mkdir(parents=True, exist_ok=True)
-    kind = kind_of(plan)
+    definition = kind(plan.kind)
     for task in (*plan.gate, *plan.tasks):
-        kind.stage_inputs(task, destination)
+        definition.stage_inputs(task, destination)
     return destination
 
 
@@ -31,9 +32,9 @@ def stage_reference_data(plan: PhasePlan, destination: Path) -> Path:
     the key that signs the ingestion record."""
     destination = Path(destination)
     destination.mkdir(parents=True, exist_ok=True)
-    kind = kind_of(plan)
+    definition = kind(plan.kind)
     for task in plan.tasks:
-        kind.stage_reference(task, destination)
+        definition.stage_reference(task, destination)
     if plan.code_submission:
         write_record_key(destination, plan)
     return destination
@@ -44,9 +45,9 @@ def stage_public_data(plan: PhasePlan, destination: Path) -> Path:
     hidden file or array is among it)."""
     destination = Path(destination)
     destination.mkdir(parents=True, exist_ok=True)
-    kind = kind_of(plan)
+    definition = kind(plan.kind)
     for task in plan.tasks:
-        kind.stage_public(task, destination, plan.code_submission)
+        definition.stage_public(task, destination, plan.code_submission)
     return destination
 
 

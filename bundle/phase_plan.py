@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .kinds import kind_definition
+from kinds.kind import DEFAULT_EPOCH_UNIT, KINDS
 
 DECLARATION_SUFFIX = "_task.json"
 
@@ -25,7 +25,7 @@ class PlannedTask:
     # A budget stated in epochs of the kind's reference training, converted to seconds on the
     # worker; budget_seconds is then its ceiling.
     budget_epochs: float | None = None
-    epoch_unit: str = "one pass of the reference training"   # what an epoch is (EPOCH_UNIT)
+    epoch_unit: str = DEFAULT_EPOCH_UNIT      # what an epoch is (the kind's EPOCH_UNIT)
     # Scored on its first public_rows test rows for the leaderboard during the competition,
     # and in full in hidden figures (None: in full only, or once the full figures are revealed)
     public_rows: int | None = None
@@ -94,7 +94,7 @@ def load_planned_task(kind: str, name: str, root: Path,
     path = declaration_path(root, name)
     declaration = _read_declaration(path, name)
     try:
-        task_type = kind_definition(kind).task_type(declaration)
+        task_type = KINDS[kind].task_type(declaration)
     except (KeyError, TypeError, ValueError) as error:
         raise TaskDataError([f"{path}: the declaration does not state its task type "
                              f"({type(error).__name__}: {error}); see docs/organizer_data.md"]) \
@@ -105,13 +105,12 @@ def load_planned_task(kind: str, name: str, root: Path,
 def task_data_problems(kind: str, name: str, root: Path,
                        budget_seconds: float | None = None) -> list[str]:
     """Everything wrong with one task's files: the core reads the declaration, then the kind
-    checks its data (its optional ``task_problems(task) -> list[str]``)."""
+    checks its data (its ``task_problems(task) -> list[str]``)."""
     try:
         task = load_planned_task(kind, name, root, budget_seconds)
     except TaskDataError as error:
         return error.problems
-    check = getattr(kind_definition(kind), "task_problems", None)
-    return list(check(task)) if check else []
+    return list(KINDS[kind].task_problems(task))
 
 
 def phase_plan(spec, phase_key: str, track_key: str | None = None, *,
@@ -128,8 +127,7 @@ def phase_plan(spec, phase_key: str, track_key: str | None = None, *,
             load_planned_task(spec.kind, name, spec.data_root,
                               (budget_seconds or spec.budgets[name]) if code else None),
             budget_epochs=spec.epochs.get(name) if code and not budget_seconds else None,
-            epoch_unit=getattr(kind_definition(spec.kind), "EPOCH_UNIT",
-                               PlannedTask.epoch_unit),
+            epoch_unit=KINDS[spec.kind].EPOCH_UNIT,
             public_rows=None if spec.reveal_full_scores else spec.public_rows.get(name))
                      for name in names)
     gate = spec.phase(phase.gate) if phase.gate and code else None   # never with tracks

@@ -12,6 +12,7 @@ import shutil
 from pathlib import Path
 
 from kinds import package
+from kinds.kind import kind
 from scoring_program.scorer.config import CONFIG_FORMAT, CONFIG_NAME, parse_config
 
 from ingestion_program.ingest.config import CONFIG_FORMAT as INGESTION_CONFIG_FORMAT
@@ -19,7 +20,6 @@ from ingestion_program.ingest.config import CONFIG_NAME as INGESTION_CONFIG_NAME
 from ingestion_program.ingest.config import DEFAULT_MAX_ENTRIES, DEFAULT_STARTUP_SECONDS
 from ingestion_program.ingest.config import parse_config as parse_ingestion_config
 
-from .kinds import entry, entry_file, kind_of, task_types
 from .leaderboard import phase_columns
 from .phase_plan import PhasePlan
 from .record_key import write_record_key
@@ -43,11 +43,12 @@ RECORD_KEY_IN_PROGRAM = {"codalab": False, "codabench": True}
 
 
 def scoring_config(plan: PhasePlan, platform: str = "codalab") -> dict:
-    kind, types = kind_of(plan), task_types(plan.kind)
+    definition = kind(plan.kind)
+    types = definition.task_types
     tasks = [{"name": task.name, "task_type": task.task_type,
               "weights": {metric.name: plan.weights.get(metric.name, 0.0)
                           for metric in types[task.task_type].score_types},
-              "budget_seconds": task.budget_seconds, "settings": kind.scoring_settings(task),
+              "budget_seconds": task.budget_seconds, "settings": definition.scoring_settings(task),
               **({"public_rows": task.public_rows} if task.public_rows else {})}
              for task in plan.tasks]
     columns = [{"key": c.key, "statistic": c.statistic, "task": c.task, "metric": c.metric}
@@ -103,25 +104,27 @@ DEFAULT_LIMITS = {"memory_bytes": 4 * 2**30, "max_file_bytes": 256 * 2**20,
                   "max_entries": DEFAULT_MAX_ENTRIES, "startup_seconds": DEFAULT_STARTUP_SECONDS}
 
 
-def _ingestion_task(kind, task) -> dict:
+def _ingestion_task(definition, task) -> dict:
     if task.budget_seconds is None:
         raise ValueError(f"task {task.name}: a code phase needs a budget in seconds")
     return {"name": task.name, "task_type": task.task_type,
-            "inputs": kind.input_file(task), "prediction_stem": kind.prediction_stem(task),
-            "budget_seconds": task.budget_seconds, "contract": kind.ingestion_contract(task),
+            "inputs": definition.input_file(task),
+            "prediction_stem": definition.prediction_stem(task),
+            "budget_seconds": task.budget_seconds,
+            "contract": definition.ingestion_contract(task),
             **({"budget_epochs": task.budget_epochs} if task.budget_epochs else {})}
 
 
 def ingestion_config(plan: PhasePlan, limits: dict | None = None) -> dict:
-    kind = kind_of(plan)
-    module, function = entry(kind)
+    definition = kind(plan.kind)
+    module, function = definition.ENTRY
     config = {"format": INGESTION_CONFIG_FORMAT, "phase": plan.name, "kind": plan.kind,
-              "tasks": [_ingestion_task(kind, task) for task in plan.tasks],
+              "tasks": [_ingestion_task(definition, task) for task in plan.tasks],
               "entry_module": module, "entry_function": function,
               "limits": {**DEFAULT_LIMITS, **(limits or {})}}
     if plan.gate:
         config["gate"] = {"label": plan.gate_label,
-                          "tasks": [_ingestion_task(kind, task) for task in plan.gate]}
+                          "tasks": [_ingestion_task(definition, task) for task in plan.gate]}
     parse_ingestion_config(config, "generated ingestion config")
     return config
 
@@ -130,9 +133,10 @@ def assemble_ingestion_program(plan: PhasePlan, destination: Path,
                                limits: dict | None = None, record_key: bool = False) -> Path:
     """``record_key``: the program carries the key that signs its record (a bundle's, on a
     platform that wants it there; never a starting kit's)."""
-    kind = kind_of(plan)
-    description = (f"Runs {entry(kind)[1]}() of the participant's {entry_file(kind)} on each "
-                   "task under a hard wall-clock budget, sandboxed, and writes its predictions")
+    definition = kind(plan.kind)
+    description = (f"Runs {definition.ENTRY[1]}() of the participant's {definition.entry_file} "
+                   "on each task under a hard wall-clock budget, sandboxed, and writes its "
+                   "predictions")
     folder = assemble_program(REPO / "ingestion_program", Path(destination),
                               INGESTION_CONFIG_NAME, ingestion_config(plan, limits), description)
     if record_key and plan.code_submission:
@@ -144,4 +148,4 @@ def assemble_scoring_program(plan: PhasePlan, destination: Path,
                              platform: str = "codalab") -> Path:
     return assemble_program(REPO / "scoring_program", Path(destination), CONFIG_NAME,
                             scoring_config(plan, platform),
-                            kind_of(plan).SCORING_DESCRIPTION)
+                            kind(plan.kind).SCORING_DESCRIPTION)

@@ -14,9 +14,9 @@ import jinja2
 import yaml
 
 from ingestion_program.ingest.config import MEMORY_RULE_TEXT
+from kinds.kind import kind
 from scoring_program.scorer.score_types import AGGREGATE, AVERAGE_RANK
 
-from .kinds import kind_of, task_types
 from .leaderboard import LeaderboardColumn, aggregate_description, codabench_columns
 from .markdown_text import markdown_html
 from .phase_plan import PhasePlan, epoch_text
@@ -141,7 +141,7 @@ def _closes(spec: CompetitionSpec, phases: list[PhaseSpec], index: int) -> str:
 
 def _weights(plan: PhasePlan) -> str:
     """The weights of the metrics this phase's tasks have, as the weighted loss uses them."""
-    types = task_types(plan.kind)
+    types = kind(plan.kind).task_types
     metrics = {t.name for task in plan.tasks for t in types[task.task_type].score_types}
     weights = {name: weight for name, weight in plan.weights.items() if name in metrics}
     weighted = [f"{name} {weight:g}" for name, weight in weights.items() if weight]
@@ -241,17 +241,18 @@ def _phase_context(spec, phases, index, plan, baseline_results) -> dict:
     ``kind`` for the kind's parts."""
     from .starting_kit import local_scores     # it renders the kit's guide with ours
     phase = phases[index]
-    kind = kind_of(plan).page_context(plan, phase, baseline_results)
+    definition = kind(plan.kind)
+    kind_context = definition.page_context(plan, phase, baseline_results)
     return {"label": phase.label, "code_submission": phase.code_submission,
             "facts": _phase_facts(spec, phases, index, plan),
             "budget_lines": _budget_lines(spec, phase.code_submission),
-            "steps": _kit_steps(phase.code_submission, kind_of(plan).EXAMPLE_BASELINE,
+            "steps": _kit_steps(phase.code_submission, definition.EXAMPLE_BASELINE,
                                 local_scores(spec, plan)),
             "sample": SAMPLE_FOLDERS[phase.code_submission],
-            "example_baseline": kind_of(plan).EXAMPLE_BASELINE,
+            "example_baseline": definition.EXAMPLE_BASELINE,
             # the kit ships the table the overview shows, and only that one
-            "results_file": RESULTS_FILE if kind["baselines"]["rows"] else "",
-            "kind": kind}
+            "results_file": RESULTS_FILE if kind_context["baselines"]["rows"] else "",
+            "kind": kind_context}
 
 
 # Where the full figures of a task scored on a public part wait, on each platform: never in a
@@ -304,7 +305,7 @@ def page_contexts(spec: CompetitionSpec, phases: list[PhaseSpec], plans: list[Ph
         {task.name: task for plan in plans for task in plan.tasks}.values()))
     common = {"title": title, "phases": per_phase,
               # what the kind says once for the whole competition (metrics of all its tasks)
-              "competition_kind": kind_of(merged).page_context(merged, phases[-1], None),
+              "competition_kind": kind(merged.kind).page_context(merged, phases[-1], None),
               "any_code": any(phase.code_submission for phase in phases)}
     return {
         "overview": {**common, "heading": spec.title,

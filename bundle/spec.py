@@ -37,15 +37,15 @@ import yaml
 
 from ingestion_program.ingest.config import OVERHEAD_SECONDS_PER_TASK, worst_case_seconds
 from ingestion_program.ingest.supervisor import MIN_BUDGET_SECONDS, POLL_SECONDS
-from kinds import DEFAULT_KIND, runtime
+from kinds import DEFAULT_KIND
+from kinds.kind import KINDS
 
 from .datasets import SAFE_BUNDLE_BYTES
-from .kinds import kind_definition
 from .phase_plan import TaskDataError, declaration_path, load_planned_task, task_data_problems
 from .spec_schema import (DATE_PATTERN, LEAK_OVERRIDE_KEY, SCHEMA, UNCONVERGED_OVERRIDE_KEY,
                           is_gpu_image, with_defaults)
 
-DEFAULT_SPEC = kind_definition(DEFAULT_KIND).DEFAULT_SPEC
+DEFAULT_SPEC = KINDS[DEFAULT_KIND].DEFAULT_SPEC
 PER_TASK_REFUSED = (
     "codabench_tasks: per_task is refused: each task would be a child submission of its own, "
     "and Codabench's leaderboard rule cannot rank all of one submission's children: under "
@@ -270,7 +270,7 @@ def _budget_problems(raw: dict) -> list[str]:
 def _epoch_problems(raw: dict) -> list[str]:
     """A budget in epochs needs a kind that times an epoch of its reference training."""
     epochs = [name for name, task in raw["tasks"].items() if "budget_epochs" in task]
-    if not epochs or hasattr(runtime(raw["kind"], "ingestion"), "epoch_seconds"):
+    if not epochs or KINDS[raw["kind"]].times_epochs:
         return []
     return [f"tasks.{name}.budget_epochs: kind {raw['kind']} has no reference training to time "
             "an epoch of; state the budget in seconds only" for name in epochs]
@@ -284,7 +284,7 @@ def _public_rows_problems(raw: dict, data_root: Path) -> list[str]:
         if "public_rows" not in task:
             continue
         where = f"tasks.{name}.public_rows"
-        if not getattr(runtime(raw["kind"], "scoring"), "SCORES_PUBLIC_ROWS", False):
+        if not KINDS[raw["kind"]].scores_public_rows:
             problems.append(f"{where}: kind {raw['kind']} does not score a part of a task's "
                             "test rows")
             continue
@@ -297,9 +297,8 @@ def _public_rows_problems(raw: dict, data_root: Path) -> list[str]:
 
 def _test_rows(kind: str, name: str, data_root: Path) -> int | None:
     """The task's number of test rows, as the kind reads its declaration; None if unknown."""
-    rows_of = getattr(kind_definition(kind), "test_rows", None)
     try:
-        return rows_of(load_planned_task(kind, name, data_root).declaration) if rows_of else None
+        return KINDS[kind].test_rows(load_planned_task(kind, name, data_root).declaration)
     except (TaskDataError, KeyError, TypeError, ValueError):
         return None                    # the task's own problems are reported on their own
 
@@ -350,7 +349,7 @@ def _leak_problems(raw: dict, data_root: Path) -> list[str]:
     allowed = set(raw.get(LEAK_OVERRIDE_KEY, ()))
     problems = [f"{LEAK_OVERRIDE_KEY}: {t!r} is not in tasks" for t in sorted(allowed)
                 if t not in raw["tasks"]]
-    kind = kind_definition(raw["kind"])
+    kind = KINDS[raw["kind"]]
     for key, phase in raw["phases"].items():
         if phase["submission"] != "code":
             continue
@@ -428,7 +427,7 @@ def _meaning_problems(raw: dict, data_root: Path, spec_folder: Path) -> list[str
     if raw.get("logo"):
         problem = _image_problem(spec_folder / raw["logo"], raw["logo"])
         problems += [problem] if problem else []
-    weights = kind_definition(raw["kind"]).DEFAULT_WEIGHTS
+    weights = KINDS[raw["kind"]].DEFAULT_WEIGHTS
     for name in raw.get("metric_weights", {}):
         if name not in weights:
             problems.append(f"metric_weights.{name}: not a metric of kind {raw['kind']}; "
@@ -452,8 +451,8 @@ def _meaning_problems(raw: dict, data_root: Path, spec_folder: Path) -> list[str
 def _unconverged(kind: str, name: str, data_root: Path) -> list[str]:
     """What the kind's own check finds unconverged in a task's references (a kind whose
     references come from a sampler says so with ``unconverged_reference_problems``)."""
-    check = getattr(kind_definition(kind), "unconverged_reference_problems", None)
-    return list(check(load_planned_task(kind, name, data_root))) if check else []
+    return list(KINDS[kind].unconverged_reference_problems(load_planned_task(kind, name,
+                                                                             data_root)))
 
 
 def _unconverged_problems(kind: str, name: str, data_root: Path) -> list[str]:
@@ -471,7 +470,7 @@ def load_spec(path: Path = DEFAULT_SPEC, data_root: Path | None = None) -> Compe
     if errors:
         raise SpecError(path, [_describe(error) for error in errors])
     spec = with_defaults(plain)
-    kind = kind_definition(spec["kind"])
+    kind = KINDS[spec["kind"]]
     if data_root is None:
         data_root = (path.parent / spec["data_root"]).resolve() if spec.get("data_root") \
             else kind.EMBEDDED_ROOT

@@ -13,10 +13,9 @@ from typing import Callable
 from ingestion_program.ingest.config import (ADDRESS_SPACE, MEMORY_RULES, RESIDENT,
                                              RESIDENT_SAMPLE_SECONDS)
 from ingestion_program.ingest.supervisor import MIN_BUDGET_SECONDS, POLL_SECONDS
-from kinds import KINDS
+from kinds.kind import KINDS
 
 from .datasets import SAFE_BUNDLE_BYTES, SEPARABLE, UUID_PATTERN
-from .kinds import kind_definition
 from .programs import DEFAULT_LIMITS
 
 DATE_PATTERN = r"^\d{4}-\d{2}-\d{2}( \d{2}:\d{2}(:\d{2})?)?$"
@@ -64,7 +63,7 @@ def _number(minimum=None, exclusive=None, maximum=None, integer=False):
 
 def _kind_weights() -> str:
     return "; ".join(f"`{name}`: " + ", ".join(f"{metric} {weight:g}" for metric, weight
-                                               in kind_definition(name).DEFAULT_WEIGHTS.items())
+                                               in KINDS[name].DEFAULT_WEIGHTS.items())
                      for name in sorted(KINDS))
 
 

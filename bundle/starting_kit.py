@@ -15,9 +15,9 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from kinds.kind import kind
 from starting_kit.submission_zip import make_zip
 
-from .kinds import entry_file, kind_of, stage_kit
 from .phase_data import stage_input_data, stage_reference_data
 from .leaderboard import written_keys
 from .phase_plan import PhasePlan, phase_plan
@@ -46,17 +46,17 @@ def public_tasks(spec) -> list:
         if phase.code_submission:
             continue
         plan = phase_plan(spec, phase.key, code_submission=True)
-        kind = kind_of(plan)
+        definition = kind(plan.kind)
         tasks |= {task.name: (task, phase.key) for task in plan.tasks
-                  if kind.has_public_references(task)}
+                  if definition.has_public_references(task)}
     return list(tasks.values())
 
 
 def references_in_kit(plan: PhasePlan) -> bool:
     """A results phase whose references the kind makes public: its kit holds them and a local
     run scores prediction files against them."""
-    kind = kind_of(plan)
-    return not plan.code_submission and all(kind.has_public_references(task)
+    definition = kind(plan.kind)
+    return not plan.code_submission and all(definition.has_public_references(task)
                                             for task in plan.tasks)
 
 
@@ -66,7 +66,7 @@ def local_scores(spec, plan: PhasePlan) -> str:
     or "none" (hidden references, and neither a stand-in of the kind nor a public task)."""
     if references_in_kit(plan):
         return "references"
-    if hasattr(kind_of(plan), "stand_in_task") or public_tasks(spec):
+    if kind(plan.kind).stand_in_task or public_tasks(spec):
         return "stand_in"
     return "none"
 
@@ -77,9 +77,9 @@ def stand_in_plan(spec, code_plan: PhasePlan, work: Path) -> tuple[PhasePlan, li
     ``stand_in_task(task, folder)``, made of public data only), else the spec's public tasks;
     None where there is neither. The plan has a name of its own, so its record key is not the
     phase's."""
-    kind = kind_of(code_plan)
-    if hasattr(kind, "stand_in_task"):
-        made = [kind.stand_in_task(task, work / task.name) for task in code_plan.tasks]
+    stand_in_task = kind(code_plan.kind).stand_in_task
+    if stand_in_task:
+        made = [stand_in_task(task, work / task.name) for task in code_plan.tasks]
         tasks, about = [task for task, _ in made], [text for _, text in made]
     else:
         found = public_tasks(spec)
@@ -119,16 +119,16 @@ def stage_starting_kit(plan: PhasePlan, destination: Path, code_plan: PhasePlan,
     the pages; ``baseline_results``: the table the pages show."""
     image = spec.docker_image
     destination.mkdir(parents=True)
-    kind = kind_of(plan)
+    definition = kind(plan.kind)
     for name in KIT_FILES + (() if plan.code_submission else (PREDICTIONS_TOOL,)):
         shutil.copyfile(KIT / name, destination / name)
     shutil.copyfile(REPO / "bundle" / "worker.py", destination / "worker.py")
     if image_requirements(image):
         shutil.copyfile(image_requirements(image), destination / IMAGE_REQUIREMENTS.name)
-    (destination / "README.md").write_text(render_guide(guide, kind.KIT), encoding="utf-8")
+    (destination / "README.md").write_text(render_guide(guide, definition.KIT), encoding="utf-8")
     if guide["phase"]["results_file"]:
         (destination / RESULTS_FILE).write_text(json.dumps(baseline_results, indent=1) + "\n")
-    stage_kit(kind, plan, destination)
+    definition.stage_kit(plan, destination)
     assemble_ingestion_program(code_plan, destination / "programs" / "ingestion_program", limits)
     assemble_scoring_program(plan, destination / "programs" / "scoring_program", platform)
     stage_input_data(plan, destination / "data" / "input")
@@ -140,13 +140,13 @@ def stage_starting_kit(plan: PhasePlan, destination: Path, code_plan: PhasePlan,
                                                    limits, platform)
     sample_folder = destination / SAMPLE_FOLDERS[plan.code_submission]
     if plan.code_submission:
-        sample = kind.sample_code_submission(sample_folder)
+        sample = definition.sample_code_submission(sample_folder)
     else:
-        sample = kind.sample_results(plan, sample_folder)
+        sample = definition.sample_results(plan, sample_folder)
     make_zip(sample, destination / f"{sample.name}.zip", code=plan.code_submission,
-             entry=entry_file(kind))
+             entry=definition.entry_file)
     config = {"platform": platform, "docker_image": image, "phase": plan.name, "code_submission": plan.code_submission,
-              "entry_file": entry_file(kind),
+              "entry_file": definition.entry_file,
               "tasks": [task.name for task in plan.tasks], "leaderboard_keys": leaderboard_keys,
               **({"stand_in": stand_in} if stand_in else {})}
     (destination / KIT_CONFIG).write_text(json.dumps(config, indent=1) + "\n")

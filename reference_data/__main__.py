@@ -8,21 +8,22 @@ from __future__ import annotations
 
 import sys
 
-from kinds import DEFAULT_KIND, UnknownKind, definition
+from kinds import DEFAULT_KIND, UnknownKind
+from kinds.kind import kind
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    kind = DEFAULT_KIND
+    name = DEFAULT_KIND
     if argv[:1] == ["--kind"] and len(argv) > 1:
-        kind, argv = argv[1], argv[2:]
+        name, argv = argv[1], argv[2:]
     try:
-        cli = getattr(definition(kind), "reference_cli", None)
+        cli = kind(name).reference_cli
     except UnknownKind as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     if cli is None:
-        print(f"error: kind {kind} makes no references of its own (its tasks' folders hold "
+        print(f"error: kind {name} makes no references of its own (its tasks' folders hold "
               "them as organizers provide them)", file=sys.stderr)
         return 2
     return cli(argv)

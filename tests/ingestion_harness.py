@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from plans import embedded_phase
-from bundle.kinds import definition
+from kinds.kind import KINDS as KIND_RECORDS
 from bundle.phase_data import stage_input_data, stage_reference_data
 from bundle.phase_plan import phase_plan
 from bundle.spec import load_spec
@@ -56,7 +56,7 @@ KINDS = tuple(KIND_CODE_PHASES)
 
 def kind_plan(kind: str, budget=None):
     """The code phase of ``kind``'s default competition (tasks in name order)."""
-    spec = load_spec(definition(kind).DEFAULT_SPEC)
+    spec = load_spec(KIND_RECORDS[kind].DEFAULT_SPEC)
     plan = phase_plan(spec, KIND_CODE_PHASES[kind], code_submission=True, budget_seconds=budget)
     return dataclasses.replace(plan, tasks=tuple(sorted(plan.tasks, key=lambda t: t.name)))
 
@@ -67,7 +67,7 @@ def prepare_kind(root: Path, kind: str, budget=None, limits=None):
     assemble_ingestion_program(plan, root / "ingestion_program", {**TEST_LIMITS, **(limits or {})})
     stage_input_data(plan, root / "input")
     stage_reference_data(plan, root / "hidden_ref")
-    definition(kind).sample_code_submission(root / "sample")
+    KIND_RECORDS[kind].sample_code_submission(root / "sample")
     return plan
 
 

@@ -1,37 +1,22 @@
-"""Every kind's starting-kit guide is rendered per bundle from the facts its pages show: the
-same ranking, limits and file names as the pages and competition.yaml, and only kit paths the
-kit holds. The organizer's own spec is checked in test_custom_kit.py."""
+"""A starting-kit guide is rendered per bundle from the facts its pages show: the same ranking,
+limits and file names as the pages and competition.yaml, and only kit paths the kit holds.
+Every kind's default competition is checked in test_kind_conformance.py, the organizer's own
+spec in test_custom_kit.py."""
 import shutil
-from pathlib import Path
 
-import pytest
 import yaml
 
-from bundle.build import build_competition, competition_targets
+from bundle.build import build_competition
 from bundle.spec import load_spec
-from kinds import KINDS
-from bundle.kinds import kind_definition
+from kinds.kind import KINDS
 
 from kit_guides import agreement_problems
-
-
-def _built(spec_file: Path, out: Path) -> list[Path]:
-    spec = load_spec(spec_file)
-    return [build_competition(spec, phases, track, out).path
-            for phases, track in competition_targets(spec)]
-
-
-@pytest.mark.parametrize("kind", sorted(KINDS))
-def test_default_kits_guides_agree_with_their_bundles(kind, tmp_path):
-    bundles = _built(kind_definition(kind).DEFAULT_SPEC, tmp_path)
-    problems = [problem for bundle in bundles for problem in agreement_problems(bundle)]
-    assert not problems, "\n".join(problems)
 
 
 def test_one_competition_kits_guides_agree_with_its_bundle(tmp_path):
     """layout: one: the leaderboard of both phases ranks by the weighted loss, and the
     default spec's baseline table is not this copy's."""
-    source = kind_definition("bdl2021").DEFAULT_SPEC
+    source = KINDS["bdl2021"].DEFAULT_SPEC
     raw = yaml.safe_load(source.read_text())
     shutil.copyfile(source.parent / raw["logo"], tmp_path / raw["logo"])
     (tmp_path / "spec.yaml").write_text(yaml.safe_dump({**raw, "layout": "one"},

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bundle.kinds import definition
+from kinds.kind import kind
 from bundle.phase_data import stage_reference_data
 from bundle.phase_plan import phase_plan
 from bundle.programs import assemble_scoring_program
@@ -38,7 +38,7 @@ def _setting(unprivileged: bool) -> None:
 def results_phase(tmp_path_factory):
     """The public phase's scoring program and references (one task, digits_mlp)."""
     root = tmp_path_factory.mktemp("pgdl-public")
-    plan = phase_plan(load_spec(definition("pgdl2020").DEFAULT_SPEC), "public",
+    plan = phase_plan(load_spec(kind("pgdl2020").DEFAULT_SPEC), "public",
                       code_submission=False)
     assemble_scoring_program(plan, root / "program")
     stage_reference_data(plan, root / "ref")

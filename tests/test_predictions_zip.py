@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from bundle.build import build_competition
-from bundle.kinds import kind_definition
+from kinds.kind import KINDS
 from bundle.spec import load_spec
 
 from kit_guides import kit_of
@@ -19,7 +19,7 @@ from kit_guides import kit_of
 
 def extracted_kit(kind: str, phase: str, out: Path) -> Path:
     """The phase's starting kit, from a bundle built of the kind's default spec, unzipped."""
-    spec = load_spec(kind_definition(kind).DEFAULT_SPEC)
+    spec = load_spec(KINDS[kind].DEFAULT_SPEC)
     built = build_competition(spec, [phase], None, out / "dist")
     kit = out / "kit"
     with zipfile.ZipFile(built.path) as bundle:

@@ -1,4 +1,6 @@
-"""The BDL 2021 kind on the builder's side (``bundle/kinds.py`` says what a kind provides).
+"""The BDL 2021 kind on the builder's side: the one place that assembles its record, ``KIND``
+(a ``kinds.kind.Kind``), from its task files (``tasks.py``), the data and kit hooks below, its
+pages (``pages.py``) and its organizer checks (``organizer_checks.py``).
 
 Tasks are small Bayesian networks on real data; the hidden reference is the predictive of
 long HMC runs (model average and each chain's own); participants submit class
@@ -14,12 +16,18 @@ import numpy as np
 
 from competition_formats import read_matrix
 
-from .reference.task_files import DEFAULT_ROOT, TaskFiles, task_files
+from kinds.kind import Kind
+
+from .organizer_checks import task_problems, unconverged_reference_problems
+from .pages import page_context
+from .reference.task_files import DEFAULT_ROOT
 from .runtime.exact_posterior import expectation_document
 from .runtime.formats import (SAMPLES_BY_POINTS, read_chain_probs, read_chain_samples,
                               read_classification_probs, read_regression_samples,
                               read_task_inputs, write_task_inputs)
 from .runtime.score_types import CLASSIFICATION
+from .tasks import (files, has_public_references, has_std, prediction_stem, std_description,
+                    task_type, test_rows)
 
 HERE = Path(__file__).resolve().parent
 NAME = "bdl2021"
@@ -45,39 +53,6 @@ EPOCH_UNIT = "one pass of plain SGD over the training data with the declared mod
 ZEROED_PUBLIC_ARRAYS = ("y_test",)
 BASELINE_SUPPORT = ("training.py",)
 SAMPLE_BASELINE = "sgld"
-
-
-# ---- tasks ---------------------------------------------------------------------------------
-
-def test_rows(declaration: dict) -> int:
-    """How many test rows the task has (a public part is a prefix of them)."""
-    return int(declaration["n_test"])
-
-
-def task_type(declaration: dict) -> str:
-    """The declaration's ``kind`` key (its name in our organizer file format) is the task type."""
-    return declaration["kind"]
-
-
-def files(task) -> TaskFiles:
-    return task_files(task.folder.parent, task.name, task.task_type)
-
-
-def prediction_stem(task) -> str:
-    return f"{task.name}_{'probs' if task.task_type == CLASSIFICATION else 'samples'}"
-
-
-def has_std(task) -> bool:
-    """The sd columns are the spread over HMC chains: only with the per-chain reference."""
-    return files(task).chain_reference.is_file()
-
-
-def std_description(task, metric) -> str:
-    return f"Standard deviation of {metric.label} over the HMC chains"
-
-
-def has_public_references(task) -> bool:
-    return files(task).reference.is_file()
 
 
 # ---- program configs -----------------------------------------------------------------------
@@ -197,59 +172,6 @@ def sample_results(plan, destination: Path) -> Path:
     return destination
 
 
-BASELINES = (("Deep ensemble", "deep_ensemble.py",
-              "10 MAP solutions of the declared posterior from random starts, averaged; a "
-              "checkpoint after each member"),
-             ("MultiSWAG", "multi_swag.py",
-              "5 independent SGD runs, each a diagonal Gaussian of its iterates (SWAG), sampled "
-              "and averaged: a multi-modal approximation like the 2021 winners'"),
-             ("Cyclical SGLD", "sgld.py",
-              "minibatch Langevin dynamics with a cosine step size; samples from the end of each "
-              "cycle; a checkpoint per cycle"),
-             ("SGHMC", "sghmc.py",
-              "stochastic-gradient Hamiltonian Monte Carlo with friction, thinned samples; a "
-              "checkpoint every 2000 steps"),
-             ("Mean-field VI", "mean_field_vi.py",
-              "a diagonal Gaussian fitted by the reparameterisation trick from a MAP start; "
-              "periodic checkpoints"),
-             ("MC dropout", "mc_dropout.py",
-              "dropout on the hidden units, weight decay from the declared prior, 100 stochastic "
-              "passes averaged"),
-             ("Trivial", "trivial.py",
-              "uniform probabilities, or samples from the prior predictive: the floor"))
-
-
-def _kit_task(task) -> dict:
-    """One task as the kit's guide shows it (the plan's declaration; no figure of our own)."""
-    d = task.declaration
-    classification = task.task_type == CLASSIFICATION
-    width = d["num_classes"] if classification else d["num_samples"]
-    blocks = [block["name"] for block in d.get("test_blocks", ())]
-    return {"name": task.name, "task_type": task.task_type, "n_train": d["n_train"],
-            "n_test": d["n_test"], "input_shape": " x ".join(map(str, d["input_shape"])),
-            "what": (f"probabilities of {width} classes" if classification
-                     else f"{width} samples of y per test point"),
-            "shape": f"{d['n_test']} x {width}",
-            "prediction_file": f"{prediction_stem(task)}.csv",
-            "budget": task.budget_text() if task.budget_seconds else "-",
-            "summary": d.get("summary", ""),
-            "blocks": ", ".join(f"`{b}`" for b in blocks) if len(blocks) > 1 else ""}
-
-
-def kit_guide(plan) -> dict:
-    """What the kit's guide (README.md.j2) shows of this phase plan besides the pages' facts;
-    the pages' context carries it (``guide``)."""
-    types = {task.task_type for task in plan.tasks}
-    return {"tasks": [_kit_task(task) for task in plan.tasks],
-            "classification": CLASSIFICATION in types,
-            "regression": any(t != CLASSIFICATION for t in types),
-            "references_public": not plan.code_submission
-            and all(has_public_references(task) for task in plan.tasks),
-            "has_std": any(has_std(task) for task in plan.tasks),
-            "baselines": [{"label": label, "file": file, "idea": idea}
-                          for label, file, idea in BASELINES]}
-
-
 def stage_kit(plan, destination: Path) -> None:
     """The kind's part of the starting kit besides its guide: the baselines and the declared
     model they import."""
@@ -264,14 +186,26 @@ def support_modules() -> dict[str, Path]:
     return {"declared_model.py": DECLARED_MODEL}
 
 
-# ---- pages ---------------------------------------------------------------------------------
-
-from .pages import page_context  # noqa: E402,F401  (the page half of this definition)
-
+# ---- organizers' tools ---------------------------------------------------------------------
 
 def reference_cli(argv: list[str]) -> int:
     """``python -m reference_data {generate,verify}``: HMC references of the embedded tasks."""
     from .reference.cli import main
     return main(argv)
-from .organizer_checks import (task_problems,  # noqa: E402,F401  (the organizer data checks)
-                               unconverged_reference_problems)
+
+
+KIND = Kind(
+    name=NAME, DEFAULT_SPEC=DEFAULT_SPEC, EMBEDDED_ROOT=EMBEDDED_ROOT, TEMPLATES=TEMPLATES,
+    KIT=KIT, BASELINE_RESULTS=BASELINE_RESULTS, DEFAULT_WEIGHTS=DEFAULT_WEIGHTS,
+    AGGREGATE_DESCRIPTION=AGGREGATE_DESCRIPTION, SCORING_DESCRIPTION=SCORING_DESCRIPTION,
+    EXAMPLE_BASELINE=EXAMPLE_BASELINE, ZEROED_PUBLIC_ARRAYS=ZEROED_PUBLIC_ARRAYS,
+    EPOCH_UNIT=EPOCH_UNIT,
+    task_type=task_type, prediction_stem=prediction_stem, has_std=has_std,
+    std_description=std_description, scoring_settings=scoring_settings,
+    ingestion_contract=ingestion_contract, input_file=input_file, stage_inputs=stage_inputs,
+    stage_reference=stage_reference, stage_public=stage_public,
+    has_public_references=has_public_references, task_problems=task_problems,
+    unconverged_reference_problems=unconverged_reference_problems, test_rows=test_rows,
+    page_context=page_context, sample_results=sample_results,
+    sample_code_submission=sample_code_submission, stage_kit=stage_kit,
+    support_modules=support_modules, reference_cli=reference_cli)

@@ -1,4 +1,5 @@
-"""What the BDL pages say: the values its templates (``templates/kind_*.html.j2``) show.
+"""What the BDL pages say: the values its templates (``templates/kind_*.html.j2``) and its kit's
+guide (``kit/README.md.j2``, under ``guide``) show.
 
 Decisions are made here; the templates hold the prose and only loop.
 """
@@ -8,7 +9,10 @@ import re
 
 from markupsafe import Markup, escape
 
+from .organizer_checks import convergence_failures
+from .reference.task_files import DEFAULT_ROOT
 from .runtime.score_types import CLASSIFICATION, REGRESSION, TASK_TYPES
+from .tasks import files, has_public_references, has_std, prediction_stem
 
 # Metric definitions as participants read them. They are plain text (Unicode symbols, never HTML
 # entities) in which `_{...}` marks a subscript; formula_html turns them into markup. Writing them
@@ -38,7 +42,6 @@ def formula_html(text: str) -> Markup:
 
 
 def _task_rows(plan, phase) -> list[dict]:
-    from .organizer_checks import convergence_failures
     rows = []
     for task in plan.tasks:
         d = task.declaration
@@ -75,7 +78,6 @@ def _formats(types: set[str], public_references: bool) -> list[str]:
 
 
 def _data_rows(plan, phase) -> list[dict]:
-    from .kind import files
     rows = []
     for task in plan.tasks:
         d, paths = task.declaration, files(task)
@@ -170,19 +172,66 @@ def page_context(plan, phase, baseline_results: dict | None) -> dict:
         "formats": _formats(types, public_references=not phase.code_submission),
         "baselines": _baseline_table(plan, baseline_results),
         "results_example": _results_example(plan.tasks[0]),
-        "prediction_files": [task["prediction_file"] for task in _kit_guide(plan)["tasks"]],
+        "prediction_files": [task["prediction_file"] for task in kit_guide(plan)["tasks"]],
         # our embedded tasks are standardised with training statistics; an organizer's own
         # data is as they prepared it, so the page promises nothing about it
         "standardised": all(_embedded(task) for task in plan.tasks),
-        "guide": _kit_guide(plan),
+        "guide": kit_guide(plan),
     }
 
 
-def _kit_guide(plan) -> dict:
-    from .kind import kit_guide
-    return kit_guide(plan)
-
-
 def _embedded(task) -> bool:
-    from .kind import EMBEDDED_ROOT
-    return task.folder.resolve().parent == EMBEDDED_ROOT.resolve()
+    return task.folder.resolve().parent == DEFAULT_ROOT.resolve()
+
+
+BASELINES = (("Deep ensemble", "deep_ensemble.py",
+              "10 MAP solutions of the declared posterior from random starts, averaged; a "
+              "checkpoint after each member"),
+             ("MultiSWAG", "multi_swag.py",
+              "5 independent SGD runs, each a diagonal Gaussian of its iterates (SWAG), sampled "
+              "and averaged: a multi-modal approximation like the 2021 winners'"),
+             ("Cyclical SGLD", "sgld.py",
+              "minibatch Langevin dynamics with a cosine step size; samples from the end of each "
+              "cycle; a checkpoint per cycle"),
+             ("SGHMC", "sghmc.py",
+              "stochastic-gradient Hamiltonian Monte Carlo with friction, thinned samples; a "
+              "checkpoint every 2000 steps"),
+             ("Mean-field VI", "mean_field_vi.py",
+              "a diagonal Gaussian fitted by the reparameterisation trick from a MAP start; "
+              "periodic checkpoints"),
+             ("MC dropout", "mc_dropout.py",
+              "dropout on the hidden units, weight decay from the declared prior, 100 stochastic "
+              "passes averaged"),
+             ("Trivial", "trivial.py",
+              "uniform probabilities, or samples from the prior predictive: the floor"))
+
+
+def _kit_task(task) -> dict:
+    """One task as the kit's guide shows it (the plan's declaration; no figure of our own)."""
+    d = task.declaration
+    classification = task.task_type == CLASSIFICATION
+    width = d["num_classes"] if classification else d["num_samples"]
+    blocks = [block["name"] for block in d.get("test_blocks", ())]
+    return {"name": task.name, "task_type": task.task_type, "n_train": d["n_train"],
+            "n_test": d["n_test"], "input_shape": " x ".join(map(str, d["input_shape"])),
+            "what": (f"probabilities of {width} classes" if classification
+                     else f"{width} samples of y per test point"),
+            "shape": f"{d['n_test']} x {width}",
+            "prediction_file": f"{prediction_stem(task)}.csv",
+            "budget": task.budget_text() if task.budget_seconds else "-",
+            "summary": d.get("summary", ""),
+            "blocks": ", ".join(f"`{b}`" for b in blocks) if len(blocks) > 1 else ""}
+
+
+def kit_guide(plan) -> dict:
+    """What the kit's guide (README.md.j2) shows of this phase plan besides the pages' facts;
+    the pages' context carries it (``guide``)."""
+    types = {task.task_type for task in plan.tasks}
+    return {"tasks": [_kit_task(task) for task in plan.tasks],
+            "classification": CLASSIFICATION in types,
+            "regression": any(t != CLASSIFICATION for t in types),
+            "references_public": not plan.code_submission
+            and all(has_public_references(task) for task in plan.tasks),
+            "has_std": any(has_std(task) for task in plan.tasks),
+            "baselines": [{"label": label, "file": file, "idea": idea}
+                          for label, file, idea in BASELINES]}

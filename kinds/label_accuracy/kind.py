@@ -1,4 +1,4 @@
-"""Label accuracy on the builder's side (``bundle/kinds.py`` lists what a kind provides)."""
+"""Label accuracy on the builder's side (its record, ``KIND``, is a ``kinds.kind.Kind``)."""
 from __future__ import annotations
 
 import io
@@ -7,6 +7,8 @@ import shutil
 from pathlib import Path
 
 import numpy as np
+
+from kinds.kind import Kind
 
 from .runtime.scoring import TASK_TYPES
 
@@ -119,3 +121,16 @@ def page_context(plan, phase, baseline_results: dict | None) -> dict:
         "baselines": {"note": "Baseline results are not available for these tasks.",
                       "header": [], "rows": []},
     }
+
+
+KIND = Kind(
+    name="label_accuracy", DEFAULT_SPEC=DEFAULT_SPEC, EMBEDDED_ROOT=EMBEDDED_ROOT,
+    TEMPLATES=TEMPLATES, KIT=KIT, BASELINE_RESULTS=BASELINE_RESULTS,
+    DEFAULT_WEIGHTS=DEFAULT_WEIGHTS, AGGREGATE_DESCRIPTION=AGGREGATE_DESCRIPTION,
+    SCORING_DESCRIPTION=SCORING_DESCRIPTION, EXAMPLE_BASELINE=EXAMPLE_BASELINE,
+    task_type=task_type, prediction_stem=prediction_stem, has_std=has_std,
+    std_description=std_description, scoring_settings=scoring_settings,
+    ingestion_contract=ingestion_contract, input_file=input_file, stage_inputs=stage_inputs,
+    stage_reference=stage_reference, stage_public=stage_public,
+    has_public_references=has_public_references, page_context=page_context,
+    sample_results=sample_results, sample_code_submission=sample_code_submission)

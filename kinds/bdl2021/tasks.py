@@ -1,0 +1,37 @@
+"""A BDL task's files and what its declaration says: shared by the kind's data hooks
+(``kind.py``) and its pages (``pages.py``)."""
+from __future__ import annotations
+
+from .reference.task_files import TaskFiles, task_files
+from .runtime.score_types import CLASSIFICATION
+
+
+def test_rows(declaration: dict) -> int:
+    """How many test rows the task has (a public part is a prefix of them)."""
+    return int(declaration["n_test"])
+
+
+def task_type(declaration: dict) -> str:
+    """The declaration's ``kind`` key (its name in our organizer file format) is the task type."""
+    return declaration["kind"]
+
+
+def files(task) -> TaskFiles:
+    return task_files(task.folder.parent, task.name, task.task_type)
+
+
+def prediction_stem(task) -> str:
+    return f"{task.name}_{'probs' if task.task_type == CLASSIFICATION else 'samples'}"
+
+
+def has_std(task) -> bool:
+    """The sd columns are the spread over HMC chains: only with the per-chain reference."""
+    return files(task).chain_reference.is_file()
+
+
+def std_description(task, metric) -> str:
+    return f"Standard deviation of {metric.label} over the HMC chains"
+
+
+def has_public_references(task) -> bool:
+    return files(task).reference.is_file()

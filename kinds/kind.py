@@ -1,0 +1,241 @@
+"""A competition kind as the builder sees it: one frozen record per kind, its whole interface.
+
+Each kind's ``kinds/<name>/kind.py`` ends with ``KIND = Kind(...)``; the record is checked when
+it is made (so when the kind is loaded): a required hook left out, or a value of the wrong
+type, raises ``KindDefinitionError`` naming the kind and every such hook. The optional hooks'
+defaults are here and nowhere else, so the core reads every field without asking whether the
+kind has it. ``KINDS`` maps each registered name (``kinds/__init__.py``) to its record, loading
+a kind's definition only when it is first asked for; ``kind(name)`` is the look-up.
+
+Builder side only: this module is never copied into a program (the programs look a kind's
+runtime up in ``kinds/__init__.py``). The fields:
+
+Constants (their names as the kinds' modules spell them):
+
+- ``DEFAULT_SPEC``, ``EMBEDDED_ROOT`` (the default ``data_root``), ``TEMPLATES`` (its
+  ``kind_tasks``, ``kind_evaluation``, ``kind_data`` and ``kind_submission`` page parts),
+  ``KIT`` (its guide ``README.md.j2`` and ``baselines/``), ``BASELINE_RESULTS``,
+  ``DEFAULT_WEIGHTS``, ``AGGREGATE_DESCRIPTION``, ``SCORING_DESCRIPTION`` (its scoring
+  program's metadata description), ``EXAMPLE_BASELINE`` (the file of ``KIT/baselines/`` that
+  the guide's commands run);
+- optional: ``ZEROED_PUBLIC_ARRAYS`` (placeholders the leakage check proves all zeros),
+  ``RANKS_BY_AGGREGATE`` (rank by the weighted loss, not the average rank over tasks),
+  ``ENTRY`` (the module and function a code submission defines) and ``EPOCH_UNIT`` (what an
+  epoch is, for a budget in epochs; the kind's runtime ``ingestion`` then provides
+  ``epoch_seconds(task, data)``: ``times_epochs``).
+
+Hooks:
+
+- tasks: ``task_type(declaration)``; ``prediction_stem(task)``; ``has_std(task)`` and
+  ``std_description(task, metric)`` (the leaderboard's sd columns);
+- program configs: ``scoring_settings(task)`` and ``ingestion_contract(task)``;
+- data: ``input_file(task)``, ``stage_inputs``, ``stage_reference``, ``stage_public`` and
+  ``has_public_references``; optional ``task_problems(task)`` (its files),
+  ``unconverged_reference_problems(task)`` (references whose runs did not converge: refused
+  unless the spec accepts them, ``bundle/spec.py``) and ``test_rows(declaration)`` (for a
+  public part of the test rows);
+- pages: ``page_context(plan, phase, baseline_results)``: what its page parts show;
+- starting kit: ``sample_results(plan, destination)`` and
+  ``sample_code_submission(destination)``; optional ``stage_kit(plan, destination)`` (default:
+  ``KIT/baselines/`` as it is), ``support_modules()`` (modules a baseline imports from
+  elsewhere in the repository; default: none) and ``stand_in_task(task, folder)`` (the public
+  stand-in of a hidden task). Its guide is ``KIT/README.md.j2``, rendered from the pages'
+  context of the kit's phase (``bundle.render.guide_contexts``), so that the guide and the
+  pages say the same;
+- optional ``reference_cli(argv)``: ``python -m reference_data --kind <name> ...``.
+
+Read from the kind's runtime (what the programs see): ``task_types``, ``times_epochs`` and
+``scores_public_rows``.
+
+A task is a folder ``<data_root>/<task>/`` holding ``<task>_task.json``, its declaration; what
+else the folder holds is the kind's business.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import importlib
+import shutil
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+
+from kinds import KINDS as PACKAGES
+from kinds import package, runtime
+
+DEFAULT_ENTRY = ("submission", "predict")
+DEFAULT_EPOCH_UNIT = "one pass of the reference training"
+
+
+class KindDefinitionError(TypeError):
+    pass
+
+
+class _Required:
+    def __repr__(self) -> str:
+        return "REQUIRED"
+
+
+# A required field's default: the record names every one left out at once, which a
+# dataclass without defaults cannot (its TypeError stops at the signature, without the kind).
+REQUIRED = _Required()
+
+
+def _field(expected_type, default=REQUIRED):
+    return dataclasses.field(default=default, metadata={"type": expected_type})
+
+
+def _hook(default=REQUIRED):
+    return _field(Callable, default)
+
+
+def _no_problems(task) -> list[str]:
+    return []
+
+
+def _rows_unknown(declaration: dict) -> None:
+    return None
+
+
+def _no_support_modules() -> dict[str, Path]:
+    return {}
+
+
+def copy_baselines(kit: Path, plan, destination: Path) -> None:
+    """The default ``stage_kit``: the kit's baselines as they are."""
+    shutil.copytree(kit / "baselines", destination / "baselines",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Kind:
+    name: str = _field(str)
+    # constants
+    DEFAULT_SPEC: Path = _field(Path)
+    EMBEDDED_ROOT: Path = _field(Path)
+    TEMPLATES: Path = _field(Path)
+    KIT: Path = _field(Path)
+    BASELINE_RESULTS: Path = _field(Path)
+    DEFAULT_WEIGHTS: Mapping = _field(Mapping)
+    AGGREGATE_DESCRIPTION: str = _field(str)
+    SCORING_DESCRIPTION: str = _field(str)
+    EXAMPLE_BASELINE: str = _field(str)
+    ZEROED_PUBLIC_ARRAYS: tuple = _field(tuple, ())
+    RANKS_BY_AGGREGATE: bool = _field(bool, False)
+    ENTRY: tuple = _field(tuple, DEFAULT_ENTRY)
+    EPOCH_UNIT: str = _field(str, DEFAULT_EPOCH_UNIT)
+    # tasks
+    task_type: Callable = _hook()
+    prediction_stem: Callable = _hook()
+    has_std: Callable = _hook()
+    std_description: Callable = _hook()
+    # program configs
+    scoring_settings: Callable = _hook()
+    ingestion_contract: Callable = _hook()
+    # data
+    input_file: Callable = _hook()
+    stage_inputs: Callable = _hook()
+    stage_reference: Callable = _hook()
+    stage_public: Callable = _hook()
+    has_public_references: Callable = _hook()
+    task_problems: Callable = _hook(_no_problems)
+    unconverged_reference_problems: Callable = _hook(_no_problems)
+    test_rows: Callable = _hook(_rows_unknown)
+    # pages
+    page_context: Callable = _hook()
+    # starting kit
+    sample_results: Callable = _hook()
+    sample_code_submission: Callable = _hook()
+    stage_kit: Callable | None = _hook(None)          # None: copy_baselines from KIT
+    support_modules: Callable = _hook(_no_support_modules)
+    stand_in_task: Callable | None = _hook(None)      # None: no stand-in of its own
+    # organizers' tools
+    reference_cli: Callable | None = _hook(None)      # None: no references of its own
+
+    def __post_init__(self):
+        where = f"kind {self.name!r} (kinds/{self.name}/kind.py)"
+        missing = [f.name for f in dataclasses.fields(self) if getattr(self, f.name) is REQUIRED]
+        if missing:
+            raise KindDefinitionError(f"{where} lacks required hook(s): {', '.join(missing)}")
+        wrong = [_type_problem(f, getattr(self, f.name)) for f in dataclasses.fields(self)]
+        wrong = [problem for problem in wrong if problem]
+        if wrong:
+            raise KindDefinitionError(f"{where}: {'; '.join(wrong)}")
+        if self.stage_kit is None:
+            object.__setattr__(self, "stage_kit", functools.partial(copy_baselines, self.KIT))
+
+    @property
+    def entry_file(self) -> str:
+        return f"{self.ENTRY[0]}.py"
+
+    @property
+    def task_types(self) -> dict:
+        """The kind's task types (``kinds.scoring.TaskType``), from its runtime."""
+        return runtime(self.name, "scoring").TASK_TYPES
+
+    @property
+    def times_epochs(self) -> bool:
+        """Whether its ingestion times an epoch of its reference training (a budget in epochs)."""
+        return hasattr(runtime(self.name, "ingestion"), "epoch_seconds")
+
+    @property
+    def scores_public_rows(self) -> bool:
+        """Whether its scorer scores a prefix of a task's test rows (``public_rows``)."""
+        return bool(getattr(runtime(self.name, "scoring"), "SCORES_PUBLIC_ROWS", False))
+
+
+def _type_problem(field: dataclasses.Field, value) -> str | None:
+    name, expected = field.name, field.metadata["type"]
+    if value is None and field.default is None:       # an optional hook whose absence says so
+        return None
+    if expected is Callable:
+        return None if callable(value) else f"{name} must be callable, found {value!r}"
+    if expected is tuple and isinstance(value, tuple) and name == "ENTRY" \
+            and not (len(value) == 2 and all(isinstance(part, str) for part in value)):
+        return f"ENTRY must be (module, function), found {value!r}"
+    if isinstance(value, expected):
+        return None
+    return f"{name} must be {expected.__name__}, found {type(value).__name__} {value!r}"
+
+
+def load(name: str) -> Kind:
+    """The record of a registered kind: the ``KIND`` its ``kind.py`` ends with."""
+    module = importlib.import_module(f"{package(name)}.kind")
+    record = getattr(module, "KIND", None)
+    if not isinstance(record, Kind):
+        raise KindDefinitionError(f"kind {name!r}: {module.__name__} defines no KIND = Kind(...)")
+    if record.name != name:
+        raise KindDefinitionError(f"kind {name!r}: its KIND is named {record.name!r}")
+    return record
+
+
+class _Registry(Mapping):
+    """Registered name -> record, each loaded on first use (importing this module imports no
+    kind)."""
+
+    def __getitem__(self, name: str) -> Kind:
+        if name not in PACKAGES:
+            raise KeyError(name)
+        return _loaded(name)
+
+    def __contains__(self, name) -> bool:
+        return name in PACKAGES
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(PACKAGES)
+
+    def __len__(self) -> int:
+        return len(PACKAGES)
+
+
+@functools.cache
+def _loaded(name: str) -> Kind:
+    return load(name)
+
+
+KINDS = _Registry()
+
+
+def kind(name: str) -> Kind:
+    """The record of the kind a spec or plan names; ``kinds.UnknownKind`` for any other."""
+    package(name)               # raises UnknownKind, listing the known ones
+    return KINDS[name]

@@ -1,0 +1,329 @@
+"""Every registered kind conforms to the seam (what ramp-workflow's assert_submission does for
+a problem): its record loads (a required hook left out fails, named), its default competition
+builds on both platforms, each phase's sample submission passes the dry run, its pages and kit
+guide are filled, its programs' metadata is its own, and the core holds none of its words."""
+import dataclasses
+import re
+import subprocess
+import sys
+import textwrap
+import zipfile
+from pathlib import Path
+
+import pytest
+import yaml
+
+import kinds
+from bundle.build import bundle_name, competition_targets
+from bundle.spec import DEFAULT_SPEC, load_spec
+from kinds.kind import KINDS, Kind, KindDefinitionError, kind
+
+from kit_guides import agreement_problems
+
+REPO = Path(__file__).resolve().parents[1]
+PLATFORMS = ("codalab", "codabench")
+# The core: everything a kind plugs into. Docs, tests and benchmarks may name a kind.
+CORE = ("build_bundle.py", "bundle", "ingestion_program", "scoring_program", "starting_kit",
+        "competition_formats", "reference_data", "scripts", "kinds/__init__.py", "kinds/kind.py",
+        "kinds/scoring.py", "kinds/report.py", "kinds/svg_charts.py")
+# Where a kind's optional parts may be asked about: its record, and the platforms' own code.
+PROBES_ALLOWED = ("kinds/kind.py", "bundle/platforms/")
+# The shipped programs still probe a kind's runtime modules: they change in the runtime step,
+# not while the bundles must stay byte-identical.
+SHIPPED = ("ingestion_program", "scoring_program", "starting_kit", "competition_formats",
+           "kinds/__init__.py", "kinds/scoring.py", "kinds/report.py", "kinds/svg_charts.py")
+KIND_PROBE = re.compile(r"\b(getattr|hasattr)\(\s*(kind|definition|runtime|KINDS|plan\.kind)")
+BDL_WORDS = re.compile(r"agreement|total.variation|wasserstein|\bhmc\b|posterior", re.IGNORECASE)
+# "" : files without a suffix (a program's metadata) are read too
+SOURCE_SUFFIXES = {".py", ".j2", ".yaml", ".json", ".md", ".sh", ""}
+TEMPLATE_LEFTOVERS = re.compile(r"\{\{|\{%|\}\}|%\}")
+# What a kind's sample submission scores in its default competition's dry run, where its
+# tests hold it to a figure: label accuracy's nearest centroid really learns.
+SAMPLE_SCORES_ABOVE = {"label_accuracy": ("wine_accuracy", 0.8)}
+
+
+# ---- the record --------------------------------------------------------------------------
+
+def _fields_of(record: Kind, *left_out: str) -> dict:
+    return {field.name: getattr(record, field.name) for field in dataclasses.fields(Kind)
+            if field.name not in left_out}
+
+
+def test_a_kind_lacking_a_required_hook_fails_with_the_hook_named():
+    with pytest.raises(KindDefinitionError) as raised:
+        Kind(**_fields_of(kind("label_accuracy"), "stage_reference"))
+    assert str(raised.value) == ("kind 'label_accuracy' (kinds/label_accuracy/kind.py) lacks "
+                                 "required hook(s): stage_reference")
+
+
+def test_a_registered_kind_lacking_hooks_fails_at_load_with_every_one_named(tmp_path,
+                                                                            monkeypatch):
+    """The conformance of a kind starts at its look-up: a package whose record leaves two
+    required hooks out is refused there, both named."""
+    package = tmp_path / "broken_kind"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    fields = ", ".join(f"{name}=SOURCE.{name}"
+                       for name in _fields_of(kind("label_accuracy"), "name", "page_context",
+                                              "stage_reference"))
+    (package / "kind.py").write_text(textwrap.dedent(f"""\
+        from kinds.kind import Kind, kind
+        SOURCE = kind("label_accuracy")
+        KIND = Kind(name="broken", {fields})
+        """))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(kinds.KINDS, "broken", "broken_kind")
+    with pytest.raises(KindDefinitionError, match=re.escape(
+            "kind 'broken' (kinds/broken/kind.py) lacks required hook(s): stage_reference, "
+            "page_context")):
+        kind("broken")
+
+
+@pytest.mark.parametrize("change, named", [
+    ({"ENTRY": ("submission",)}, "ENTRY must be (module, function)"),
+    ({"DEFAULT_SPEC": "default_spec.yaml"}, "DEFAULT_SPEC must be Path"),
+    ({"page_context": {}}, "page_context must be callable"),
+])
+def test_a_hook_of_the_wrong_type_is_refused_with_its_name(change, named):
+    with pytest.raises(KindDefinitionError, match=re.escape(named)):
+        Kind(**{**_fields_of(kind("label_accuracy")), **change})
+
+
+def test_optional_hooks_have_their_defaults():
+    record = kind("label_accuracy")
+    assert record.ENTRY == ("submission", "predict") and record.entry_file == "submission.py"
+    assert record.ZEROED_PUBLIC_ARRAYS == () and record.RANKS_BY_AGGREGATE is False
+    assert record.task_problems(None) == [] and record.support_modules() == {}
+    assert record.stand_in_task is None and record.reference_cli is None
+    assert callable(record.stage_kit)
+
+
+def test_kinds_maps_every_registered_name_and_an_unknown_one_is_refused():
+    assert list(KINDS) == list(kinds.KINDS)
+    assert all(KINDS[name].name == name for name in KINDS)
+    with pytest.raises(kinds.UnknownKind, match="known: bdl2021"):
+        kind("nope")
+
+
+def test_importing_the_registry_loads_no_kind():
+    loaded = subprocess.run(
+        [sys.executable, "-c", "import sys, kinds.kind; "
+                               "print(sorted(m for m in sys.modules if m.startswith('kinds.')))"],
+        cwd=REPO, capture_output=True, text=True, check=True).stdout
+    assert loaded.strip() == "['kinds.kind']"
+
+
+# ---- the seam's vocabulary ---------------------------------------------------------------
+
+def core_files():
+    for entry in CORE:
+        path = REPO / entry
+        files = [path] if path.is_file() else sorted(path.rglob("*"))
+        yield from (f for f in files if f.is_file() and f.suffix in SOURCE_SUFFIXES
+                    and "__pycache__" not in f.parts)
+
+
+def _lines(paths):
+    for path in paths:
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            yield f"{path.relative_to(REPO)}:{number}", line
+
+
+def test_core_files_include_those_without_a_suffix():
+    assert {REPO / "scoring_program" / "metadata",
+            REPO / "ingestion_program" / "metadata"} <= set(core_files())
+
+
+@pytest.mark.parametrize("name", sorted(KINDS))
+def test_the_core_holds_none_of_a_kinds_words(name):
+    """A kind's words: its metrics' names (and BDL's own, which its pages use)."""
+    metrics = sorted({score.name for task_type in KINDS[name].task_types.values()
+                      for score in task_type.score_types})
+    words = re.compile(rf"\b({'|'.join(map(re.escape, metrics))})\b")
+    hits = [f"{where}: {line.strip()}" for where, line in _lines(core_files())
+            if words.search(line) or (name == "bdl2021" and BDL_WORDS.search(line))]
+    assert not hits, "\n".join(hits)
+
+
+def test_the_core_imports_no_kind_package():
+    names = "|".join(re.escape(name) for name in KINDS)
+    pattern = re.compile(rf"kinds\.({names})\b|kinds/({names})/")
+    hits = [where for where, line in _lines(
+        path for path in core_files() if path.suffix == ".py"
+        and path != REPO / "kinds" / "__init__.py") if pattern.search(line)]
+    assert not hits, hits
+
+
+def test_no_builder_code_probes_a_kind_outside_its_record():
+    builder = [path for path in core_files() if path.suffix == ".py"
+               and not path.relative_to(REPO).as_posix().startswith(PROBES_ALLOWED + SHIPPED)]
+    hits = [f"{where}: {line.strip()}" for where, line in _lines(builder)
+            if KIND_PROBE.search(line)]
+    assert not hits, "\n".join(hits)
+
+
+def test_the_test_kind_is_its_package_and_one_registration_line():
+    assert kinds.KINDS["label_accuracy"] == "kinds.label_accuracy"
+    package = REPO / "kinds" / "label_accuracy"
+    assert {p.name for p in package.iterdir()} >= {"kind.py", "runtime", "templates",
+                                                    "default_spec.yaml"}
+
+
+# ---- each kind's default competition, built and dry-run on both platforms -----------------
+
+@dataclasses.dataclass(frozen=True)
+class Built:
+    kind: Kind
+    platform: str
+    spec: object
+    folder: Path
+    dry_runs: dict[str, str]          # bundle name -> what its dry run printed
+
+    def bundles(self) -> dict[Path, list]:
+        """Each bundle of the default competition, with the phases it holds (a code phase
+        with its track's tasks)."""
+        return {self.folder / bundle_name(self.spec, keys, track, self.platform):
+                [_with_track(self.spec, key, track) for key in keys]
+                for keys, track in competition_targets(self.spec)}
+
+    def per_phase(self) -> dict[Path, list]:
+        """One bundle for each phase: the first that holds it (a phase's tracks share its
+        programs; their other task sets are the phase's business, not the kind's)."""
+        chosen, covered = {}, set()
+        for bundle, phases in self.bundles().items():
+            if not {phase.key for phase in phases} <= covered:
+                chosen[bundle] = phases
+                covered |= {phase.key for phase in phases}
+        return chosen
+
+
+def _with_track(spec, key: str, track: str | None):
+    """The phase as a bundle holds it: a code phase's label and tasks are its track's."""
+    phase = spec.phase(key)
+    if not (track and phase.code_submission):
+        return phase
+    return dataclasses.replace(phase, label=f"{phase.label} ({spec.track(track).label})"[:50],
+                               tasks=spec.track(track).tasks)
+
+
+def _cli(*args) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(REPO / "build_bundle.py"), *args], cwd=REPO,
+                          capture_output=True, text=True, timeout=900)
+
+
+def _passed(result: subprocess.CompletedProcess) -> str:
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return result.stdout
+
+
+def _dry_runs(stdout: str) -> dict[str, str]:
+    """Each bundle's part of the command's output, from its "dry run of <zip> as" line on."""
+    return {Path(part.split(" as ", 1)[0]).name: part
+            for part in re.split(r"^dry run of ", stdout, flags=re.MULTILINE)[1:]}
+
+
+@pytest.fixture(scope="module", params=[(name, platform) for name in sorted(KINDS)
+                                        for platform in PLATFORMS], ids="-".join)
+def built(request, tmp_path_factory) -> Built:
+    """The kind's default competition, built and dry-run by the command line. The default
+    spec's bundles are built once a session; each phase is dry-run once (not each track)."""
+    name, platform = request.param
+    record, spec = kind(name), load_spec(kind(name).DEFAULT_SPEC)
+    if record.DEFAULT_SPEC.resolve() == DEFAULT_SPEC.resolve():
+        folder = request.getfixturevalue("default_bundles")[platform]
+        built = Built(record, platform, spec, folder, {})
+        outputs = [_passed(_cli("--check", str(bundle))) for bundle in built.per_phase()]
+    else:
+        folder = tmp_path_factory.mktemp(f"{name}-{platform}")
+        outputs = [_passed(_cli("--config", str(record.DEFAULT_SPEC), "--platform", platform,
+                                "--phase", "all", "--check", "--out", str(folder)))]
+    return Built(record, platform, spec, folder,
+                 {bundle: part for output in outputs for bundle, part in _dry_runs(output).items()})
+
+
+@pytest.mark.slow
+def test_each_phases_sample_submission_passes_the_dry_run(built):
+    for bundle, phases in built.per_phase().items():
+        table = built.dry_runs[bundle.name]
+        assert "dry run passed" in table
+        assert table.split(" as ", 1)[1].startswith(
+            "Codabench would run it" if built.platform == "codabench"
+            else "CodaLab v1.5 would run it"), table[:300]
+        for phase in phases:
+            steps = ("ingestion", "scoring") if phase.code_submission else ("scoring",)
+            for step in steps:
+                assert re.search(rf"^{re.escape(phase.label)}.* +{step} .* ok$", table,
+                                 re.MULTILINE), (phase.label, step, table)
+        if built.kind.name in SAMPLE_SCORES_ABOVE:
+            key, floor = SAMPLE_SCORES_ABOVE[built.kind.name]
+            scores = [float(v) for v in re.findall(rf"{key}=([0-9.]+)", table)]
+            assert scores and scores[-1] > floor, scores
+
+
+def _competition(archive: zipfile.ZipFile) -> dict:
+    return yaml.safe_load(archive.read("competition.yaml"))
+
+
+def _page_files(competition: dict, platform: str) -> list[str]:
+    if platform == "codabench":
+        return [page["file"] for page in competition["pages"]]
+    return list(competition["html"].values())
+
+
+@pytest.mark.slow
+def test_the_pages_are_there_and_filled(built):
+    for bundle, phases in built.bundles().items():
+        with zipfile.ZipFile(bundle) as archive:
+            pages = {name: archive.read(name).decode() for name in
+                     _page_files(_competition(archive), built.platform)}
+        assert pages, bundle.name
+        for name, text in pages.items():
+            assert len(text.strip()) > 200, (bundle.name, name)
+            assert not TEMPLATE_LEFTOVERS.search(text), (bundle.name, name)
+        shown = " ".join(pages.values())
+        missing = [task for phase in phases for task in phase.tasks if task not in shown]
+        assert not missing, (bundle.name, missing)
+
+
+def _members(archive: zipfile.ZipFile, suffix: str) -> list[str]:
+    return [name for name in archive.namelist() if name.endswith(suffix)]
+
+
+@pytest.mark.slow
+def test_the_kit_guide_is_rendered_and_its_example_baseline_is_in_the_kit(built):
+    for bundle in built.bundles():
+        with zipfile.ZipFile(bundle) as archive:
+            kits = {member: zipfile.ZipFile(archive.open(member)) for member in
+                    _members(archive, "starting_kit.zip")}
+            assert kits, bundle.name
+            for member, kit in kits.items():
+                names = kit.namelist()
+                guide = kit.read("README.md").decode()
+                assert guide.strip() and not TEMPLATE_LEFTOVERS.search(guide), member
+                assert f"baselines/{built.kind.EXAMPLE_BASELINE}" in names, (member, names)
+                assert built.kind.EXAMPLE_BASELINE in guide, member
+        if built.platform == "codalab":             # the guide as the pages and yaml state it
+            problems = agreement_problems(bundle)
+            assert not problems, "\n".join(problems)
+
+
+@pytest.mark.slow
+def test_the_programs_metadata_is_the_kinds(built):
+    """The description a platform shows for each program: the kind's words and entry file,
+    never another kind's."""
+    others = {KINDS[name].entry_file for name in KINDS} - {built.kind.entry_file}
+    for bundle in built.bundles():
+        with zipfile.ZipFile(bundle) as archive:
+            for member in _members(archive, "_program.zip"):
+                program = zipfile.ZipFile(archive.open(member))
+                for name in ("metadata", "metadata.yaml"):
+                    metadata = yaml.safe_load(program.read(name))
+                    assert set(metadata) == {"command", "description"}, (member, name)
+                text = yaml.safe_load(program.read("metadata"))["description"]
+                if member.endswith("scoring_program.zip"):
+                    assert text == built.kind.SCORING_DESCRIPTION, member
+                else:
+                    assert built.kind.entry_file in text, text
+                    assert not any(other in text for other in others), text
+                if built.kind.name != "bdl2021":
+                    assert not BDL_WORDS.search(text), text
