@@ -27,16 +27,15 @@ from pathlib import Path
 import yaml
 
 from bundle.build import BuildError, build_competition, competition_targets
-from bundle.rules import CODABENCH, CODALAB, check_bundle
+from bundle.rules import check_bundle
 from bundle.datasets import keys_block, local_copies
-from bundle.dry_run import StepResult, not_checked, dry_run, dry_run_codabench, table
+from bundle.dry_run import StepResult, not_checked, table
+from bundle.platforms import DEFAULT_PLATFORM, PLATFORMS, Platform, platform, platform_of
 from bundle.record_key import secret_path
 from bundle.spec import DEFAULT_SPEC, SpecError, load_spec
 
 REPO = Path(__file__).resolve().parent
 IMAGE_PYTHON = REPO / ".venv-image" / "bin" / "python"
-UPLOAD = {"codalab": "CodaLab: Create competition > upload the zip",
-          "codabench": "Codabench: Benchmarks > Management > Upload"}
 
 
 WAITING_FOR_KEYS = 3
@@ -79,7 +78,7 @@ def _parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
                         help="folder of the organizer's task files in the 2021 formats, one "
                              "folder per task (docs/organizer_data.md); default: the spec's")
     parser.add_argument("--out", type=Path, default=REPO / "dist", help="output folder (dist/)")
-    parser.add_argument("--platform", choices=("codalab", "codabench"), default="codalab",
+    parser.add_argument("--platform", choices=tuple(PLATFORMS), default=DEFAULT_PLATFORM,
                         help="CodaLab Competitions v1.5 (default) or Codabench (version: 2)")
     parser.add_argument("--check", nargs="?", const=True, default=None, metavar="ZIP",
                         help="dry-run the bundles just built, or the given bundle zip")
@@ -122,17 +121,10 @@ def _competition(zip_path: Path) -> dict:
     return comp if isinstance(comp, dict) else {}
 
 
-def _is_codabench(zip_path: Path) -> bool:
-    # any "version" key means a v2 bundle, even a mistyped "2" (which its checks report)
-    return "version" in _competition(zip_path)
-
-
-def _image(zip_path: Path, codabench: bool) -> str:
+def _image(zip_path: Path, site: Platform) -> str:
     """The docker image the bundle's yaml names (the platform's default where it names none)."""
-    key, default = (("docker_image", "codalab/codalab-legacy:py37") if codabench
-                    else ("competition_docker_image", "codalab/codalab-legacy:latest"))
-    image = _competition(zip_path).get(key)
-    return image if isinstance(image, str) else default
+    image = _competition(zip_path).get(site.image_key)
+    return image if isinstance(image, str) else site.default_image
 
 
 def _local_datasets(zip_path: Path) -> tuple[dict[str, Path], list[str]]:
@@ -159,23 +151,20 @@ def _local_datasets(zip_path: Path) -> tuple[dict[str, Path], list[str]]:
 
 def _check(zip_path: Path, margin: float, submission: Path | None = None) -> bool:
     python = str(IMAGE_PYTHON if IMAGE_PYTHON.exists() else sys.executable)
-    codabench = _is_codabench(zip_path)
-    print(f"\ndry run of {zip_path} as {'Codabench' if codabench else 'CodaLab v1.5'} would "
-          f"run it (programs run with {python}):")
+    site = platform_of(_competition(zip_path))
+    print(f"\ndry run of {zip_path} as {site.title} would run it (programs run with {python}):")
     datasets, dataset_problems = _local_datasets(zip_path)
     for problem in dataset_problems:
         print(f"  {problem}", file=sys.stderr)
     if datasets:
         print(f"  data uploaded apart, read from the local copies: "
               f"{', '.join(path.name for path in datasets.values())}")
-    failures = check_bundle(zip_path, CODABENCH if codabench else CODALAB,
-                            scoring_margin_seconds=margin,
+    failures = check_bundle(zip_path, site.name, scoring_margin_seconds=margin,
                             datasets={key: path.read_bytes() for key, path in datasets.items()})
     for failure in failures:
         print(f"  rule {failure.rule}: {failure.message} (fix: {failure.fix})", file=sys.stderr)
     try:
-        results = (dry_run_codabench if codabench else dry_run)(zip_path, python, submission,
-                                                                datasets)
+        results = site.dry_run(zip_path, python, submission, datasets)
     except Exception as error:      # noqa: BLE001 - a bundle too broken to run is a finding
         results = [StepResult("(bundle)", "dry run", 0.0, "failed",
                               f"could not run the bundle: {type(error).__name__}: {error}")]
@@ -184,7 +173,7 @@ def _check(zip_path: Path, margin: float, submission: Path | None = None) -> boo
     for result in bad:
         print(f"\n{result.phase} / {result.step}: {result.status}\n{result.detail}", file=sys.stderr)
     print("not reproduced by this dry run (check these on the platform):")
-    for line in not_checked("codabench" if codabench else "codalab", _image(zip_path, codabench)):
+    for line in not_checked(site, _image(zip_path, site)):
         print(f"  - {line}")
     ok = not failures and not bad and not dataset_problems
     print(f"dry run {'passed' if ok else 'FAILED'}: {len(results)} step(s), "
@@ -192,47 +181,23 @@ def _check(zip_path: Path, margin: float, submission: Path | None = None) -> boo
     return ok
 
 
-REVEAL = {
-    "codalab": ("at the end, for the final ranking on all test rows: rebuild with "
-                "reveal_full_scores: true in the spec, replace each phase's scoring program with "
-                "the rebuilt one and re-run all submissions (the full figures are meanwhile in "
-                "each submission's private output)"),
-    "codabench": ("at the end, for the final ranking on all test rows: rebuild with "
-                  "reveal_full_scores: true, replace each task's scoring program and re-run all "
-                  "submissions (the full figures are meanwhile in private/ of each submission's "
-                  "scoring output, which only organizers can download; check a re-run's "
-                  "scoring log: Codabench may keep running the old program for a while, its "
-                  "issue #2128)")}
-
-
-# Who can sign a code phase's ingestion record (docs/sandbox.md, bundle/programs.py).
-SIGNING = {
-    "codalab": "code phases: the ingestion signs its record with a key made from the secret in "
-               "{secret} (keep it to rebuild the same bundles); the key is in the hidden "
-               "reference data, which the participant's containers never see",
-    "codabench": "code phases: the ingestion signs its record with a key made from the secret in "
-                 "{secret} (keep it to rebuild the same bundles); on Codabench the key is in the "
-                 "ingestion program: leave 'make programs available' off in the competition's "
-                 "editor, or participants can download it and forge scored runs"}
-
-
-def _summary(built: list, out: Path, platform: str, spec) -> None:
+def _summary(built: list, out: Path, platform_name: str, spec) -> None:
+    site = platform(platform_name)
     print(f"\n{len(built)} bundle(s) written to {os.path.relpath(out)}:")
     for bundle in built:
         print(f"  {bundle.path.name}  {bundle.path.stat().st_size / 2**20:.1f} MiB")
         for dataset in bundle.datasets:
             print(f"    names by key {dataset.key} the data uploaded apart as {dataset.file}")
-    print(f"upload each on {UPLOAD[platform]}")
+    print(f"upload each on {site.upload_where}")
     print("after upload: open the competition's pages, then submit the starting kit's sample "
           "submission (starting_kit.zip) to each phase and see its row on the leaderboard")
     if spec.public_rows and not spec.reveal_full_scores:
-        print(REVEAL[platform])
+        print(site.reveal_text)
+    # who can sign a code phase's ingestion record (docs/sandbox.md, bundle/programs.py)
     if any(phase.code_submission for phase in spec.phases):
-        print(SIGNING[platform].format(secret=secret_path()))
-    if spec.codabench_queue and platform == "codalab":
-        print("custom queue: CodaLab v1.5 takes no queue in competition.yaml (the key is refused, "
-              "G12); after upload choose yours in the competition's editor (Edit > Queue), or "
-              "the default queue runs it")
+        print(site.signing_text.format(secret=secret_path()))
+    for note in site.after_upload_notes(spec):
+        print(note)
 
 
 def _waiting_summary(pending: list, out: Path, platform: str, spec) -> None:

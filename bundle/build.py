@@ -29,17 +29,14 @@ from kinds.kind import kind
 from .rules import check_bundle
 from .datasets import (SEPARABLE, Dataset, DatasetKeyError, oversize_problem,
                        separate, yaml_comments)
-from .codabench import DEFAULT_QUEUE_LIMIT_SECONDS, PAGE_FILES, TERMS_FILE, competition_yaml_v2
 from .leaderboard import competition_columns, written_keys
 from .phase_data import leakage_problems, stage_input_data, stage_public_data, stage_reference_data
 from .phase_plan import PhasePlan, TaskDataError, code_variant, phase_plan
-from .programs import (RECORD_KEY_IN_PROGRAM, assemble_ingestion_program,
-                       assemble_scoring_program)
-from .render import (competition_yaml, guide_contexts, logo_member, page_contexts,
-                     render_pages)
+from .platforms import DEFAULT_PLATFORM, Platform, platform as platform_named
+from .programs import assemble_ingestion_program, assemble_scoring_program
+from .render import guide_contexts, page_contexts, render_pages
 from .spec import CompetitionSpec
 from .starting_kit import stage_starting_kit
-from .worker import CODABENCH, CODALAB
 from .zips import folder_members, write_zip
 
 LARGE_MEMBER_BYTES = 100 * 2**20       # G24: bundles are unpacked in memory by the site
@@ -70,12 +67,12 @@ class BuiltBundle:
 
 
 def bundle_name(spec: CompetitionSpec, phases: list[str] | str, track: str | None,
-                platform: str = CODALAB) -> str:
+                platform: str = DEFAULT_PLATFORM) -> str:
     """<slug>-<phase>[-<track>] for one phase's competition, <slug>[-<track>] for all phases."""
     phases = [phases] if isinstance(phases, str) else list(phases)
     which = f"-{phases[0]}" if len(phases) == 1 and len(spec.phases) > 1 else ""
     return (f"{spec.slug}{which}" + (f"-{track}" if track else "")
-            + ("-codabench" if platform == CODABENCH else "") + ".zip")
+            + platform_named(platform).bundle_suffix + ".zip")
 
 
 def ingestion_limits(spec: CompetitionSpec) -> dict:
@@ -101,8 +98,9 @@ def _zip_members(work: Path, plan: PhasePlan, spec: CompetitionSpec,
                  written_keys(plan), spec, *guide)}
     if plan.code_submission:
         steps |= {"ingestion_program":
-                  lambda d: assemble_ingestion_program(plan, d, ingestion_limits(spec),
-                                                       RECORD_KEY_IN_PROGRAM[platform]),
+                  lambda d: assemble_ingestion_program(
+                      plan, d, ingestion_limits(spec),
+                      platform_named(platform).record_key_in_program),
                   "input_data": lambda d: stage_input_data(plan, d)}
     zips = {}
     for name in (name for name in PHASE_FILES if name in steps):
@@ -125,31 +123,6 @@ def _size_warnings(members: dict[str, bytes]) -> list[str]:
     return [f"{name} is {len(data) / 2**20:.0f} MiB: the site unpacks bundles in memory "
             "(G24); upload large data apart (spec key upload_separately)"
             for name, data in members.items() if len(data) > LARGE_MEMBER_BYTES]
-
-
-def _codalab_documents(spec, phases, plans, columns, files, pages) -> dict[str, bytes]:
-    """v1.5 has no hidden columns (codalab_v1.md §2.4): full figures go to the private output."""
-    shown = [column for column in columns if not column.hidden]
-    members = {"competition.yaml": competition_yaml(spec, phases, files, shown,
-                                                    spec.title).encode("utf-8")}
-    members.update({name: html.encode("utf-8") for name, html in pages.items()})
-    if spec.logo:
-        members[logo_member(spec)] = spec.logo.read_bytes()
-    return members
-
-
-def _codabench_documents(spec, phases, plans, columns, files, pages) -> dict[str, bytes]:
-    if not spec.logo:
-        raise BuildError("Codabench requires a logo (image): set logo: in the spec")
-    hide_scores = [any(task.public_rows for task in plan.tasks) for plan in plans]
-    members = {"competition.yaml": competition_yaml_v2(spec, phases, files, columns,
-                                                       logo_member(spec),
-                                                       hide_scores).encode("utf-8"),
-               logo_member(spec): spec.logo.read_bytes(),
-               TERMS_FILE: pages["terms.html"].encode("utf-8")}
-    for path in PAGE_FILES.values():
-        members[path] = pages[path.split("/")[-1]].encode("utf-8")
-    return members
 
 
 def _shown(spec: CompetitionSpec, phase_key: str, track_key: str | None):
@@ -203,9 +176,10 @@ def _leaks(plans: list[PhasePlan], files: list[dict], members: dict) -> list[str
 def build_competition(spec: CompetitionSpec, phase_keys: list[str], track_key: str | None,
                       out_dir: Path, baseline_results: dict | None = None,
                       say: Callable[[str], None] = lambda message: None,
-                      platform: str = CODALAB) -> BuiltBundle:
+                      platform: str = DEFAULT_PLATFORM) -> BuiltBundle:
     """One bundle holding ``phase_keys`` (in the spec's order), code phases with the track's
     tasks."""
+    site = platform_named(platform)
     if track_key and not any(spec.phase(key).code_submission for key in phase_keys):
         raise BuildError(f"--track applies to code phases; {', '.join(phase_keys)} take results")
     try:
@@ -231,8 +205,7 @@ def build_competition(spec: CompetitionSpec, phase_keys: list[str], track_key: s
                              + "\n  ".join(leaks))
     datasets = _separate(spec, name, files, members)
     pages = render_pages(contexts, kind(plans[0].kind).TEMPLATES)
-    documents = _codabench_documents if platform == CODABENCH else _codalab_documents
-    members.update(documents(spec, shown, plans, columns, files, pages))
+    members.update(_documents(site, spec, shown, plans, columns, files, pages))
     members["competition.yaml"] = (yaml_comments(datasets).encode("utf-8")
                                    + members["competition.yaml"])
     oversize = oversize_problem(members, _separable(files, members), spec.max_bundle_bytes)
@@ -263,10 +236,16 @@ def build_competition(spec: CompetitionSpec, phase_keys: list[str], track_key: s
                        tuple((member, len(data), hashlib.sha256(data).hexdigest())
                              for member, data in sorted(members.items())),
                        tuple(_size_warnings(members)
-                             + [w for phase in shown
-                                for w in _platform_warnings(phase, platform, spec)]
-                             + _gpu_warnings(spec, platform)),
+                             + site.build_warnings(spec, shown)),
                        tuple(dataclasses.replace(d, data=b"") for d in datasets))
+
+
+def _documents(site: Platform, spec, phases, plans, columns, files, pages) -> dict[str, bytes]:
+    """competition.yaml, the pages and the logo as the site reads them."""
+    problem = site.spec_problem(spec)
+    if problem:
+        raise BuildError(problem)
+    return site.documents(spec, phases, plans, columns, files, pages)
 
 
 def _separable(files: list[dict], members: dict[str, bytes]) -> dict[str, str]:
@@ -287,7 +266,7 @@ def _separate(spec: CompetitionSpec, name: str, files: list[dict],
 def build_bundle(spec: CompetitionSpec, phase_key: str, track_key: str | None, out_dir: Path,
                  baseline_results: dict | None = None,
                  say: Callable[[str], None] = lambda message: None,
-                 platform: str = CODALAB) -> BuiltBundle:
+                 platform: str = DEFAULT_PLATFORM) -> BuiltBundle:
     """The competition of one phase (and track)."""
     return build_competition(spec, [phase_key], track_key, out_dir, baseline_results, say,
                              platform)
@@ -308,27 +287,3 @@ def competition_targets(spec: CompetitionSpec, phase: str = "all",
         code = spec.phase(key).code_submission
         targets += [([key], t) for t in (tracks if code else [None])]
     return targets
-
-
-GPU_WORKERS = {
-    CODALAB: ("a container gets the GPU only on workers started with USE_GPU (codalab_v1.md "
-              "§4.5): after upload choose a queue of GPU workers in the competition's editor "
-              "(Edit > Queue)"),
-    CODABENCH: ("a container gets the GPU only on workers started with USE_GPU (codabench_v2.md "
-                "§3.4): name a queue of GPU workers (spec key codabench_queue)"),
-}
-
-
-def _gpu_warnings(spec, platform: str) -> list[str]:
-    """A GPU image is not a GPU: the queue's workers decide."""
-    if not spec.gpu_image or (platform == CODABENCH and spec.codabench_queue):
-        return []
-    return [f"docker_image {spec.docker_image} is a GPU image, but {GPU_WORKERS[platform]}"]
-
-
-def _platform_warnings(phase, platform: str, spec) -> list[str]:
-    if (platform == CODABENCH and not spec.codabench_queue
-            and phase.execution_time_limit > DEFAULT_QUEUE_LIMIT_SECONDS):
-        return [f"execution_time_limit {phase.execution_time_limit} s: Codabench's default queue "
-                f"caps it at {DEFAULT_QUEUE_LIMIT_SECONDS} s (a custom queue does not)"]
-    return []

@@ -15,6 +15,8 @@ import re
 import uuid
 from dataclasses import dataclass, field
 
+from . import platforms
+
 SEPARABLE = ("input_data", "reference_data", "public_data", "starting_kit")
 # Larger bundles are refused: CodaLab reads the whole bundle into memory at unpack (G24), and
 # Codabench unpacking stalled on 344 MB of reference data (its issue #2322).
@@ -24,18 +26,6 @@ UUID_PATTERN = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-
 # competition.yaml names each local copy in a comment, so `--check bundle.zip` finds them
 COMMENT = "# dataset {key} is {file} (sha256 {sha256})"
 COMMENT_PATTERN = re.compile(r"^# dataset (\S+) is (\S+) \(sha256 ([0-9a-f]{64})\)$", re.M)
-
-UPLOAD_STEPS = {
-    "codalab": ("on CodaLab open My Datasets > Create Dataset (/my/datasets/create), name it "
-                "{name}, type '{codalab_type}', upload {file}; the Key column of My Datasets "
-                "(/my/datasets/) shows its key"),
-    "codabench": ("on Codabench open Resources > Datasets/Programs > Add Dataset/Program, name "
-                  "it {name}, type '{file_type}', upload {file}; click it in the list to see "
-                  "its key"),
-}
-CODALAB_TYPES = {"input_data": "Input Data", "reference_data": "Reference Data",
-                 "public_data": "Public Data", "starting_kit": "Starting Kit"}
-
 
 def is_key(value) -> bool:
     """A dataset key as both sites write it: a UUID (CodaLab takes any non-.zip value as one)."""
@@ -63,9 +53,8 @@ class Dataset:
         return self.key or str(uuid.UUID(self.sha256[:32]))
 
     def upload_step(self, platform: str) -> str:
-        return UPLOAD_STEPS[platform].format(name=self.name, file=self.file,
-                                             file_type=self.file_type,
-                                             codalab_type=CODALAB_TYPES[self.file_type])
+        """How to upload it apart on ``platform`` and find its key there."""
+        return platforms.platform(platform).dataset_upload_step(self)
 
 
 class DatasetKeyError(ValueError):

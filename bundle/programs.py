@@ -22,6 +22,8 @@ from ingestion_program.ingest.config import parse_config as parse_ingestion_conf
 
 from .leaderboard import phase_columns
 from .phase_plan import PhasePlan
+from . import platforms
+from .platforms import DEFAULT_PLATFORM
 from .record_key import write_record_key
 
 REPO = Path(__file__).resolve().parents[1]
@@ -30,19 +32,7 @@ IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", ".DS_Store", "README.md
 SEAM_MODULES = ("__init__.py", "scoring.py", "report.py", "svg_charts.py")
 
 
-# What the scorer requires of a code phase's res/ (scorer/config.py RECORD_RULES): on both
-# platforms a record the ingestion signed, with the key that the scorer reads in ref/.
-RECORD_RULE = {"codalab": "signed", "codabench": "signed"}
-# Where the ingestion reads that key: a folder no container of the participant's sees. CodaLab
-# mounts the hidden reference data ($hidden) into the ingestion's container only, while a
-# submission's own command shares the run folder, ingestion program included (codalab_v1.md
-# §4.4-4.5). Codabench mounts no reference data in the prediction step and gives each container
-# only its own program folder (codabench_v2.md §3.4), so there the key is in the ingestion
-# program, which participants cannot download (make_programs_available: false).
-RECORD_KEY_IN_PROGRAM = {"codalab": False, "codabench": True}
-
-
-def scoring_config(plan: PhasePlan, platform: str = "codalab") -> dict:
+def scoring_config(plan: PhasePlan, platform: str = DEFAULT_PLATFORM) -> dict:
     definition = kind(plan.kind)
     types = definition.task_types
     tasks = [{"name": task.name, "task_type": task.task_type,
@@ -55,7 +45,9 @@ def scoring_config(plan: PhasePlan, platform: str = "codalab") -> dict:
                for c in phase_columns(plan) if not c.computed]
     config = {"format": CONFIG_FORMAT, "phase": plan.name, "kind": plan.kind, "tasks": tasks,
               "columns": columns,
-              "record": RECORD_RULE[platform] if plan.code_submission else "optional",
+              # a code phase's res/ holds a record signed by its ingestion (scorer/config.py)
+              "record": (platforms.platform(platform).record_rule if plan.code_submission
+                         else "optional"),
               **({"gated": True} if plan.gate else {})}
     parse_config(config, "generated scoring config")      # the scorer must accept what we emit
     return config
@@ -145,7 +137,7 @@ def assemble_ingestion_program(plan: PhasePlan, destination: Path,
 
 
 def assemble_scoring_program(plan: PhasePlan, destination: Path,
-                             platform: str = "codalab") -> Path:
+                             platform: str = DEFAULT_PLATFORM) -> Path:
     return assemble_program(REPO / "scoring_program", Path(destination), CONFIG_NAME,
                             scoring_config(plan, platform),
                             kind(plan.kind).SCORING_DESCRIPTION)

@@ -8,7 +8,7 @@ it is an HMAC of the phase under a secret made once, at random, on the organizer
 rebuild stays byte-identical; another machine's build signs with another key.
 
 Where each platform lets the ingestion read the key, and no container of the participant's can,
-is ``programs.RECORD_KEY_IN_PROGRAM``'s business.
+is each platform object's ``record_key_in_program`` (``bundle/platforms/``).
 """
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
-"""Render competition.yaml and the HTML pages from Jinja2 templates (StrictUndefined).
+"""Render the HTML pages and the kit's guide from Jinja2 templates (StrictUndefined), and
+the pieces each platform's competition.yaml writer shares (``bundle/platforms/``).
 
-All decisions happen here, in code that builds the templates' context: which keys a phase
-gets, how a value is written as YAML, what a table row says. Templates only loop.
+All decisions happen here, in code that builds the templates' context: how a value is written
+as YAML, what a table row says. Templates only loop.
 """
 from __future__ import annotations
 
@@ -11,13 +12,13 @@ import json
 from pathlib import Path
 
 import jinja2
-import yaml
 
 from ingestion_program.ingest.config import MEMORY_RULE_TEXT
 from kinds.kind import kind
 from scoring_program.scorer.score_types import AGGREGATE, AVERAGE_RANK
 
-from .leaderboard import LeaderboardColumn, aggregate_description, codabench_columns
+from . import platforms
+from .leaderboard import LeaderboardColumn, aggregate_description
 from .markdown_text import markdown_html
 from .phase_plan import PhasePlan, epoch_text
 from .programs import DEFAULT_LIMITS
@@ -25,7 +26,6 @@ from .spec import CompetitionSpec, PhaseSpec
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 PAGES = ("overview", "evaluation", "data", "terms", "starting_kit")
-LEADERBOARD_LABEL = "Results"
 
 
 def when(moment: dt.datetime) -> str:
@@ -57,66 +57,8 @@ def yaml_scalar(value, quote_dates: bool = False) -> str:
     return json.dumps(str(value), ensure_ascii=False)     # a valid YAML double-quoted string
 
 
-def _phase_fields(phase: PhaseSpec, files: dict[str, str]) -> list[tuple[str, str]]:
-    fields = {"phasenumber": None, "label": phase.label, "description": phase.description,
-              "start_date": phase.start, "max_submissions": phase.max_submissions,
-              "max_submissions_per_day": phase.max_submissions_per_day,
-              "is_scoring_only": not phase.code_submission,
-              "execution_time_limit": phase.execution_time_limit,
-              "color": "blue" if phase.code_submission else "green", **files}
-    return [(key, yaml_scalar(value)) for key, value in fields.items() if key != "phasenumber"]
-
-
-def _column_fields(column: LeaderboardColumn, rank: int) -> list[tuple[str, str]]:
-    fields = [("label", yaml_scalar(column.label)), ("rank", yaml_scalar(rank)),
-              ("sort", yaml_scalar(column.sort)),
-              ("numeric_format", yaml_scalar(column.numeric_format))]
-    if column.selection_default:
-        fields.append(("selection_default", yaml_scalar(column.selection_default)))
-    if column.computed:     # fields must be one comma-separated string (a list crashes the site)
-        fields.append(("computed", "{operation: Avg, fields: "
-                       + json.dumps(",".join(column.computed_fields)) + "}"))
-    return fields
-
-
 def logo_member(spec: CompetitionSpec) -> str:
     return "logo" + spec.logo.suffix.lower()
-
-
-def competition_yaml(spec: CompetitionSpec, phases: list[PhaseSpec], files: list[dict[str, str]],
-                     columns: list[LeaderboardColumn], title: str) -> str:
-    """The v1.5 yaml of a competition holding ``phases`` (numbered 1.. in order, each with
-    its own files); its one leaderboard serves every phase (G26)."""
-    top_level = [("title", title), ("description", spec.description),
-                 ("competition_docker_image", spec.docker_image), ("has_registration", True),
-                 ("force_submission_to_leaderboard", True), ("enable_detailed_results", True)]
-    if spec.end_date:
-        top_level.append(("end_date", spec.end_date))
-    if spec.logo:
-        top_level.append(("image", logo_member(spec)))
-    context = {
-        "spec_name": spec.path.name,
-        "top_level": [(key, yaml_scalar(value)) for key, value in top_level],
-        "html": [(page, yaml_scalar(f"{page}.html")) for page in PAGES],
-        "phases": [{"number": number, "fields": [("phasenumber", str(number))]
-                    + _phase_fields(phase, phase_files)}
-                   for number, (phase, phase_files) in enumerate(zip(phases, files), start=1)],
-        "leaderboard_label": yaml_scalar(LEADERBOARD_LABEL),
-        "columns": [{"key": c.key, "fields": _column_fields(c, rank)}
-                    for rank, c in enumerate(columns, start=1)],
-    }
-    text = environment().get_template("competition.yaml.j2").render(context)
-    _verify_yaml(text, title, phases, columns)
-    return text
-
-
-def _verify_yaml(text: str, title: str, phases: list[PhaseSpec], columns) -> None:
-    """Read back what we wrote the way the site will, and compare with what we meant."""
-    parsed = yaml.safe_load(text)
-    assert parsed["title"] == title, "title did not survive YAML"
-    for number, phase in enumerate(phases, start=1):
-        assert parsed["phases"][number]["start_date"] == phase.start, "start date not a datetime"
-    assert list(parsed["leaderboard"]["columns"]) == [c.key for c in columns]
 
 
 def _timeline(spec: CompetitionSpec, phases: list[PhaseSpec]) -> list[dict]:
@@ -255,28 +197,6 @@ def _phase_context(spec, phases, index, plan, baseline_results) -> dict:
             "kind": kind_context}
 
 
-# Where the full figures of a task scored on a public part wait, on each platform: never in a
-# leaderboard column (Codabench's submissions API shows hidden ones too, codabench_v2.md §3.9).
-FULL_SCORES_TEXT = {
-    "codalab": ("Tasks scored on a public part of their test rows are also scored on all of "
-                "them for every submission; CodaLab v1.5 has no hidden leaderboard columns, so "
-                "those full figures go to each submission's private output, which only the "
-                "organizers can read. At the end the organizers re-score every submission on "
-                "all rows for the final ranking. Your detailed results and logs show the "
-                "public part only."),
-    "codabench": ("Tasks scored on a public part of their test rows are also scored on all of "
-                  "them for every submission; those full figures go to the submission's "
-                  "scoring output, which this phase hides from participants, and to no "
-                  "leaderboard column. At the end the organizers re-score every submission on "
-                  "all rows for the final ranking. Your detailed results and logs show the "
-                  "public part only.")}
-
-
-CODABENCH_RANKING = ("Codabench averages values, not ranks, so the average rank over tasks that "
-                     "ranks this competition on CodaLab cannot be expressed here: the weighted "
-                     "loss ranks instead.")
-
-
 def _ranking_text(columns: list[LeaderboardColumn], aggregate: str) -> str:
     ranking = next(c for c in columns if c.selection_default)
     how = (f"{AVERAGE_RANK.description.lower()}" if ranking.computed else
@@ -287,15 +207,15 @@ def _ranking_text(columns: list[LeaderboardColumn], aggregate: str) -> str:
 
 def page_contexts(spec: CompetitionSpec, phases: list[PhaseSpec], plans: list[PhasePlan],
                   columns: list[LeaderboardColumn], title: str,
-                  baseline_results: dict | None, platform: str = "codalab") -> dict[str, dict]:
+                  baseline_results: dict | None,
+                  platform: str = platforms.DEFAULT_PLATFORM) -> dict[str, dict]:
     """Each page's context: the competition's facts, and per phase (``phases``) its facts
     and, under ``kind``, what the kind's templates show for it. The leaderboard columns and
-    the ranking are the platform's: Codabench has no average-rank column."""
-    codabench_differs = platform == "codabench" and any(c.computed for c in columns)
-    full_scores = FULL_SCORES_TEXT[platform] if any(c.hidden for c in columns) else ""
-    if platform == "codabench":
-        columns = codabench_columns(columns)
-    columns = [column for column in columns if not column.hidden]
+    the ranking are the platform's (Codabench has no average-rank column)."""
+    site = platforms.platform(platform)
+    ranking_note = site.ranking_note(columns)
+    full_scores = site.full_scores_text if any(c.hidden for c in columns) else ""
+    columns = [column for column in site.leaderboard_columns(columns) if not column.hidden]
     per_phase = [_phase_context(spec, phases, index, plan, baseline_results)
                  for index, plan in enumerate(plans)]
     shared = ("All phases share this one leaderboard (both platforms attach one leaderboard to "
@@ -319,7 +239,7 @@ def page_contexts(spec: CompetitionSpec, phases: list[PhaseSpec], plans: list[Ph
                                     "description": c.description} for c in columns],
                        "ranking": " ".join(filter(None, [
                            _ranking_text(columns, aggregate_description(plans[0])),
-                           CODABENCH_RANKING if codabench_differs else "", shared,
+                           ranking_note, shared,
                            full_scores]))},
         "data": {**common, "heading": "Data"},
         "terms": {**common, "heading": "Terms and conditions",

@@ -1,7 +1,7 @@
 """How a phase's tasks become Codabench tasks. One Codabench task per phase runs and scores all
 its tasks; one per task (codabench_tasks: per_task) is refused, because the site's leaderboard
 rule cannot rank all the child submissions of one submission (codabench_v2.md §3.10): the
-rule is modelled in bundle/codabench_site.py, and the Codabench dry run holds each phase to it."""
+rule is modelled in bundle/platforms/codabench_site.py, and the Codabench dry run holds each phase to it."""
 import shutil
 import subprocess
 import sys
@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bundle.codabench_site import leaderboard_problem
-from bundle.dry_run import dry_run_codabench
+from bundle.platforms.codabench_site import leaderboard_problem
+from bundle.platforms import platform
 from bundle.spec import SpecError, load_spec
 
 REPO = Path(__file__).resolve().parents[1]
@@ -98,9 +98,10 @@ def test_the_dry_run_fails_a_phase_whose_leaderboard_keeps_one_task_of_a_submiss
                            text=True, timeout=600)
     assert built.returncode == 0, built.stdout[-2000:] + built.stderr[-2000:]
     bundle = next((tmp_path / "out").glob("*.zip"))
-    one = {s.step: s for s in dry_run_codabench(bundle, IMAGE_PYTHON)}
+    one = {s.step: s for s in platform("codabench").dry_run(bundle, IMAGE_PYTHON)}
     assert one["leaderboard"].status == "ok", one["leaderboard"].detail
-    split = dry_run_codabench(_split_into_two_tasks(bundle, tmp_path / "split.zip"), IMAGE_PYTHON)
+    split = platform("codabench").dry_run(_split_into_two_tasks(bundle, tmp_path / "split.zip"),
+                                          IMAGE_PYTHON)
     assert [s.status for s in split if s.step == "scoring"] == ["ok", "ok"]
     board = next(s for s in split if s.step == "leaderboard")
     assert board.status == "failed"

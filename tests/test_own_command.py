@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from bundle.dry_run import dry_run, dry_run_codabench
+from bundle.platforms import platform as platform_named
 from competition_formats import RECORD_KEY_NAME, read_record_key, read_run_record, \
     signature_problem
 from ingestion_harness import (KINDS, SETTINGS, needs_root, new_kind_run, prepare_kind,
@@ -111,8 +111,7 @@ def test_the_dry_run_runs_the_command_beside_the_ingestion_and_fails_it(
         default_bundles, tmp_path, platform):
     bundle = next(default_bundles[platform].glob("*evaluation-light*.zip"))
     submission = _with_command(_sample(bundle, tmp_path), tmp_path / "with_command.zip")
-    run = dry_run_codabench if platform == "codabench" else dry_run
-    steps = run(bundle, image_python(), submission)
+    steps = platform_named(platform).dry_run(bundle, image_python(), submission)
     by_step = {step.step: step for step in steps}
     assert "has a 'command'" in by_step["submission"].detail
     assert by_step["command"].status == "failed"

@@ -112,7 +112,7 @@ def test_the_codabench_site_model_shows_hidden_columns_to_anyone(tmp_path):
     SubmissionSerializer lists all its scores; SubmissionFilesSerializer.get_scoring_result
     gives the scoring output to organizers only (Competition.user_has_admin_permission) when
     the phase sets hide_score_output or hide_output."""
-    from bundle.codabench_site import hidden_figure_leaks, readable_by_others
+    from bundle.platforms.codabench_site import hidden_figure_leaks, readable_by_others
     output = tmp_path / "output"
     (output / "private").mkdir(parents=True)
     (output / "scores.json").write_text(json.dumps({"weighted_loss": 0.5,

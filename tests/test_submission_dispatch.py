@@ -129,7 +129,7 @@ def test_a_code_zip_in_a_codabench_results_phase_fails_as_the_worker_fails_it(tm
     push_output fails to write output/metadata ("Metadata file not found"); the scoring job's
     _get_bundle then fails on the prediction result that never came ("Bad or empty zip
     file", after 10 tries 20 s apart). Nothing is scored."""
-    from bundle.dry_run import dry_run_codabench
+    from bundle.platforms import platform
     built = subprocess.run([sys.executable, str(REPO / "build_bundle.py"), "--config",
                             str(LABEL_SPEC), "--phase", "development", "--platform", "codabench",
                             "--out", str(tmp_path / "out")], cwd=REPO, capture_output=True,
@@ -137,8 +137,8 @@ def test_a_code_zip_in_a_codabench_results_phase_fails_as_the_worker_fails_it(tm
     assert built.returncode == 0, built.stdout[-2000:] + built.stderr[-2000:]
     code = folder_with(tmp_path, {"submission.py": PREDICT})
     make_zip(code, tmp_path / "code.zip")
-    steps = dry_run_codabench(next((tmp_path / "out").glob("*.zip")), IMAGE_PYTHON,
-                              tmp_path / "code.zip")
+    steps = platform("codabench").dry_run(next((tmp_path / "out").glob("*.zip")), IMAGE_PYTHON,
+                                          tmp_path / "code.zip")
     outcome = {step.step: (step.status, step.detail) for step in steps}
     assert outcome["output"] == ("failed", "Metadata file not found")
     assert outcome["scoring"][0] == "failed"

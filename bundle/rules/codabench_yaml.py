@@ -11,7 +11,7 @@ from typing import Iterator
 
 from scoring_program.scorer.config import CONFIG_NAME as SCORING_CONFIG, FULL_STATISTICS
 
-from ..codabench_site import SCORES_API
+from ..platforms.codabench_site import SCORES_API
 from ..datasets import SEPARABLE, is_key
 from .framework import CODABENCH, Bundle, CannotCheck, rule
 

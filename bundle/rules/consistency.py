@@ -14,7 +14,6 @@ from ingestion_program.ingest.config import (DEFAULT_STARTUP_SECONDS, OVERHEAD_S
                                              worst_case_seconds)
 from scoring_program.scorer.config import CONFIG_NAME as SCORING_CONFIG, scores_file_keys
 
-from ..codabench import DEFAULT_EXECUTION_TIME_LIMIT_SECONDS, DEFAULT_QUEUE_LIMIT_SECONDS
 from .codabench_yaml import items
 from .codalab_yaml import phases, program_members
 from .framework import CODABENCH, CODALAB, Bundle, CannotCheck, Problem, is_int, rule
@@ -140,7 +139,7 @@ def _v2_time_problems(bundle: Bundle, where: str, limit, member: str) -> Iterato
     needed += bundle.margin
     bounds = [(limit, "execution_time_limit")]
     if not bundle.comp.get("queue"):        # a custom queue runs the phase's limit uncapped
-        bounds.append((DEFAULT_QUEUE_LIMIT_SECONDS, "the default queue's cap"))
+        bounds.append((bundle.platform.default_queue_limit_seconds, "the default queue's cap"))
     for bound, what in bounds:
         if bound < needed:
             yield (f"{where}: {what} is {bound} s but the run needs {needed:g} s "
@@ -166,7 +165,8 @@ def check_time_and_keys_v2(bundle: Bundle) -> Iterator[Problem]:
     written: set = set()
     fix = "derive the columns and the scoring config from the same plan"
     for i, phase in enumerate(items(comp, "phases")):
-        limit = phase.get("execution_time_limit", DEFAULT_EXECUTION_TIME_LIMIT_SECONDS)
+        limit = phase.get("execution_time_limit",
+                          bundle.platform.default_execution_time_limit_seconds)
         for index in phase.get("tasks", []):
             task = tasks.get(str(index), {})
             if task.get("ingestion_program") in bundle.names:

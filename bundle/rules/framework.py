@@ -18,9 +18,10 @@ from typing import Callable, Iterator
 
 import yaml
 
-from ..worker import CODABENCH, CODALAB
+from ..platforms import CODABENCH, CODALAB, PLATFORMS, platform as platform_named
 
-BOTH = (CODALAB, CODABENCH)
+# every platform: a rule's filter names those it runs on
+BOTH = tuple(PLATFORMS)
 REZIP = "zip the folder's contents with Python zipfile, skipping junk (G1, G2)"
 
 
@@ -33,29 +34,6 @@ class CheckFailure:
 
 class CannotCheck(Exception):
     """A rule's input is missing or unreadable: reported as a failure of that rule."""
-
-
-@dataclass(frozen=True)
-class Platform:
-    """Where each platform reads its YAML, and which rule owns the opening failures.
-
-    The owners keep the rule names the two former checkers used (tests and build messages
-    show them): CodaLab splits zip and YAML problems, Codabench files both as structure.
-    """
-    zip_rule: str          # the zip cannot be opened
-    yaml_rule: str         # the YAML is missing or does not parse into a mapping
-    files_rule: str        # a member a key names is missing
-    pick_yaml: Callable[[list[str]], str | None]
-
-
-PLATFORMS = {
-    # codalab_v1.md §1: the site parses the first member whose name contains '.yaml'.
-    CODALAB: Platform("zip-structure", "yaml-parses", "phase-files",
-                      lambda names: next((n for n in names if ".yaml" in n), None)),
-    # codabench_v2.md §0: competition.yaml must be at the zip root.
-    CODABENCH: Platform("v2-structure", "v2-structure", "v2-tasks",
-                        lambda names: "competition.yaml" if "competition.yaml" in names else None),
-}
 
 
 class _Loader(yaml.SafeLoader):
@@ -80,11 +58,12 @@ class _Loader(yaml.SafeLoader):
 
 
 class Bundle:
-    """What the rules read: member names, the YAML as the platform picks it, nested zips."""
+    """What the rules read: member names, the YAML as the platform picks it, nested zips;
+    ``platform`` is the site's object (``bundle/platforms/``)."""
 
     def __init__(self, archive: zipfile.ZipFile, platform: str, margin: float,
                  datasets: dict[str, bytes] | None = None):
-        self.archive, self.platform, self.margin = archive, PLATFORMS[platform], margin
+        self.archive, self.platform, self.margin = archive, platform_named(platform), margin
         self.names = archive.namelist()
         # Local copies of the data the yaml names by key (uploaded apart), by that key
         self.datasets = dict(datasets or {})
@@ -92,9 +71,7 @@ class Bundle:
         self.spec, self.yaml_error, self.duplicates = None, None, []
         self._nested: dict[str, zipfile.ZipFile] = {}
         if self.yaml_name is None:
-            self.yaml_error = ("no member name contains '.yaml' (the site fails with IndexError)"
-                               if platform == CODALAB else "competition.yaml is missing from the "
-                               "zip root ('competition.yaml is missing from zip')")
+            self.yaml_error = self.platform.missing_yaml
             return
         try:
             loader = _Loader(archive.read(self.yaml_name))
@@ -210,7 +187,7 @@ def check_bundle(path: Path, platform: str, scoring_margin_seconds: float = 60.0
     try:
         archive = zipfile.ZipFile(path)
     except (OSError, zipfile.BadZipFile) as error:
-        owner = PLATFORMS[platform].zip_rule
+        owner = platform_named(platform).zip_rule
         return [CheckFailure(owner, f"{path}: not a readable zip ({error})", REZIP)]
     with archive:
         bundle = Bundle(archive, platform, scoring_margin_seconds, datasets)

@@ -2,7 +2,8 @@
 
 Both workers substitute ``$variables`` with str.replace and split the command on single
 spaces, with no shell (codalab_v1.md §3.3, G18, G19; codabench_v2.md §3.4), so one command
-check serves both, each platform with the variables its worker replaces. The metadata file
+check serves both, each platform with the variables its worker replaces (its object's
+``worker_variables``, the table its dry run uses too). The metadata file
 differs: CodaLab reads ``metadata``, Codabench prefers ``metadata.yaml``.
 """
 from __future__ import annotations
@@ -19,11 +20,6 @@ from .framework import CODABENCH, CODALAB, REZIP, Bundle, CannotCheck, Problem, 
 from .zip_hygiene import walk
 
 SHELL = ("&", "|", ">", "<", ";", "`", "$(", "'", '"')
-_SCORING_VARIABLES = frozenset({"program", "input", "output", "tmp", "shared", "predictions"})
-VARIABLES = {"scoring_program": _SCORING_VARIABLES, "ingestion_program": _SCORING_VARIABLES
-             | {"ingestion_program", "submission_program", "hidden"}}
-# Codabench's worker replaces the same set in either program's command.
-CODABENCH_VARIABLES = VARIABLES["ingestion_program"]
 
 
 def _command_problems(command, allowed: frozenset) -> list[str]:
@@ -87,7 +83,8 @@ def check_program_metadata(bundle: Bundle) -> Iterator[Problem]:
                    "keep only command and description (G18)")
         command = metadata.get("command")
         yield from (f"{member}::metadata command {command!r} {problem} (G19)"
-                    for problem in _command_problems(command, VARIABLES[program]))
+                    for problem in _command_problems(
+                        command, bundle.platform.command_variables(program)))
         yield from (f"{member}::metadata command {command!r} {problem}"
                     for problem in _isolation_problems(command, program))
 
@@ -116,7 +113,8 @@ def check_programs_v2(bundle: Bundle) -> Iterator[Problem]:
                        "('Could not find scores file' / 'missing command')",
                        "put metadata.yaml with command: at the zip root")
                 continue
-            for problem in _command_problems(metadata["command"], CODABENCH_VARIABLES):
+            for problem in _command_problems(metadata["command"],
+                                             bundle.platform.command_variables(program)):
                 yield f"tasks[{i}].{program}: command {problem}", "one plain command line"
             for problem in _isolation_problems(metadata["command"], program):
                 yield f"tasks[{i}].{program}: command {problem}", "start it as python3 -I"

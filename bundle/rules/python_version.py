@@ -25,9 +25,7 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from ..spec import is_gpu_image
-from .codabench_yaml import items
-from .codalab_yaml import program_members
-from .framework import CODABENCH, CODALAB, PLATFORMS, Bundle, CannotCheck, Problem, rule
+from .framework import CODABENCH, CODALAB, Bundle, CannotCheck, Problem, rule
 
 TARGET = (3, 10)
 TARGET_TEXT = "Python 3.10"
@@ -430,18 +428,11 @@ def program_findings(archive: zipfile.ZipFile, packages: frozenset[str]
 
 def _program_zips(bundle: Bundle) -> list[tuple[str, str]]:
     """(where, member) of each distinct program zip the competition's YAML names."""
-    if bundle.platform is PLATFORMS[CODALAB]:
-        return [(program, member) for program, member in
-                program_members(bundle, *PROGRAMS)]
-    pairs = {(f"tasks[{index}].{program}", task[program])
-             for index, task in enumerate(items(bundle.comp, "tasks")) for program in PROGRAMS
-             if isinstance(task, dict) and isinstance(task.get(program), str)}
-    return sorted(pairs, key=lambda pair: pair[1])
+    return bundle.platform.program_zips(bundle, PROGRAMS)
 
 
 def _image(bundle: Bundle) -> str | None:
-    key = "competition_docker_image" if bundle.platform is PLATFORMS[CODALAB] else "docker_image"
-    image = bundle.comp.get(key)
+    image = bundle.comp.get(bundle.platform.image_key)
     return image if isinstance(image, str) else None
 
 
