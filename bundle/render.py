@@ -1,14 +1,13 @@
-"""Render the HTML pages and the kit's guide from Jinja2 templates (StrictUndefined), and
-the pieces each platform's competition.yaml writer shares (``bundle/platforms/``).
+"""Render the HTML pages and the kit's guide from Jinja2 templates (StrictUndefined); each
+platform writes its competition.yaml (``bundle/platforms/``).
 
-All decisions happen here, in code that builds the templates' context: how a value is written
-as YAML, what a table row says. Templates only loop.
+All decisions happen here, in code that builds the templates' context: what a page says, what
+a table row holds. Templates only loop.
 """
 from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import json
 from pathlib import Path
 
 import jinja2
@@ -41,20 +40,6 @@ def environment(kind_templates: Path | None = None) -> jinja2.Environment:
                               undefined=jinja2.StrictUndefined, trim_blocks=True,
                               lstrip_blocks=True, keep_trailing_newline=True,
                               autoescape=jinja2.select_autoescape(["html.j2"]))
-
-
-def yaml_scalar(value, quote_dates: bool = False) -> str:
-    """A value as the platform's YAML loader must read it: strings quoted; dates unquoted for
-    CodaLab (G8: a quoted date fails there), quoted UTC text for Codabench (an unquoted one
-    loses its time of day there)."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return repr(value)
-    if isinstance(value, (dt.date, dt.datetime)):
-        text = value.strftime("%Y-%m-%d %H:%M:%S")
-        return json.dumps(text) if quote_dates else text
-    return json.dumps(str(value), ensure_ascii=False)     # a valid YAML double-quoted string
 
 
 def logo_member(spec: CompetitionSpec) -> str:
