@@ -9,7 +9,10 @@ by markdown-it-py, with everything that could reach past the text turned off.
 - images are off (``![alt](url)`` is a "!" and a link): the page fetches nothing the
   organizer's text names;
 - bare addresses stay text (no linkify), quotes stay straight (no typographer);
-- CommonMark's blocks (paragraphs, lists, headings, quotes, code) and GitHub's tables.
+- CommonMark's blocks (paragraphs, lists, headings, quotes, code) and GitHub's tables;
+- no blank line in the result: Codabench runs a page through Markdown (codabench_v2.md §1.7),
+  where a blank line would end the page's raw HTML block, so a blank line inside a code block
+  ends with ``&#10;`` instead (the same line break in ``<pre>``).
 
 The result is ``markupsafe.Markup``, which Jinja2's autoescape leaves as it is:
 ``{{ markdown_html(spec.pages["overview"]) }}``.
@@ -23,6 +26,8 @@ from markupsafe import Markup
 
 SAFE_URL = re.compile(r"(?:https?://[^\s<>]+|mailto:[^\s<>/][^\s<>]*)\Z", re.IGNORECASE)
 MAX_URL = 2048
+# A line holding nothing but spaces: only a code block keeps one in markdown-it's output.
+BLANK_LINE_END = re.compile(r"(?<=\n)([ \t]*)\n")
 
 
 def safe_url(url: str) -> bool:
@@ -45,4 +50,5 @@ PARSER = _parser()
 
 def markdown_html(text: str) -> Markup:
     """The organizer's text as safe HTML (see the module's docstring for what is understood)."""
-    return Markup(PARSER.render(str.__str__(text or "")).rstrip("\n"))
+    html = PARSER.render(str.__str__(text or "")).rstrip("\n")
+    return Markup(BLANK_LINE_END.sub(r"\1&#10;", html))

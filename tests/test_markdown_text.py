@@ -1,6 +1,7 @@
 """bundle/markdown_text.py: the organizer's text as CommonMark (markdown-it-py), made safe."""
 import re
 import time
+from html import unescape
 
 import pytest
 from markupsafe import Markup
@@ -188,6 +189,16 @@ def test_tables():
 def test_list_items_are_escaped():
     assert html("- <img src=x onerror=alert(1)>") == (
         "<ul>\n<li>&lt;img src=x onerror=alert(1)&gt;</li>\n</ul>")
+
+
+@pytest.mark.parametrize("text", ["```\nfirst\n\n\n  \nlast\n```", "    a\n\n    b"])
+def test_code_blocks_keep_their_blank_lines_without_a_blank_line(text):
+    # Codabench's Markdown pass would end the page's raw HTML block at a blank line
+    result = html(text)
+    assert not re.search(r"\n[ \t]*\n", result), result
+    code = re.search(r"<pre><code>(.*)</code></pre>", result, re.S).group(1)
+    lines = [line.removeprefix("    ") for line in text.strip("`\n").split("\n")]
+    assert unescape(code) == "\n".join(lines) + "\n"
 
 
 def test_the_default_spec_text_renders():
