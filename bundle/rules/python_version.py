@@ -13,12 +13,13 @@ known here), which is not vermin's question.
 vermin 1.9.2, run on every entry of the tables this module held before it (159 names, modules,
 methods and keywords) and on its tests, misses a few things that ``_Supplement`` keeps:
 starred subscripts and ``*args: *Ts`` (PEP 646), the regular-expression syntax of 3.11
-(atomic groups, possessive quantifiers), and ``add_note``/``__notes__`` on an exception
-whose type it cannot see. (It also misses ``enum``'s boundary constants, ``os.CLONE_*``,
-``asyncio.Timeout``, ``logging.getHandlerByName``/``getHandlerNames``,
-``dataclass(weakref_slot=)``, ``statistics.correlation(method=)`` and a bare
-``ExceptionGroup`` that is not raised or called: rare enough in programs that no table is kept
-for them.)
+(atomic groups, possessive quantifiers), ``add_note``/``__notes__`` on an exception whose
+type it cannot see, and the new built-in exceptions where they are neither raised, called
+nor caught (``issubclass(kind, BaseExceptionGroup)``, as in 3.12's own contextlib). (It also
+misses ``enum``'s boundary constants, ``os.CLONE_*``, ``asyncio.Timeout``,
+``logging.getHandlerByName``/``getHandlerNames``, ``dataclass(weakref_slot=)`` and
+``statistics.correlation(method=)``: rare enough in programs that no table is kept for them.)
+vermin names each feature once per file, at one of its lines.
 
 A name reached through ``getattr(module, "name", None)`` is not flagged: that is the way to
 use something newer where it exists.
@@ -80,6 +81,8 @@ IMAGE_PACKAGES = {
 }
 # What vermin misses (see the module's docstring): exception notes on a receiver of any name,
 # and the regular-expression syntax of 3.11 in a pattern that one of these functions compiles.
+BUILTINS_ADDED = {"ExceptionGroup": "3.11", "BaseExceptionGroup": "3.11",
+                  "PythonFinalizationError": "3.13"}
 METHODS_ADDED = {"add_note": "3.11 (BaseException.add_note)",
                  "__notes__": "3.11 (BaseException.__notes__)"}
 RE_FUNCTIONS = {"compile", "search", "match", "fullmatch", "split", "findall", "finditer", "sub",
@@ -120,7 +123,8 @@ def source_findings(source: str, allowed_imports: frozenset[str] | None = None
     except SyntaxError as error:
         return [Finding(error.lineno or 0, f"{TARGET_TEXT} cannot parse it: {error.msg}",
                         "use the syntax of Python 3.10")]
-    found = _vermin_findings(source) + _Supplement(tree).findings
+    found = _vermin_findings(source)
+    found += [finding for finding in _Supplement(tree).findings if finding not in found]
     if allowed_imports is not None:
         found += _import_findings(tree, allowed_imports)
     return sorted(found, key=lambda finding: finding.line)
@@ -155,11 +159,13 @@ def _vermin_findings(source: str) -> list[Finding]:
 
 
 class _Supplement(ast.NodeVisitor):
-    """What vermin misses: PEP 646 stars, exception notes, the regular expressions of 3.11."""
+    """What vermin misses: PEP 646 stars, exception groups and notes, the regular expressions
+    of 3.11."""
 
     def __init__(self, tree: ast.AST):
         self.findings: list[Finding] = []
         self.re_names = _names_for_re(tree)
+        self.own_names = _bound_names(tree)
         self.visit(tree)
 
     def _add(self, node: ast.AST, what: str) -> None:
@@ -176,6 +182,11 @@ class _Supplement(ast.NodeVisitor):
             self._add(node.vararg, "a starred *args annotation is new in Python 3.11")
         self.generic_visit(node)
 
+    def visit_Name(self, node: ast.Name) -> None:
+        if node.id in BUILTINS_ADDED and isinstance(node.ctx, ast.Load) \
+                and node.id not in self.own_names:
+            self._add(node, f"{node.id} is new in Python {BUILTINS_ADDED[node.id]}")
+
     def visit_Attribute(self, node: ast.Attribute) -> None:
         if node.attr in METHODS_ADDED and isinstance(node.ctx, ast.Load):
             self._add(node, f".{node.attr} is new in Python {METHODS_ADDED[node.attr]}")
@@ -188,6 +199,19 @@ class _Supplement(ast.NodeVisitor):
             for feature in sorted(_regex_features(pattern)):
                 self._add(node, f"the pattern {pattern!r} uses {feature}, new in Python 3.11")
         self.generic_visit(node)
+
+
+def _bound_names(tree: ast.AST) -> set[str]:
+    """Names the file defines, assigns or imports itself (its own ExceptionGroup is no builtin)."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update(alias.asname or alias.name.split(".")[0] for alias in node.names)
+    return names
 
 
 def _names_for_re(tree: ast.AST) -> dict[str, str]:
