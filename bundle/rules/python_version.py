@@ -2,13 +2,24 @@
 the image's Python, 3.10 for ``codalab/codalab-legacy:gpu310`` (CUDA 12.4.1, Ubuntu 20.04),
 while the project and the default image use 3.12.
 
-No 3.10 interpreter is at hand at build time, so the check is static: the file must parse as
-3.10 (``ast.parse(feature_version=(3, 10))``: ``except*``, type parameters, ``type`` aliases),
-its f-strings must keep 3.10's rules (no quote of the enclosing string, backslash or comment
-inside a replacement field: PEP 701, which ``feature_version`` does not check), it must not
-use standard-library modules, names, keywords or regular-expression syntax added after 3.10,
-and it must import only the standard library, the program's own packages and what the image
-installs (the Dockerfile's packages; numpy alone where the image is not known here).
+No 3.10 interpreter is at hand at build time, so the check is static. vermin (its tables of
+what each Python version added: modules, names, keywords, syntax, PEP 701 f-strings) finds
+what needs a Python newer than 3.10; the file must also parse as 3.10
+(``ast.parse(feature_version=(3, 10))``), which catches the type parameters of a function that
+vermin does not name, and it must import only the standard library, the program's own packages
+and what the image installs (the Dockerfile's packages; numpy alone where the image is not
+known here), which is not vermin's question.
+
+vermin 1.9.2, run on every entry of the tables this module held before it (159 names, modules,
+methods and keywords) and on its tests, misses a few things that ``_Supplement`` keeps:
+starred subscripts and ``*args: *Ts`` (PEP 646), the regular-expression syntax of 3.11
+(atomic groups, possessive quantifiers), ``add_note``/``__notes__`` on an exception whose
+type it cannot see, and the new built-in exceptions where they are neither raised, called
+nor caught (``issubclass(kind, BaseExceptionGroup)``, as in 3.12's own contextlib). (It also
+misses ``enum``'s boundary constants, ``os.CLONE_*``, ``asyncio.Timeout``,
+``logging.getHandlerByName``/``getHandlerNames``, ``dataclass(weakref_slot=)`` and
+``statistics.correlation(method=)``: rare enough in programs that no table is kept for them.)
+vermin names each feature once per file, at one of its lines.
 
 A name reached through ``getattr(module, "name", None)`` is not flagged: that is the way to
 use something newer where it exists.
@@ -16,13 +27,15 @@ use something newer where it exists.
 from __future__ import annotations
 
 import ast
-import io
 import re
 import sys
-import tokenize
 import zipfile
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Iterator
+
+import vermin
+from vermin.formats import ParsableFormat
 
 from ..spec import is_gpu_image
 from .framework import CODABENCH, CODALAB, Bundle, CannotCheck, Problem, rule
@@ -31,101 +44,12 @@ TARGET = (3, 10)
 TARGET_TEXT = "Python 3.10"
 PROGRAMS = ("scoring_program", "ingestion_program")
 
-# Standard-library modules that appeared after 3.10, and those 3.10 has that later versions
-# removed (so this checker's own interpreter does not list them).
-MODULES_ADDED = {"tomllib": "3.11", "wsgiref.types": "3.11", "dbm.sqlite3": "3.13",
-                 "annotationlib": "3.14", "compression": "3.14", "string.templatelib": "3.14",
-                 "concurrent.interpreters": "3.14"}
+# Standard-library modules that 3.10 has and later versions removed (so this checker's own
+# interpreter may not list them).
 MODULES_REMOVED = {"asynchat", "asyncore", "distutils", "imp", "smtpd", "aifc", "audioop", "cgi",
                    "cgitb", "chunk", "crypt", "imghdr", "mailcap", "msilib", "nis", "nntplib",
                    "ossaudiodev", "pipes", "sndhdr", "spwd", "sunau", "telnetlib", "uu",
                    "xdrlib", "lib2to3"}
-
-
-def _names(version: str, *names: str) -> dict[str, str]:
-    return dict.fromkeys(names, version)
-
-
-# module -> name -> the version that added it
-NAMES_ADDED: dict[str, dict[str, str]] = {
-    "builtins": {**_names("3.11", "ExceptionGroup", "BaseExceptionGroup"),
-                 **_names("3.13", "PythonFinalizationError")},
-    "datetime": _names("3.11", "UTC"),
-    "typing": {**_names("3.11", "Self", "Never", "LiteralString", "assert_never", "reveal_type",
-                        "Required", "NotRequired", "TypeVarTuple", "Unpack", "assert_type",
-                        "clear_overloads", "get_overloads", "dataclass_transform"),
-               **_names("3.12", "override", "TypeAliasType"),
-               **_names("3.13", "ReadOnly", "TypeIs", "NoDefault", "get_protocol_members",
-                        "is_protocol")},
-    "enum": {**_names("3.11", "StrEnum", "ReprEnum", "EnumCheck", "FlagBoundary", "verify",
-                      "member", "nonmember", "global_enum", "show_flag_values", "EnumType",
-                      "CONFORM", "EJECT", "KEEP", "STRICT", "UNIQUE", "CONTINUOUS",
-                      "NAMED_FLAGS"), **_names("3.13", "EnumDict")},
-    "hashlib": _names("3.11", "file_digest"),
-    "contextlib": _names("3.11", "chdir"),
-    "asyncio": {**_names("3.11", "TaskGroup", "timeout", "timeout_at", "Runner", "Barrier",
-                         "BrokenBarrierError", "Timeout"),
-                **_names("3.12", "eager_task_factory", "create_eager_task_factory"),
-                **_names("3.13", "QueueShutDown")},
-    "itertools": _names("3.12", "batched"),
-    "math": {**_names("3.11", "cbrt", "exp2"), **_names("3.12", "sumprod"),
-             **_names("3.13", "fma")},
-    "operator": _names("3.11", "call"),
-    "logging": {**_names("3.11", "getLevelNamesMapping"),
-                **_names("3.12", "getHandlerByName", "getHandlerNames")},
-    "inspect": {**_names("3.11", "getmembers_static"),
-                **_names("3.12", "markcoroutinefunction", "BufferFlags")},
-    "sys": {**_names("3.11", "exception"),
-            **_names("3.12", "monitoring", "last_exc", "activate_stack_trampoline",
-                     "deactivate_stack_trampoline", "is_stack_trampoline_active"),
-            **_names("3.13", "_is_gil_enabled")},
-    "os": {**_names("3.11", "login_tty"),
-           **_names("3.12", "unshare", "setns", "listdrives", "listmounts", "listvolumes",
-                    "CLONE_FILES", "CLONE_FS", "CLONE_NEWCGROUP", "CLONE_NEWIPC", "CLONE_NEWNET",
-                    "CLONE_NEWNS", "CLONE_NEWPID", "CLONE_NEWTIME", "CLONE_NEWUSER",
-                    "CLONE_NEWUTS", "CLONE_SIGHAND", "CLONE_SYSVSEM", "CLONE_THREAD",
-                    "CLONE_VM"),
-           **_names("3.13", "process_cpu_count", "grantpt", "posix_openpt", "ptsname",
-                    "unlockpt", "timerfd_create", "timerfd_settime", "timerfd_gettime")},
-    "os.path": {**_names("3.12", "splitroot", "isjunction"), **_names("3.13", "isreserved")},
-    "locale": _names("3.11", "getencoding"),
-    "random": _names("3.12", "binomialvariate"),
-    "statistics": _names("3.13", "kde", "kde_random"),
-    "types": _names("3.12", "get_original_bases"),
-    "collections.abc": _names("3.12", "Buffer"),
-    "http": _names("3.11", "HTTPMethod"),
-    "calendar": _names("3.12", "Month", "Day"),
-    "copy": _names("3.13", "replace"),
-    "warnings": _names("3.13", "deprecated"),
-    "base64": _names("3.13", "z85encode", "z85decode"),
-    "glob": _names("3.13", "translate"),
-    "queue": _names("3.13", "ShutDown"),
-    "pathlib": _names("3.13", "UnsupportedOperation"),
-    "threading": _names("3.12", "setprofile_all_threads", "settrace_all_threads"),
-    "re": {**_names("3.11", "NOFLAG"), **_names("3.13", "PatternError")},
-    "unittest": _names("3.11", "enterModuleContext"),
-    "uuid": _names("3.14", "uuid6", "uuid7", "uuid8"),
-}
-# Methods of objects whose type a static check cannot see (Path.walk, exception notes):
-# flagged on anything that is not a module (os.walk and ast.walk are old).
-METHODS_ADDED = {"walk": "3.12 (Path.walk)", "is_junction": "3.12 (Path.is_junction)",
-                 "with_segments": "3.12 (PurePath.with_segments)",
-                 "full_match": "3.13 (PurePath.full_match)", "from_uri": "3.13 (Path.from_uri)",
-                 "add_note": "3.11 (BaseException.add_note)",
-                 "__notes__": "3.11 (BaseException.__notes__)",
-                 "get_identifiers": "3.11 (string.Template.get_identifiers)"}
-# Modules whose function of that name is old: os.walk, ast.walk, pkgutil.walk_packages...
-MODULES_WITH_OLD_NAMESAKES = {"os", "ast", "os.path"}
-# (function or method name, keyword) -> the version that added the keyword
-KEYWORDS_ADDED = {("rmtree", "onexc"): "3.12", ("TemporaryDirectory", "delete"): "3.12",
-                  ("NamedTemporaryFile", "delete_on_close"): "3.12",
-                  ("glob", "include_hidden"): "3.11", ("iglob", "include_hidden"): "3.11",
-                  ("glob", "case_sensitive"): "3.12", ("rglob", "case_sensitive"): "3.12",
-                  ("ZipFile", "metadata_encoding"): "3.11", ("dataclass", "weakref_slot"): "3.11",
-                  ("relative_to", "walk_up"): "3.12", ("fmean", "weights"): "3.11",
-                  ("Popen", "process_group"): "3.11", ("correlation", "method"): "3.12",
-                  ("nextafter", "steps"): "3.12", ("batched", "strict"): "3.13",
-                  ("add_argument", "deprecated"): "3.13"}
 REPLACEMENTS = {
     "datetime.UTC": "datetime.timezone.utc",
     "tomllib": "a TOML reader the image installs, or JSON",
@@ -139,6 +63,8 @@ REPLACEMENTS = {
     "typing.Self": "a TypeVar bound to the class, or the class name as a string",
     "asyncio.TaskGroup": "asyncio.gather()",
     "asyncio.timeout": "asyncio.wait_for()",
+    "f-strings (PEP 701)": "an expression without the string's own quote, a backslash or a "
+                           "comment inside the braces (or a variable set before the f-string)",
 }
 ALWAYS_THERE = frozenset({"numpy"})      # every image the programs target: they need it
 # Import names of what each known GPU image installs: its Dockerfile's packages
@@ -151,10 +77,20 @@ IMAGE_PACKAGES = {
         "threadpoolctl", "dateutil", "pytz", "google", "typing_extensions", "jinja2",
         "packaging", "sympy", "networkx", "filelock", "fsspec", "triton", "ml_dtypes"}),
 }
+# What vermin misses (see the module's docstring): exception notes on a receiver of any name,
+# and the regular-expression syntax of 3.11 in a pattern that one of these functions compiles.
+BUILTINS_ADDED = {"ExceptionGroup": "3.11", "BaseExceptionGroup": "3.11",
+                  "PythonFinalizationError": "3.13"}
+METHODS_ADDED = {"add_note": "3.11 (BaseException.add_note)",
+                 "__notes__": "3.11 (BaseException.__notes__)"}
 RE_FUNCTIONS = {"compile", "search", "match", "fullmatch", "split", "findall", "finditer", "sub",
                 "subn"}
 RE_ADDED = {"ATOMIC_GROUP": "atomic groups (?>...)",
             "POSSESSIVE_REPEAT": "possessive quantifiers (*+, ++, ?+, {m,n}+)"}
+# One line of vermin's parsable output: path:line:column:py2:py3:what (path left out here).
+VERMIN_LINE = re.compile(r"<unknown>:(?P<line>\d*):\d*:[^:]*:(?P<version>[\d.]+):(?P<what>.+)\Z")
+# vermin names a module or a member as "'datetime.UTC' member", a keyword as "'f(keyword)'".
+VERMIN_NAME = re.compile(r"'(?P<name>[^']+)'(?: member| module)?\Z")
 
 
 @dataclass(frozen=True)
@@ -164,10 +100,12 @@ class Finding:
     fix: str = "write it the Python 3.10 way, or reach it with getattr(module, 'name', None)"
 
 
+@lru_cache(maxsize=1)
 def stdlib_modules() -> frozenset[str]:
     """Top-level standard-library modules of Python 3.10."""
-    added = {name for name in MODULES_ADDED if "." not in name}
-    return frozenset((set(sys.stdlib_module_names) | MODULES_REMOVED) - added)
+    newer = {module for module, (_, py3) in vermin.MOD_REQS(vermin.Config()).items()
+             if "." not in module and py3 is not None and py3 > TARGET}
+    return frozenset((set(sys.stdlib_module_names) | MODULES_REMOVED) - newer)
 
 
 def image_packages(image: str) -> frozenset[str]:
@@ -183,127 +121,114 @@ def source_findings(source: str, allowed_imports: frozenset[str] | None = None
     except SyntaxError as error:
         return [Finding(error.lineno or 0, f"{TARGET_TEXT} cannot parse it: {error.msg}",
                         "use the syntax of Python 3.10")]
-    found = _fstring_findings(source) + _NameScan(tree).findings
+    found = _vermin_findings(source)
+    found += [finding for finding in _Supplement(tree).findings if finding not in found]
     if allowed_imports is not None:
         found += _import_findings(tree, allowed_imports)
     return sorted(found, key=lambda finding: finding.line)
 
 
-def _added_text(dotted: str, version: str) -> str:
-    return f"{dotted} is new in Python {version}"
+def _vermin_config() -> vermin.Config:
+    config = vermin.Config()
+    config.set_format(ParsableFormat())      # one line per finding, with its line number
+    config.add_target(TARGET, exact=False)   # "3.10-": whatever needs more is a violation
+    config.set_only_show_violations(True)
+    config.set_eval_annotations(True)        # 3.10 evaluates them (without the __future__)
+    config.set_parse_comments(False)         # a "# novm" comment must not silence the rule
+    return config
 
 
-def _replacement(dotted: str) -> str | None:
-    how = REPLACEMENTS.get(dotted)
-    return f"use {how} instead" if how else None
+def _vermin_findings(source: str) -> list[Finding]:
+    visitor = vermin.visit(source, _vermin_config())
+    if not isinstance(visitor, vermin.SourceVisitor):
+        return []          # vermin could not parse what ast.parse did: it has nothing to add
+    findings = []
+    for line in visitor.output_text().splitlines():
+        match = VERMIN_LINE.match(line)
+        if match is None:
+            continue                         # a summary or a note without a version
+        named = VERMIN_NAME.match(match["what"])
+        what = named["name"] if named else match["what"]
+        how = REPLACEMENTS.get(what)
+        finding = Finding(int(match["line"] or 0), f"{what} is new in Python {match['version']}")
+        findings.append(Finding(finding.line, finding.what, f"use {how} instead") if how
+                        else finding)
+    return findings
 
 
-class _NameScan(ast.NodeVisitor):
-    """Module aliases, then every dotted name, call keyword and regular expression."""
+class _Supplement(ast.NodeVisitor):
+    """What vermin misses: PEP 646 stars, exception groups and notes, the regular expressions
+    of 3.11."""
 
     def __init__(self, tree: ast.AST):
         self.findings: list[Finding] = []
-        self.aliases: dict[str, str] = {}
-        self.bound: set[str] = set()
-        for node in ast.walk(tree):
-            self._learn(node)
+        self.re_names = _names_for_re(tree)
+        self.own_names = _bound_names(tree)
         self.visit(tree)
 
-    def _learn(self, node: ast.AST) -> None:
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                name = alias.asname or alias.name.split(".")[0]
-                self.aliases[name] = alias.name if alias.asname else name
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            for alias in node.names:
-                self.aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            self.bound.add(node.name)
-        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            self.bound.add(node.id)
-
-    def _flag(self, node: ast.AST, dotted: str, version: str) -> None:
-        finding = Finding(getattr(node, "lineno", 0), _added_text(dotted, version))
-        how = _replacement(dotted)
-        self.findings.append(Finding(finding.line, finding.what, how) if how else finding)
-
-    def _dotted(self, node: ast.AST) -> str | None:
-        """``dt.UTC`` -> ``datetime.UTC`` when ``dt`` is an imported module or name."""
-        parts = []
-        while isinstance(node, ast.Attribute):
-            parts.append(node.attr)
-            node = node.value
-        if not isinstance(node, ast.Name) or node.id not in self.aliases:
-            return None
-        return ".".join([self.aliases[node.id], *reversed(parts)])
-
-    def _check_dotted(self, node: ast.AST, dotted: str) -> bool:
-        """Flags the first part of ``a.b.c`` that is newer than 3.10: a module or a name."""
-        parts = dotted.split(".")
-        for index in range(1, len(parts) + 1):
-            prefix, module = ".".join(parts[:index]), ".".join(parts[:index - 1])
-            version = MODULES_ADDED.get(prefix) or NAMES_ADDED.get(module, {}).get(parts[index - 1])
-            if version:
-                self._flag(node, prefix, version)
-                return True
-        return False
-
-    def visit_Import(self, node: ast.Import) -> None:
-        for alias in node.names:
-            self._check_dotted(node, alias.name)
-
-    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
-        if node.level == 0 and node.module and not self._check_dotted(node, node.module):
-            for alias in node.names:
-                self._check_dotted(node, f"{node.module}.{alias.name}")
-
-    def visit_Attribute(self, node: ast.Attribute) -> None:
-        dotted = self._dotted(node)
-        if dotted is not None and self._check_dotted(node, dotted):
-            return
-        receiver = self._dotted(node.value)
-        if node.attr in METHODS_ADDED and isinstance(node.ctx, ast.Load) \
-                and receiver not in MODULES_WITH_OLD_NAMESAKES:
-            self.findings.append(Finding(node.lineno, f".{node.attr} is new in Python "
-                                                      f"{METHODS_ADDED[node.attr]}"))
-        self.generic_visit(node)
-
-    def visit_Name(self, node: ast.Name) -> None:
-        version = NAMES_ADDED["builtins"].get(node.id)
-        if version and isinstance(node.ctx, ast.Load) and node.id not in self.bound \
-                and node.id not in self.aliases:
-            self._flag(node, node.id, version)
-
-    def visit_Call(self, node: ast.Call) -> None:
-        name = (node.func.attr if isinstance(node.func, ast.Attribute)
-                else getattr(node.func, "id", None))
-        for keyword in node.keywords:
-            version = KEYWORDS_ADDED.get((name, keyword.arg))
-            if version:
-                self.findings.append(Finding(node.lineno, f"{name}({keyword.arg}=...) is new "
-                                                          f"in Python {version}"))
-        if self._dotted(node.func) in {f"re.{f}" for f in RE_FUNCTIONS} and node.args:
-            self._regex(node, node.args[0])
-        self.generic_visit(node)
-
-    def _regex(self, node: ast.Call, pattern: ast.AST) -> None:
-        if isinstance(pattern, ast.Constant) and isinstance(pattern.value, str):
-            for feature in sorted(_regex_features(pattern.value)):
-                self.findings.append(Finding(node.lineno, f"the pattern {pattern.value!r} uses "
-                                                          f"{feature}, new in Python 3.11"))
+    def _add(self, node: ast.AST, what: str) -> None:
+        self.findings.append(Finding(getattr(node, "lineno", 0), what))
 
     def visit_Subscript(self, node: ast.Subscript) -> None:
         elements = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
         if any(isinstance(element, ast.Starred) for element in elements):
-            self.findings.append(Finding(node.lineno, "a starred expression in a subscript "
-                                                      "(x[*a]) is new in Python 3.11"))
+            self._add(node, "a starred expression in a subscript (x[*a]) is new in Python 3.11")
         self.generic_visit(node)
 
     def visit_arguments(self, node: ast.arguments) -> None:
         if node.vararg and isinstance(node.vararg.annotation, ast.Starred):
-            self.findings.append(Finding(node.vararg.lineno, "a starred *args annotation is new "
-                                                             "in Python 3.11"))
+            self._add(node.vararg, "a starred *args annotation is new in Python 3.11")
         self.generic_visit(node)
+
+    def visit_Name(self, node: ast.Name) -> None:
+        if node.id in BUILTINS_ADDED and isinstance(node.ctx, ast.Load) \
+                and node.id not in self.own_names:
+            self._add(node, f"{node.id} is new in Python {BUILTINS_ADDED[node.id]}")
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        if node.attr in METHODS_ADDED and isinstance(node.ctx, ast.Load):
+            self._add(node, f".{node.attr} is new in Python {METHODS_ADDED[node.attr]}")
+        self.generic_visit(node)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        if _called_name(node.func, self.re_names) and node.args \
+                and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+            pattern = node.args[0].value
+            for feature in sorted(_regex_features(pattern)):
+                self._add(node, f"the pattern {pattern!r} uses {feature}, new in Python 3.11")
+        self.generic_visit(node)
+
+
+def _bound_names(tree: ast.AST) -> set[str]:
+    """Names the file defines, assigns or imports itself (its own ExceptionGroup is no builtin)."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update(alias.asname or alias.name.split(".")[0] for alias in node.names)
+    return names
+
+
+def _names_for_re(tree: ast.AST) -> dict[str, str]:
+    """Local name -> what it is in ``re``: "" for the module itself, else the function."""
+    names = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update({alias.asname or alias.name: "" for alias in node.names
+                          if alias.name == "re"})
+        elif isinstance(node, ast.ImportFrom) and node.module == "re" and node.level == 0:
+            names.update({alias.asname or alias.name: alias.name for alias in node.names})
+    return names
+
+
+def _called_name(function: ast.AST, re_names: dict[str, str]) -> bool:
+    """Whether ``function`` is one of ``re``'s functions that compile their first argument."""
+    if isinstance(function, ast.Attribute) and isinstance(function.value, ast.Name):
+        return re_names.get(function.value.id) == "" and function.attr in RE_FUNCTIONS
+    return isinstance(function, ast.Name) and re_names.get(function.id) in RE_FUNCTIONS
 
 
 def _regex_features(pattern: str) -> set[str]:
@@ -326,54 +251,6 @@ def _walk_regex(value, found: set[str]) -> None:
             if isinstance(item, tuple) and item and str(item[0]) in RE_ADDED:
                 found.add(RE_ADDED[str(item[0])])
             _walk_regex(item, found)
-
-
-def _fstring_findings(source: str) -> list[Finding]:
-    """PEP 701 (3.12) let a replacement field hold the string's own quote, a backslash, a
-    comment or a line break of a one-line string; 3.10 ends the string there or refuses it."""
-    if not hasattr(tokenize, "FSTRING_START"):
-        return []            # an older tokenizer: ast.parse has refused such f-strings already
-    findings, stack = [], []          # stack: [quote, braces open] of each f-string entered
-    try:
-        tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
-    except (tokenize.TokenError, SyntaxError):
-        return []
-    for token in tokens:
-        problem = _fstring_problem(token, stack)
-        if problem and not any(f.line == token.start[0] for f in findings):
-            findings.append(Finding(token.start[0], f"this f-string {problem}, which Python "
-                                                    "3.10 does not allow (PEP 701 is 3.12)",
-                                    "move the expression out of the f-string into a variable"))
-        _track_fstring(token, stack)
-    return findings
-
-
-def _track_fstring(token: tokenize.TokenInfo, stack: list) -> None:
-    if token.type == tokenize.FSTRING_START:
-        stack.append([token.string.lstrip("rRfFbBuU"), 0])
-    elif token.type == tokenize.FSTRING_END and stack:
-        stack.pop()
-    elif token.type == tokenize.OP and stack and token.string in "{}":
-        stack[-1][1] += 1 if token.string == "{" else -1
-
-
-def _fstring_problem(token: tokenize.TokenInfo, stack: list) -> str | None:
-    """Whether ``token`` breaks 3.10's rules for the f-strings whose replacement field it is in:
-    every enclosing one but the innermost, which counts only while a field of it is open."""
-    if not stack:
-        return None
-    inner_literal = token.type == tokenize.FSTRING_MIDDLE or stack[-1][1] == 0
-    enclosing = stack[:-1] if inner_literal else stack
-    for quote, _ in enclosing:
-        if quote in token.string:
-            return f"reuses its quote {quote} inside a replacement field"
-        if "\\" in token.string:
-            return "has a backslash inside a replacement field"
-        if token.type == tokenize.COMMENT:
-            return "has a comment inside a replacement field"
-        if token.type in (tokenize.NL, tokenize.NEWLINE) and len(quote) == 1:
-            return "breaks a line inside a replacement field of a one-line string"
-    return None
 
 
 def _guarded_imports(tree: ast.AST) -> set[int]:
