@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from competition_formats import TaskRun
-from kinds.scoring import TaskConfig, TaskResult
+from runtime.formats import TaskRun
+from runtime.scoring import TaskConfig, TaskResult
 
 from .evaluate import score_task as _score_task
 from .predictions import expected_names, load_submission
