@@ -1,4 +1,5 @@
-"""The BDL kind's side of the scoring seam (``kinds/scoring.py`` says what it provides)."""
+"""The BDL kind's side of the scoring seam (its record, ``kinds.kind.ScoringRuntime``, says what it
+provides; the shared types are in ``runtime/scoring.py``)."""
 from __future__ import annotations
 
 from pathlib import Path
