@@ -35,7 +35,7 @@ sys.path.insert(0, str(REPO))
 from bundle.phase_plan import PhasePlan, load_planned_task  # noqa: E402
 from bundle.phase_data import stage_reference_data
 from bundle.programs import assemble_scoring_program  # noqa: E402
-from competition_formats import write_matrix  # noqa: E402
+from runtime.formats import write_matrix  # noqa: E402
 from kinds.bdl2021.runtime.formats import write_chain_probs, write_chain_samples
 
 CHAINS = 4

@@ -1,6 +1,6 @@
 """What the shipped ``starting_kit/run_local.py`` imports in the organizers' repository
-(``repository_layout``): the kit's files stay byte-identical in issue 26's record step, so its
-import stays too, and goes with the runtime step. Everything else reads ``kinds.kind``."""
+(``repository_layout``): the kit's files stay as they are until issue 26's starting-kit step, so
+its import stays too, and goes with that step. Everything else reads ``kinds.kind``."""
 from __future__ import annotations
 
 from kinds.kind import Kind, kind

@@ -1,8 +1,9 @@
 """Assemble the scoring and ingestion program folders, each with its generated config.
 
-A program folder is its source folder plus the code both programs share, copied from one
-source: ``competition_formats``, the seam modules of ``kinds/`` and the phase's kind's
-``runtime/`` (never its build-time code or data), plus a config generated from the phase plan.
+A program folder is its source folder plus the code both programs share, copied by one
+function (``copy_shipped_code``): the ``runtime`` package, the kinds' registry and records
+(``kinds/__init__.py``, ``kinds/kind.py``) and the phase's kind's ``runtime/`` (never its
+build-time code or data), plus a config generated from the phase plan.
 Zipping these folders is the builder's next step; tests run them as the worker would.
 """
 from __future__ import annotations
@@ -27,9 +28,9 @@ from .platforms import DEFAULT_PLATFORM
 from .record_key import write_record_key
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED_PACKAGES = ("competition_formats",)
 IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", ".DS_Store", "README.md")
-SEAM_MODULES = ("__init__.py", "scoring.py", "report.py", "svg_charts.py")
+# What a program imports of kinds/ besides the phase's kind: the registry and the records.
+KIND_REGISTRY = ("__init__.py", "kind.py")
 
 
 def scoring_config(plan: PhasePlan, platform: str = DEFAULT_PLATFORM) -> dict:
@@ -53,11 +54,13 @@ def scoring_config(plan: PhasePlan, platform: str = DEFAULT_PLATFORM) -> dict:
     return config
 
 
-def copy_kind_runtime(kind: str, destination: Path) -> None:
-    """``kinds/`` as a program needs it: the seam modules and this kind's ``runtime/``."""
+def copy_shipped_code(kind: str, destination: Path) -> None:
+    """Everything a program ships besides its own source: the shared ``runtime`` package, the
+    kinds' registry and records, and this kind's ``__init__.py`` and ``runtime/``."""
+    shutil.copytree(REPO / "runtime", destination / "runtime", ignore=IGNORED)
     kinds_folder = destination / "kinds"
     kinds_folder.mkdir()
-    for name in SEAM_MODULES:
+    for name in KIND_REGISTRY:
         shutil.copyfile(REPO / "kinds" / name, kinds_folder / name)
     source = REPO / Path(*package(kind).split("."))
     (kinds_folder / source.name).mkdir()
@@ -77,12 +80,10 @@ def write_metadata(folder: Path, description: str) -> None:
 
 def assemble_program(source: Path, destination: Path, config_name: str, config: dict,
                      description: str) -> Path:
-    """Program folder + shared packages + kind runtime + config + metadata."""
+    """Program folder + shipped shared code and kind runtime + config + metadata."""
     shutil.copytree(source, destination, ignore=IGNORED)
     write_metadata(destination, description)
-    for package_name in SHARED_PACKAGES:
-        shutil.copytree(REPO / package_name, destination / package_name, ignore=IGNORED)
-    copy_kind_runtime(config["kind"], destination)
+    copy_shipped_code(config["kind"], destination)
     (destination / config_name).write_text(json.dumps(config, indent=1, sort_keys=True) + "\n")
     return destination
 

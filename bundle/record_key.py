@@ -1,4 +1,4 @@
-"""The key that signs the ingestion record (``competition_formats.run_record``).
+"""The key that signs the ingestion record (``runtime/formats/run_record.py``).
 
 A code phase's scorer accepts only a record its ingestion signed, so a zip of prediction files
 made without running the code cannot pass for a run. The key must therefore be unknown to
@@ -18,7 +18,7 @@ import os
 import secrets
 from pathlib import Path
 
-from competition_formats import RECORD_KEY_NAME
+from runtime.formats import RECORD_KEY_NAME
 
 SECRET_VARIABLE = "BUNDLE_RECORD_SECRET"
 SECRET_BYTES = 32

@@ -1,7 +1,8 @@
 """CodaLab entry point (see ingest/main.py for the arguments).
 
-The builder assembles the program folder: this file, the ``ingest`` package, a copy of
-``competition_formats`` and the generated ``ingestion_config.json``.
+The builder assembles the program folder: this file, the ``ingest`` package, the shared
+``runtime`` package, the kinds' registry with the phase's kind's runtime and the generated
+``ingestion_config.json``.
 """
 import os
 import sys

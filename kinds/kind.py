@@ -1,4 +1,5 @@
-"""A competition kind as the builder sees it: one frozen record per kind, its whole interface.
+"""A competition kind's whole interface, as frozen records: the builder's (``Kind``) and the
+programs' (``ScoringRuntime``, ``IngestionRuntime``, ``Participant``).
 
 Each kind's ``kinds/<name>/kind.py`` ends with ``KIND = Kind(...)``; the record is checked when
 it is made (so when the kind is loaded): a required hook left out, or a value of the wrong
@@ -7,8 +8,9 @@ defaults are here and nowhere else, so the core reads every field without asking
 kind has it. ``KINDS`` maps each registered name (``kinds/__init__.py``) to its record, loading
 a kind's definition only when it is first asked for; ``kind(name)`` is the look-up.
 
-Builder side only: this module is never copied into a program (the programs look a kind's
-runtime up in ``kinds/__init__.py``). The fields:
+Shipped in both programs (``bundle.programs.copy_shipped_code``), so standard library only, and
+importing it imports no kind: a kind's build-time code is loaded only when the builder asks for
+its ``Kind``. The builder's fields:
 
 Constants (their names as the kinds' modules spell them):
 
@@ -47,6 +49,23 @@ Hooks:
 Read from the kind's runtime (what the programs see): ``task_types``, ``times_epochs`` and
 ``scores_public_rows``.
 
+The programs' side: ``scoring_runtime(name)``, ``ingestion_runtime(name)`` (with its
+``participant``) are the records of the kind's ``runtime/scoring.py``, ``runtime/ingestion.py``
+and ``runtime/participant.py``, made from each module's names, with the same checks and the
+optional hooks' defaults here too:
+
+- scoring: ``TASK_TYPES``, ``parse_settings(task_type, raw, where)``,
+  ``score_task(task, ref, res, run[, rows=])``, ``submission_files(task)``, ``REPORT_INTRO``,
+  ``task_summary(result)``, ``report_section(result)`` (see ``runtime/scoring.py``); optional
+  ``SCORES_PUBLIC_ROWS`` (default False: ``score_task`` takes no ``rows``);
+- ingestion: ``output_bytes(task)``, ``check_output(array, task, what)``; optional
+  ``stage_inputs(task, input_dir, folder)`` (default: the task's one inputs file, copied
+  readable), ``units(task)`` (default: none, the task runs whole), ``gate_problem(array, task)``
+  (default: none beyond the core's) and ``epoch_seconds(task, data)`` (default None: no budget
+  in epochs);
+- participant (the sandboxed child's side, staged alone next to ``child_main.py``, which reads
+  it there): ``SIGNATURE`` and ``call(function, spec, begin, checkpoint)``.
+
 A task is a folder ``<data_root>/<task>/`` holding ``<task>_task.json``, its declaration; what
 else the folder holds is the kind's business.
 """
@@ -55,12 +74,13 @@ from __future__ import annotations
 import dataclasses
 import functools
 import importlib
+import os
 import shutil
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 from kinds import KINDS as PACKAGES
-from kinds import package, runtime
+from kinds import package, runtime_module
 
 DEFAULT_ENTRY = ("submission", "predict")
 DEFAULT_EPOCH_UNIT = "one pass of the reference training"
@@ -98,6 +118,23 @@ def _rows_unknown(declaration: dict) -> None:
 
 def _no_support_modules() -> dict[str, Path]:
     return {}
+
+
+def _no_units(task) -> tuple[tuple[str, ...], float]:
+    return (), 0.0
+
+
+def _no_gate_problem(array, task) -> None:
+    return None
+
+
+def copy_inputs_file(task, input_dir: Path, folder: Path) -> Path:
+    """The default ``stage_inputs``: the task's one inputs file, copied for the sandboxed
+    child to read (it can never reach input_dir itself)."""
+    data = folder / Path(task.inputs).name
+    shutil.copyfile(input_dir / task.inputs, data)
+    os.chmod(data, 0o644)
+    return data
 
 
 def copy_baselines(kit: Path, plan, destination: Path) -> None:
@@ -152,14 +189,7 @@ class Kind:
     reference_cli: Callable | None = _hook(None)      # None: no references of its own
 
     def __post_init__(self):
-        where = f"kind {self.name!r} (kinds/{self.name}/kind.py)"
-        missing = [f.name for f in dataclasses.fields(self) if getattr(self, f.name) is REQUIRED]
-        if missing:
-            raise KindDefinitionError(f"{where} lacks required hook(s): {', '.join(missing)}")
-        wrong = [_type_problem(f, getattr(self, f.name)) for f in dataclasses.fields(self)]
-        wrong = [problem for problem in wrong if problem]
-        if wrong:
-            raise KindDefinitionError(f"{where}: {'; '.join(wrong)}")
+        _check(self, "kind.py")
         if self.stage_kit is None:
             object.__setattr__(self, "stage_kit", functools.partial(copy_baselines, self.KIT))
 
@@ -168,19 +198,110 @@ class Kind:
         return f"{self.ENTRY[0]}.py"
 
     @property
-    def task_types(self) -> dict:
-        """The kind's task types (``kinds.scoring.TaskType``), from its runtime."""
-        return runtime(self.name, "scoring").TASK_TYPES
+    def task_types(self) -> Mapping:
+        """The kind's task types (``runtime.scoring.TaskType``), from its runtime."""
+        return scoring_runtime(self.name).TASK_TYPES
 
     @property
     def times_epochs(self) -> bool:
         """Whether its ingestion times an epoch of its reference training (a budget in epochs)."""
-        return hasattr(runtime(self.name, "ingestion"), "epoch_seconds")
+        return ingestion_runtime(self.name).epoch_seconds is not None
 
     @property
     def scores_public_rows(self) -> bool:
         """Whether its scorer scores a prefix of a task's test rows (``public_rows``)."""
-        return bool(getattr(runtime(self.name, "scoring"), "SCORES_PUBLIC_ROWS", False))
+        return scoring_runtime(self.name).SCORES_PUBLIC_ROWS
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ScoringRuntime:
+    """The kind's ``runtime/scoring.py`` as the scoring program reads it."""
+    name: str = _field(str)
+    TASK_TYPES: Mapping = _field(Mapping)
+    parse_settings: Callable = _hook()
+    score_task: Callable = _hook()
+    submission_files: Callable = _hook()
+    REPORT_INTRO: str = _field(str)
+    task_summary: Callable = _hook()
+    report_section: Callable = _hook()
+    SCORES_PUBLIC_ROWS: bool = _field(bool, False)
+
+    def __post_init__(self):
+        _check(self, "runtime/scoring.py")
+
+    @staticmethod
+    def has_std(settings) -> bool:
+        """Whether a task's settings (what ``parse_settings`` made) give each metric an sd:
+        only a kind whose references have replicates says so, by a true ``has_std``."""
+        return bool(getattr(settings, "has_std", False))
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Participant:
+    """The kind's ``runtime/participant.py``: ``source`` is the file the ingestion stages for
+    the child, which imports it there and reads ``SIGNATURE`` and ``call`` itself."""
+    name: str = _field(str)
+    SIGNATURE: str = _field(str)
+    call: Callable = _hook()
+    source: Path = _field(Path)
+
+    def __post_init__(self):
+        _check(self, "runtime/participant.py")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class IngestionRuntime:
+    """The kind's ``runtime/ingestion.py`` as the ingestion program reads it, with the
+    participant's side it stages for each task's child."""
+    name: str = _field(str)
+    output_bytes: Callable = _hook()
+    check_output: Callable = _hook()
+    stage_inputs: Callable = _hook(copy_inputs_file)
+    units: Callable = _hook(_no_units)
+    gate_problem: Callable = _hook(_no_gate_problem)
+    epoch_seconds: Callable | None = _hook(None)      # None: no reference training to time
+    participant: Participant = _field(Participant)
+
+    def __post_init__(self):
+        _check(self, "runtime/ingestion.py")
+
+
+def _check(record, source: str) -> None:
+    """Every required field present and every value of its type, or one error naming the
+    kind, its file and each field at fault."""
+    where = f"kind {record.name!r} (kinds/{record.name}/{source})"
+    fields = dataclasses.fields(record)
+    missing = [f.name for f in fields if getattr(record, f.name) is REQUIRED]
+    if missing:
+        raise KindDefinitionError(f"{where} lacks required hook(s): {', '.join(missing)}")
+    wrong = [problem for problem in (_type_problem(f, getattr(record, f.name)) for f in fields)
+             if problem]
+    if wrong:
+        raise KindDefinitionError(f"{where}: {'; '.join(wrong)}")
+
+
+def _module_record(record_type, name: str, module_name: str, **made_here):
+    """The record of one runtime module: each field the module defines, the defaults for the
+    optional ones it leaves out; a required one left out fails here, named."""
+    module = runtime_module(name, module_name)
+    provided = {f.name: getattr(module, f.name) for f in dataclasses.fields(record_type)
+                if f.name != "name" and f.name not in made_here and hasattr(module, f.name)}
+    return record_type(name=name, **provided, **made_here)
+
+
+@functools.cache
+def scoring_runtime(name: str) -> ScoringRuntime:
+    """The record of a kind's runtime scoring module (``UnknownKind``, ``ImportError`` or
+    ``KindDefinitionError`` when there is none to use)."""
+    return _module_record(ScoringRuntime, name, "scoring")
+
+
+@functools.cache
+def ingestion_runtime(name: str) -> IngestionRuntime:
+    """The record of a kind's runtime ingestion module, with its participant's side."""
+    participant = runtime_module(name, "participant")
+    return _module_record(IngestionRuntime, name, "ingestion", participant=_module_record(
+        Participant, name, "participant", source=Path(participant.__file__)))
 
 
 def _type_problem(field: dataclasses.Field, value) -> str | None:

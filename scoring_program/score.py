@@ -1,7 +1,8 @@
 """CodaLab entry point: ``python3 $program/score.py $input $output``.
 
-The builder assembles the program folder: this file, the ``scorer`` package, a copy of
-``competition_formats`` and the generated ``scoring_config.json``.
+The builder assembles the program folder: this file, the ``scorer`` package, the shared
+``runtime`` package, the kinds' registry with the phase's kind's runtime and the generated
+``scoring_config.json``.
 """
 import os
 import sys

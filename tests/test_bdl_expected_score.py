@@ -199,7 +199,7 @@ def test_expectation_agrees_with_an_independent_hmc_run_on_iris():
 def test_scorer_reports_the_shipped_expectation_and_computes_the_same_without_it(tmp_path):
     """Detailed results carry the builder's figure; with the file gone, the scorer computes
     it from the unsorted chains and gets the same numbers (regression included)."""
-    from competition_formats import write_matrix
+    from runtime.formats import write_matrix
     from kinds.bdl2021.runtime.formats import read_chain_probs, read_chain_samples
     from scoring_harness import new_run, prepare_phase, run_scoring
     plan = prepare_phase(tmp_path / "phase", "evaluation")

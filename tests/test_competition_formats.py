@@ -1,4 +1,4 @@
-"""Tests for competition_formats on real files: round trips, the 2021 competition's file sizes and
+"""Tests for runtime.formats on real files: round trips, the 2021 competition's file sizes and
 layouts, and the wording of every rejection."""
 
 import zipfile
@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from competition_formats import FormatError, find_misplaced, read_matrix, write_matrix
+from runtime.formats import FormatError, find_misplaced, read_matrix, write_matrix
 from kinds.bdl2021.runtime.formats import (POINTS_BY_SAMPLES, SAMPLES_BY_POINTS, TASK_INPUT_KEYS,
                                            TaskInputs, read_chain_probs, read_chain_samples,
                                            read_classification_probs, read_regression_samples,
@@ -418,7 +418,7 @@ def test_writers_reject_wrong_shapes_and_names(tmp_path):
 
 READ_AND_REPORT_MEMORY = """
 import resource, sys
-from competition_formats import FormatError
+from runtime.formats import FormatError
 from kinds.bdl2021.runtime.formats import read_classification_probs
 try:
     read_classification_probs(sys.argv[1], n_points=50, n_classes=3)
@@ -479,7 +479,7 @@ def test_an_npy_far_larger_than_its_shape_is_refused_unread(tmp_path):
 
 def test_the_size_bound_leaves_room_for_every_accepted_text_format(tmp_path):
     """Full precision, a header, commas with spaces and CRLF line ends all fit."""
-    from competition_formats.matrix_files import max_matrix_bytes
+    from runtime.formats.matrix_files import max_matrix_bytes
     probs = random_probs(50, 3)
     rows = "".join(", ".join(f"{v:+.18e}" for v in row) + "\r\n" for row in probs)
     path = write_text(tmp_path / "p.csv", "class_0, class_1, class_2\r\n" + rows)

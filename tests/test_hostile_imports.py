@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from competition_formats import read_run_record
+from runtime.formats import read_run_record
 from ingestion_harness import (FAST_BDL, KINDS, SETTINGS, assert_nothing_left_behind,
                                needs_root, new_kind_run, prepare_kind, run_ingestion)
 from ingestion_program.ingest.confine import SECCOMP

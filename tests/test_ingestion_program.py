@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from competition_formats import read_run_record
+from runtime.formats import read_run_record
 from ingestion_harness import (BUDGET_SECONDS, TEST_LIMITS, new_run, prepare, processes_of,
                                run_ingestion)
 

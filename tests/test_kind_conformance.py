@@ -1,5 +1,5 @@
 """Every registered kind conforms to the seam (what ramp-workflow's assert_submission does for
-a problem): its record loads (a required hook left out fails, named), its default competition
+a problem): its records load (a required hook left out fails, named), its default competition
 builds on both platforms, each phase's sample submission passes the dry run, its pages and kit
 guide are filled, its programs' metadata is its own, and the core holds none of its words."""
 import dataclasses
@@ -16,7 +16,9 @@ import yaml
 import kinds
 from bundle.build import bundle_name, competition_targets
 from bundle.spec import DEFAULT_SPEC, load_spec
-from kinds.kind import KINDS, Kind, KindDefinitionError, kind
+from kinds.kind import (KINDS, Kind, KindDefinitionError, copy_inputs_file, ingestion_runtime,
+                        kind, scoring_runtime)
+from scoring_program.scorer.config import CONFIG_FORMAT, ConfigError, parse_config
 
 from kit_guides import agreement_problems
 
@@ -24,15 +26,12 @@ REPO = Path(__file__).resolve().parents[1]
 PLATFORMS = ("codalab", "codabench")
 # The core: everything a kind plugs into. Docs, tests and benchmarks may name a kind.
 CORE = ("build_bundle.py", "bundle", "ingestion_program", "scoring_program", "starting_kit",
-        "competition_formats", "reference_data", "scripts", "kinds/__init__.py", "kinds/kind.py",
-        "kinds/scoring.py", "kinds/report.py", "kinds/svg_charts.py")
-# Where a kind's optional parts may be asked about: its record, and the platforms' own code.
+        "runtime", "reference_data", "scripts", "kinds/__init__.py", "kinds/kind.py")
+# Where a kind's optional parts may be asked about: its records, and the platforms' own code.
 PROBES_ALLOWED = ("kinds/kind.py", "bundle/platforms/")
-# The shipped programs still probe a kind's runtime modules: they change in the runtime step,
-# not while the bundles must stay byte-identical.
-SHIPPED = ("ingestion_program", "scoring_program", "starting_kit", "competition_formats",
-           "kinds/__init__.py", "kinds/scoring.py", "kinds/report.py", "kinds/svg_charts.py")
-KIND_PROBE = re.compile(r"\b(getattr|hasattr)\(\s*(kind|definition|runtime|KINDS|plan\.kind)")
+# What the builder and the programs call a kind, its runtime modules and their values.
+KIND_PROBE = re.compile(r"\b(getattr|hasattr)\(\s*(kind|definition|runtime|KINDS|plan\.kind|"
+                        r"contract|scoring|ingestion|participant|\w*settings|tasks\[)")
 BDL_WORDS = re.compile(r"agreement|total.variation|wasserstein|\bhmc\b|posterior", re.IGNORECASE)
 # "" : files without a suffix (a program's metadata) are read too
 SOURCE_SUFFIXES = {".py", ".j2", ".yaml", ".json", ".md", ".sh", ""}
@@ -105,6 +104,68 @@ def test_kinds_maps_every_registered_name_and_an_unknown_one_is_refused():
         kind("nope")
 
 
+# ---- the runtime records: what the programs read ------------------------------------------
+
+LABELS_RUNTIME = "kinds.label_accuracy.runtime"
+RUNTIME_MODULES = {
+    "scoring": f"from {LABELS_RUNTIME}.scoring import (TASK_TYPES, REPORT_INTRO, "
+               "parse_settings, score_task, submission_files, task_summary)\n",
+    "ingestion": f"from {LABELS_RUNTIME}.ingestion import output_bytes\n",
+    "participant": f"from {LABELS_RUNTIME}.participant import SIGNATURE\n",
+}
+
+
+@pytest.fixture
+def kind_missing_runtime_hooks(tmp_path, monkeypatch) -> str:
+    """A registered kind whose runtime modules each leave a required hook out."""
+    package = tmp_path / "hookless_kind"
+    (package / "runtime").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "runtime" / "__init__.py").write_text("")
+    for module, source in RUNTIME_MODULES.items():
+        (package / "runtime" / f"{module}.py").write_text(source)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(kinds.KINDS, "hookless", "hookless_kind")
+    return "hookless"
+
+
+def test_a_runtime_module_lacking_a_required_hook_fails_at_load_with_it_named(
+        kind_missing_runtime_hooks):
+    name = kind_missing_runtime_hooks
+    with pytest.raises(KindDefinitionError) as raised:
+        scoring_runtime(name)
+    assert str(raised.value) == ("kind 'hookless' (kinds/hookless/runtime/scoring.py) lacks "
+                                 "required hook(s): report_section")
+    with pytest.raises(KindDefinitionError, match=re.escape(
+            "kind 'hookless' (kinds/hookless/runtime/participant.py) lacks required hook(s): "
+            "call")):
+        ingestion_runtime(name)
+
+
+def test_the_scorer_refuses_a_config_whose_kind_lacks_a_runtime_hook(kind_missing_runtime_hooks):
+    config = {"format": CONFIG_FORMAT, "phase": "p",
+              "kind": kind_missing_runtime_hooks, "tasks": [], "columns": []}
+    with pytest.raises(ConfigError, match=r"kind: .*lacks required hook\(s\): report_section"):
+        parse_config(config)
+
+
+def test_optional_runtime_hooks_have_their_defaults(tmp_path):
+    scoring, ingestion = scoring_runtime("label_accuracy"), ingestion_runtime("label_accuracy")
+    assert scoring.SCORES_PUBLIC_ROWS is False
+    assert ingestion.stage_inputs is copy_inputs_file and ingestion.epoch_seconds is None
+    assert ingestion.units(None) == ((), 0.0) and ingestion.gate_problem(None, None) is None
+    assert ingestion.participant.source == (REPO / "kinds" / "label_accuracy" / "runtime"
+                                            / "participant.py")
+    assert KINDS["label_accuracy"].times_epochs is False
+    assert KINDS["bdl2021"].times_epochs and KINDS["bdl2021"].scores_public_rows
+
+
+def test_settings_give_an_sd_only_where_the_kind_says_so():
+    has_std = scoring_runtime("label_accuracy").has_std
+    assert not has_std(object())
+    assert has_std(dataclasses.make_dataclass("Replicated", [("has_std", bool, True)])())
+
+
 def test_importing_the_registry_loads_no_kind():
     loaded = subprocess.run(
         [sys.executable, "-c", "import sys, kinds.kind; "
@@ -154,10 +215,11 @@ def test_the_core_imports_no_kind_package():
     assert not hits, hits
 
 
-def test_no_builder_code_probes_a_kind_outside_its_record():
-    builder = [path for path in core_files() if path.suffix == ".py"
-               and not path.relative_to(REPO).as_posix().startswith(PROBES_ALLOWED + SHIPPED)]
-    hits = [f"{where}: {line.strip()}" for where, line in _lines(builder)
+def test_no_core_code_probes_a_kind_outside_its_records():
+    """Builder and programs alike read a kind through its records (``kinds/kind.py``)."""
+    core = [path for path in core_files() if path.suffix == ".py"
+            and not path.relative_to(REPO).as_posix().startswith(PROBES_ALLOWED)]
+    hits = [f"{where}: {line.strip()}" for where, line in _lines(core)
             if KIND_PROBE.search(line)]
     assert not hits, "\n".join(hits)
 

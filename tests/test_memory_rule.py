@@ -18,7 +18,7 @@ from bundle.phase_data import stage_input_data, stage_reference_data
 from bundle.phase_plan import phase_plan
 from bundle.programs import assemble_ingestion_program
 from bundle.spec import load_spec
-from competition_formats import read_run_record
+from runtime.formats import read_run_record
 from ingestion_harness import TEST_LIMITS, new_run, processes_of, run_ingestion
 
 REPO = Path(__file__).resolve().parents[1]
@@ -175,9 +175,9 @@ def test_processes_the_task_did_not_start_are_neither_counted_nor_killed(tmp_pat
     from ingestion_program.ingest.config import Limits, TaskSpec
     from ingestion_program.ingest.processes import resident_bytes
     from ingestion_program.ingest.sandbox import Protections
-    from kinds import runtime
+    from kinds.kind import ingestion_runtime
 
-    contract = runtime("label_accuracy", "ingestion")
+    contract = ingestion_runtime("label_accuracy")
     (tmp_path / "submission").mkdir()
     (tmp_path / "submission" / "submission.py").write_text(     # 64 MiB for half a second
         "import time\n\ndef predict(task, x_train, y_train, x_test):\n"

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from bundle.platforms import platform as platform_named
-from competition_formats import RECORD_KEY_NAME, read_record_key, read_run_record, \
+from runtime.formats import RECORD_KEY_NAME, read_record_key, read_run_record, \
     signature_problem
 from ingestion_harness import (KINDS, SETTINGS, needs_root, new_kind_run, prepare_kind,
                                run_ingestion, staging_root)

@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from browser import Browser, BrowserError, find_chromium
-from competition_formats import write_matrix
+from runtime.formats import write_matrix
 from kinds.bdl2021.runtime.formats import read_chain_probs, read_chain_samples
 from conftest import ARTIFACTS, REPO, report_artifacts
 from scoring_harness import new_run, run_scoring

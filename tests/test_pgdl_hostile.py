@@ -280,7 +280,7 @@ IDS = ("model_1", "model_2")
      r"file"),
 ])
 def test_predict_errors_name_the_line(tmp_path, text, message):
-    from competition_formats import FormatError
+    from runtime.formats import FormatError
     from kinds.pgdl2020.runtime.formats import read_predict
     path = tmp_path / "task.predict"
     path.write_text(text)

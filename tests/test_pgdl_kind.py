@@ -13,16 +13,16 @@ import numpy as np
 import pytest
 import yaml
 
-from competition_formats import TaskRun
-from kinds import runtime
+from runtime.formats import TaskRun
+from kinds.kind import scoring_runtime
 from kinds.pgdl2020.runtime.formats import read_model_configs
 from kinds.pgdl2020.runtime.metrics import conditional_mutual_information
-from kinds.scoring import TaskConfig
+from runtime.scoring import TaskConfig
 
 REPO = Path(__file__).resolve().parents[1]
 SPEC = REPO / "kinds" / "pgdl2020" / "default_spec.yaml"
 ZOOS = REPO / "kinds" / "pgdl2020" / "reference" / "embedded"
-SCORING = runtime("pgdl2020", "scoring")
+SCORING = scoring_runtime("pgdl2020")
 
 
 def build(*args, cwd=REPO):

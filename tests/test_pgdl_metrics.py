@@ -12,7 +12,7 @@ from collections import defaultdict
 import numpy as np
 import pytest
 
-from competition_formats import FormatError
+from runtime.formats import FormatError
 from kinds.pgdl2020.runtime.formats import (EXCEEDED, ModelZoo, read_model_configs, read_predict,
                                             write_predict)
 from kinds.pgdl2020.runtime.metrics import (conditional_mutual_information, granulated_kendall,

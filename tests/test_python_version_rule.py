@@ -83,7 +83,7 @@ GOOD = [
     "try:\n    import tomli\nexcept ImportError:\n    tomli = None",
     "class ExceptionGroup(Exception):\n    pass\nraise ExceptionGroup('mine')",
     "class ExceptionGroup(Exception):\n    pass\nkinds = (ExceptionGroup, ValueError)",
-    "from competition_formats import file_digest\nfile_digest('x')",
+    "from runtime.formats import file_digest\nfile_digest('x')",
     "import numpy as np\nimport torch\nimport tensorflow as tf\nimport yaml",
     "import re\nre.compile(r'a+b*(?:c)')",
     "import asyncio\nasync def f():\n    await asyncio.gather()",
@@ -92,7 +92,7 @@ GOOD = [
     "with (open('a') as a, open('b') as b):\n    pass",
 ]
 
-ALLOWED = image_packages(GPU_IMAGE) | {"competition_formats"}
+ALLOWED = image_packages(GPU_IMAGE) | {"runtime"}
 
 
 @pytest.mark.parametrize("source, expected", BAD)

@@ -6,14 +6,15 @@ from html.parser import HTMLParser
 import numpy as np
 import pytest
 
-from kinds import runtime, svg_charts
+from kinds.kind import scoring_runtime
+from runtime import svg_charts
 from kinds.bdl2021.runtime.evaluate import Curves
 from kinds.bdl2021.runtime.score_types import TASK_TYPES
 from kinds.bdl2021.runtime.settings import Block, TaskSettings
-from kinds.scoring import BlockResult, MetricResult, TaskConfig, TaskResult
+from runtime.scoring import BlockResult, MetricResult, TaskConfig, TaskResult
 from scoring_program.scorer.report import render_report as render_any
 
-SCORING = runtime("bdl2021", "scoring")
+SCORING = scoring_runtime("bdl2021")
 
 
 def render_report(results, **kwargs):

@@ -15,17 +15,17 @@ import yaml
 from bundle.phase_data import stage_input_data, stage_public_data
 from bundle.phase_plan import phase_plan
 from bundle.spec import load_spec
-from competition_formats import TaskRun
-from kinds import runtime
+from runtime.formats import TaskRun
+from kinds.kind import scoring_runtime
 from kinds.retina.reference.make_tasks import EMBEDDED
 from kinds.retina.runtime import metrics, tables
-from kinds.scoring import ReferenceDataError, TaskConfig
+from runtime.scoring import ReferenceDataError, TaskConfig
 from local_runs import run_local, scores_of
 
 REPO = Path(__file__).resolve().parents[1]
 SPEC = REPO / "kinds" / "retina" / "default_spec.yaml"
 BASELINES = "kinds/retina/kit/baselines"
-SCORING = runtime("retina", "scoring")
+SCORING = scoring_runtime("retina")
 
 
 def build(*args, cwd=REPO):

@@ -111,7 +111,7 @@ def test_a_task_process_that_cannot_start_fails_that_task_only(tmp_path, monkeyp
     from ingestion_program.ingest import supervisor
     from ingestion_program.ingest.config import Limits, TaskSpec
     from ingestion_program.ingest.sandbox import Protections
-    from kinds import runtime
+    from kinds.kind import ingestion_runtime
 
     def refuse():
         raise OSError(1, "refused")
@@ -122,7 +122,7 @@ def test_a_task_process_that_cannot_start_fails_that_task_only(tmp_path, monkeyp
     staging = supervisor.Staging(tmp_path, tmp_path, tmp_path / "data.npz", tmp_path)
     before = len(os.listdir("/proc/self/fd"))
     outcome = supervisor.run_task(task, staging, Protections(None, None, False, False), limits,
-                                  ("submission", "predict"), runtime("bdl2021", "ingestion"))
+                                  ("submission", "predict"), ingestion_runtime("bdl2021"))
     assert outcome.status == "failed"
     assert outcome.message.startswith("the ingestion could not start the task's process")
     assert len(os.listdir("/proc/self/fd")) == before          # no pipe left open

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from competition_formats import read_run_record
+from runtime.formats import read_run_record
 from ingestion_harness import (SETPRIV, assert_nothing_left_behind, new_run, prepare,
                                processes_of, run_ingestion, staging_root, worker_command)
 from ingestion_program.ingest import confine

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from bundle.leaderboard import phase_columns
-from competition_formats import RECORD_NAME, RunRecord, TaskRun, write_matrix, write_run_record
+from runtime.formats import RECORD_NAME, RunRecord, TaskRun, write_matrix, write_run_record
 from kinds.bdl2021.runtime.formats import read_chain_probs, read_chain_samples
 from scoring_harness import new_run, prepare_phase, read_scores, run_scoring
 from kinds.bdl2021.kind import files

@@ -1,5 +1,5 @@
 """Budgets stated in epochs: before the participant's code runs on a task, the kind times an
-epoch of its reference training on this machine (its ingestion contract's ``epoch_seconds``),
+epoch of its reference training on this machine (its ingestion record's ``epoch_seconds``),
 and the budget becomes seconds here, capped by the spec's ``budget_seconds``, the worst case
 the platform's time limit was checked against. The figures go into the run record."""
 from __future__ import annotations
@@ -15,7 +15,7 @@ def calibrate(task: TaskSpec, data: Path, contract) -> TaskSpec:
     """The task with its budget in seconds on this machine, and ``calibration`` saying how."""
     if task.budget_epochs is None:
         return task
-    measure = getattr(contract, "epoch_seconds", None)
+    measure = contract.epoch_seconds
     if measure is None:
         raise ConfigError(f"task {task.name}: a budget in epochs, but the kind has no "
                           "reference training to time (rebuild the bundle)")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from competition_formats.json_files import config_field, load_config_file
+from runtime.formats.json_files import config_field, load_config_file
 
 CONFIG_NAME = "ingestion_config.json"
 CONFIG_FORMAT = "ingestion-config/2"

@@ -28,9 +28,10 @@ from pathlib import Path
 
 import numpy as np
 
-from competition_formats import (RECORD_NAME, FormatError, RunRecord, TaskRun,
+from runtime.formats import (RECORD_NAME, FormatError, RunRecord, TaskRun,
                                  calibration_text, file_digest, read_record_key, write_run_record)
-from kinds import UnknownKind, runtime
+from kinds import UnknownKind
+from kinds.kind import IngestionRuntime, KindDefinitionError, ingestion_runtime
 
 from .calibration import calibrate
 from .config import CONFIG_NAME, ConfigError, IngestionConfig, Limits, TaskSpec, load_config
@@ -61,11 +62,11 @@ def _say(message: str = "") -> None:
     print(message, flush=True)
 
 
-def _runtime_sources(program_dir: Path, contract) -> dict[str, bytes]:
+def _runtime_sources(program_dir: Path, contract: IngestionRuntime) -> dict[str, bytes]:
     """Read once, before any child runs: one that could write the program folder must not
     change what later children run before their confinement."""
     sources = {name: (program_dir / "ingest" / name).read_bytes() for name in RUNTIME_FILES}
-    sources[CONTRACT_FILE] = (Path(contract.__file__).parent / CONTRACT_FILE).read_bytes()
+    sources[CONTRACT_FILE] = contract.participant.source.read_bytes()
     return sources
 
 
@@ -103,15 +104,6 @@ def _not_copied(folder: str, names: list[str], skipped: list[str]) -> set[str]:
     return links | {name for name in names if name in ("__pycache__", "metadata")}
 
 
-def stage_inputs_file(task: TaskSpec, input_dir: Path, folder: Path) -> Path:
-    """The default staging of a kind without ``stage_inputs``: the task's one inputs file,
-    copied for the child to read (it can never reach input_dir itself)."""
-    data = folder / Path(task.inputs).name
-    shutil.copyfile(input_dir / task.inputs, data)
-    os.chmod(data, 0o644)
-    return data
-
-
 def _stage_task(base: Path, task: TaskSpec, input_dir: Path, sources: dict[str, bytes],
                 submission: Path, sandbox_uid: int | None, forbidden: tuple[Path, ...],
                 contract) -> Staging:
@@ -120,7 +112,7 @@ def _stage_task(base: Path, task: TaskSpec, input_dir: Path, sources: dict[str, 
     workdir = folder / "work"
     workdir.mkdir(parents=True)
     runtime_folder = _stage_runtime(folder, sources)
-    data = getattr(contract, "stage_inputs", stage_inputs_file)(task, input_dir, folder)
+    data = contract.stage_inputs(task, input_dir, folder)
     os.chmod(folder, 0o755)
     if sandbox_uid is not None:
         os.chown(workdir, sandbox_uid, -1)
@@ -293,8 +285,7 @@ def _gate_problem(task: TaskSpec, outcome: TaskOutcome, contract) -> str | None:
              for state in ("timed_out", "failed", "not_reached") if units.get(state)]
     if stuck:
         return f"{task.name}: {'; '.join(stuck)}"
-    check = getattr(contract, "gate_problem", None)
-    problem = check(outcome.predictions, task) if check else None
+    problem = contract.gate_problem(outcome.predictions, task)
     return f"{task.name}: {problem}" if problem else None
 
 
@@ -321,8 +312,8 @@ def ingest(input_dir: Path, output_dir: Path, program_dir: Path, submission_dir:
            hidden_dir: Path | None) -> int:
     config: IngestionConfig = load_config(program_dir / CONFIG_NAME)
     try:
-        contract = runtime(config.kind, "ingestion")
-    except (UnknownKind, ImportError) as error:
+        contract = ingestion_runtime(config.kind)
+    except (UnknownKind, ImportError, KindDefinitionError) as error:
         raise ConfigError(f"{program_dir / CONFIG_NAME}: kind: {error}") from None
     hardware = describe_hardware()
     dirs = {"input": input_dir, "output": output_dir, "program": program_dir,

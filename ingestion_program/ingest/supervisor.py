@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from competition_formats import FormatError
+from runtime.formats import FormatError
 
 from .config import RESIDENT, RESIDENT_SAMPLE_SECONDS, Limits, TaskSpec, gib_text
 from .confine import LANDLOCK_FILES, SECCOMP
@@ -566,7 +566,8 @@ def _address_space_hint(run: _Run, limits: Limits, signal_name: str | None) -> s
 
 def run_task(task: TaskSpec, staging: Staging, protections: Protections, limits: Limits,
              entry: tuple[str, str], contract, units: UnitWindow | None = None) -> TaskOutcome:
-    """``contract``: the kind's runtime ``ingestion`` module (output size and checks);
+    """``contract``: the record of the kind's runtime ``ingestion`` module (output size and
+    checks);
     ``units``: the part of a task run in units this child runs, else the whole task."""
     try:
         run = _Run(task, staging, protections, limits, entry, contract, units)

@@ -1,6 +1,6 @@
 """Tasks run in units, each unit under its own hard time limit.
 
-A kind may split a task into units (PGDL: one per trained network): its ingestion contract's
+A kind may split a task into units (PGDL: one per trained network): its ingestion record's
 ``units(task)`` gives their names and the seconds each may take. One child runs the units in
 order and sends a checkpoint after each, holding the whole output so far (one row per unit,
 rows not yet measured as the kind fills them). A unit that runs past its seconds is killed
@@ -17,7 +17,7 @@ import time
 
 import numpy as np
 
-from competition_formats import FormatError
+from runtime.formats import FormatError
 
 from .config import Limits, TaskSpec
 from .sandbox import Protections
@@ -28,10 +28,7 @@ DONE, TIMED_OUT, FAILED, NOT_REACHED = "done", "timed_out", "failed", "not_reach
 
 def unit_plan(task: TaskSpec, contract) -> tuple[tuple[str, ...], float] | None:
     """(unit names, seconds per unit) when the kind runs this task in units, else None."""
-    declared = getattr(contract, "units", None)
-    if declared is None:
-        return None
-    names, seconds = declared(task)
+    names, seconds = contract.units(task)
     return (tuple(names), float(seconds)) if names else None
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from competition_formats import read_matrix
+from runtime.formats import read_matrix
 
 from kinds.kind import Kind
 

@@ -6,7 +6,7 @@ was expected; the core (``bundle/phase_plan.py``) calls it for every task of the
 ``unconverged_reference_problems(task)`` says which checks of the convergence gate the
 references failed, which the spec may accept (``bundle/spec.py``). A
 transposed regression reference (N x S where S x N is expected) gets the "looks transposed"
-hint participants' files get (``competition_formats/matrix_files.py``).
+hint participants' files get (``runtime/formats/matrix_files.py``).
 """
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from competition_formats import read_matrix
-from competition_formats.matrix_files import FormatError
+from runtime.formats import read_matrix
+from runtime.formats.matrix_files import FormatError
 
 from .reference.gate import gate_checks, read_diagnostics
 from .reference.task_files import task_files

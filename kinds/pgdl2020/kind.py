@@ -176,7 +176,7 @@ def task_problems(task) -> list[str]:
     model_configs.json (complete, unique), every network's folder and files, then what they
     hold (``reference/checks.py``, which convert runs too). The builder reports them all
     before building anything."""
-    from competition_formats import FormatError
+    from runtime.formats import FormatError
     try:
         ids = model_ids(task)
     except FormatError as error:

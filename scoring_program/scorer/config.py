@@ -11,9 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from competition_formats.json_files import config_field, load_config_file
-from kinds import UnknownKind, runtime
-from kinds.scoring import TaskConfig
+from runtime.formats.json_files import config_field, load_config_file
+from kinds import UnknownKind
+from kinds.kind import KindDefinitionError, ScoringRuntime, scoring_runtime
+from runtime.scoring import TaskConfig
 
 CONFIG_NAME = "scoring_config.json"
 CONFIG_FORMAT = "scoring-config/2"
@@ -65,16 +66,16 @@ class ScoringConfig:
         return next(task for task in self.tasks if task.name == name)
 
     @property
-    def scoring(self):
-        """The kind's runtime scoring module."""
-        return runtime(self.kind, "scoring")
+    def scoring(self) -> ScoringRuntime:
+        """The record of the kind's runtime scoring module."""
+        return scoring_runtime(self.kind)
 
 
 def _require(mapping: dict, key: str, kind, where: str):
     return config_field(mapping, key, kind, where, ConfigError)
 
 
-def _task(raw: dict, scoring, where: str) -> TaskConfig:
+def _task(raw: dict, scoring: ScoringRuntime, where: str) -> TaskConfig:
     type_name = _require(raw, "task_type", str, where)
     if type_name not in scoring.TASK_TYPES:
         raise ConfigError(f"{where}.task_type: expected one of {', '.join(scoring.TASK_TYPES)}, "
@@ -92,7 +93,7 @@ def _task(raw: dict, scoring, where: str) -> TaskConfig:
     public_rows = raw.get("public_rows")
     if public_rows is not None and (not isinstance(public_rows, int) or public_rows < 1):
         raise ConfigError(f"{where}.public_rows: expected a positive integer, found {public_rows!r}")
-    if public_rows is not None and not getattr(scoring, "SCORES_PUBLIC_ROWS", False):
+    if public_rows is not None and not scoring.SCORES_PUBLIC_ROWS:
         raise ConfigError(f"{where}.public_rows: this kind does not score a part of the rows")
     return TaskConfig(_require(raw, "name", str, where), task_type, weights,
                       raw.get("budget_seconds"), settings, public_rows)
@@ -109,7 +110,7 @@ def _column(raw: dict, tasks: dict[str, TaskConfig], where: str) -> Column:
         if column.metric not in tasks[column.task].metric_names:
             raise ConfigError(f"{where}.metric: {column.metric!r} is not a metric of task "
                               f"{column.task!r}")
-        if column.statistic == "std" and not getattr(tasks[column.task].settings, "has_std", False):
+        if column.statistic == "std" and not ScoringRuntime.has_std(tasks[column.task].settings):
             raise ConfigError(f"{where}: task {column.task!r} has no sd to write (its reference "
                               "has no replicates)")
     return column
@@ -120,8 +121,8 @@ def parse_config(raw: dict, source: str = CONFIG_NAME) -> ScoringConfig:
         raise ConfigError(f"{source}: format must be {CONFIG_FORMAT!r}, found {raw.get('format')!r}")
     kind = _require(raw, "kind", str, source)
     try:
-        scoring = runtime(kind, "scoring")
-    except (UnknownKind, ImportError) as error:
+        scoring = scoring_runtime(kind)
+    except (UnknownKind, ImportError, KindDefinitionError) as error:
         raise ConfigError(f"{source}.kind: {error}") from None
     tasks = tuple(_task(t, scoring, f"{source}: tasks[{i}]")
                   for i, t in enumerate(_require(raw, "tasks", list, source)))

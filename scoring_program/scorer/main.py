@@ -23,11 +23,11 @@ import sys
 import traceback
 from pathlib import Path
 
-from competition_formats import (RECORD_KEY_NAME, RECORD_NAME, FormatError, RunRecord, TaskRun,
+from runtime.formats import (RECORD_KEY_NAME, RECORD_NAME, FormatError, RunRecord, TaskRun,
                                  calibration_text, read_record_key, read_run_record,
                                  signature_problem)
 
-from kinds.scoring import ReferenceDataError, result_summary
+from runtime.scoring import ReferenceDataError, result_summary
 
 from .config import CONFIG_NAME, ConfigError, load_config
 from .parallel_scoring import score_all

@@ -13,9 +13,9 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
-from competition_formats import RunRecord
-from kinds import runtime
-from kinds.scoring import TaskConfig, TaskResult
+from runtime.formats import RunRecord
+from kinds.kind import scoring_runtime
+from runtime.scoring import TaskConfig, TaskResult
 
 from .config import ScoringConfig
 
@@ -33,10 +33,10 @@ def worker_count(tasks: tuple[TaskConfig, ...]) -> int:
 
 def score_one(kind: str, task: TaskConfig, ref: Path, res: Path,
               record: RunRecord | None, full: bool = False) -> TaskResult:
-    """The kind's runtime scores the task (named, not passed: a module does not pickle): on
-    its public part of the test rows, if it has one, unless ``full``."""
+    """The kind's runtime scores the task (named, not passed: each worker looks its record
+    up): on its public part of the test rows, if it has one, unless ``full``."""
     run = record.tasks.get(task.name) if record else None
-    scoring = runtime(kind, "scoring")
+    scoring = scoring_runtime(kind)
     if task.public_rows and not full:
         return scoring.score_task(task, ref, res, run, rows=task.public_rows)
     return scoring.score_task(task, ref, res, run)

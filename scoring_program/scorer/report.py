@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from html import escape
 
-from kinds.report import cell, metric_types, number, table
-from kinds.scoring import TaskResult
+from runtime.report import cell, metric_types, number, table
+from runtime.scoring import TaskResult
 
 from .score_types import AGGREGATE, TRAIN_SECONDS
 
@@ -85,7 +85,8 @@ def _task_section(result: TaskResult, scoring) -> str:
 
 def render_report(results: list[TaskResult], scoring, *, phase: str,
                   weighted_loss: float | None, problems: list[str]) -> str:
-    """The whole report as one HTML5 document; ``scoring`` is the kind's runtime module."""
+    """The whole report as one HTML5 document; ``scoring`` is the record of the kind's
+    runtime scoring module."""
     head = [f"<h1>Scoring report: {escape(phase)}</h1>",
             f'<p class="muted">{escape(scoring.REPORT_INTRO)}</p>']
     if weighted_loss is not None:

@@ -1,6 +1,6 @@
 """The leaderboard columns the core adds to a kind's metrics: their direction and format.
 
-A kind's metrics are ``kinds.scoring.ScoreType`` objects declared in its runtime; the
+A kind's metrics are ``runtime.scoring.ScoreType`` objects declared in its runtime; the
 columns here (aggregate, training time, average rank) exist for every kind.
 """
 from __future__ import annotations

@@ -13,7 +13,7 @@ import os
 import re
 from pathlib import Path
 
-from kinds.scoring import TaskResult
+from runtime.scoring import TaskResult
 
 from .config import ScoringConfig
 from .score_types import TRAIN_SECONDS

@@ -78,7 +78,7 @@ def _gate_failed(problems: list[str], failed: list, kept: list[Path], declared: 
 
 def _generate_organizer(args) -> int:
     """References for the task folders under --data-root, written next to their inputs."""
-    from competition_formats import FormatError
+    from runtime.formats import FormatError
     from .generate import ProgressPrinter, run_chains_nuts, write_organizer_references
     from .gate import gate_summary
     from .organizer import load_task, task_names

@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from competition_formats import FormatError
+from runtime.formats import FormatError
 
 
 @dataclass(frozen=True)

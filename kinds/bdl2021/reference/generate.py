@@ -27,7 +27,7 @@ import numpy as np
 from kinds.bdl2021.runtime.formats import (TaskInputs, write_chain_probs, write_chain_samples,
                                            write_classification_probs, write_regression_reference,
                                            write_task_inputs)
-from competition_formats.matrix_files import write_matrix
+from runtime.formats.matrix_files import write_matrix
 
 from .chains import ChainPredictions, run_task_chain, task_model
 from .datasets import PreparedTask, prepare

@@ -6,9 +6,9 @@ from pathlib import Path
 
 from reference_data import manifest
 
-from competition_formats import file_digest, read_matrix
+from runtime.formats import file_digest, read_matrix
 from kinds.bdl2021.runtime.formats import read_task_inputs
-from competition_formats.matrix_files import load_npy
+from runtime.formats.matrix_files import load_npy
 
 
 def array_shapes(path: Path) -> dict | list | None:

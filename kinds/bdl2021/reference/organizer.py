@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from competition_formats import FormatError
+from runtime.formats import FormatError
 from kinds.bdl2021.runtime.formats import read_task_inputs
 
 from .datasets import PreparedTask, TestBlock

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from bundle.phase_plan import declaration_path, task_data_problems
-from competition_formats import FormatError
+from runtime.formats import FormatError
 from kinds.bdl2021.runtime.declared_model import MLP
 from kinds.bdl2021.runtime.formats import (read_chain_probs, read_chain_samples,
                                            read_classification_probs, read_regression_samples,

@@ -14,8 +14,8 @@ from typing import Callable
 
 import numpy as np
 
-from competition_formats import TaskRun
-from kinds.scoring import (BlockResult, MetricResult, SubmissionError, TaskConfig, TaskResult,
+from runtime.formats import TaskRun
+from runtime.scoring import (BlockResult, MetricResult, SubmissionError, TaskConfig, TaskResult,
                            penalised as worst_result)
 
 from . import metrics
@@ -129,7 +129,7 @@ def wasserstein_cap(task: TaskConfig, references: References) -> float | None:
 
 def penalised(task: TaskConfig, reason: str, cap: float | None,
               run: TaskRun | None) -> TaskResult:
-    """The worst value of every column (``kinds.scoring.penalised``), this kind's details
+    """The worst value of every column (``runtime.scoring.penalised``), this kind's details
     left empty."""
     result = worst_result(task, reason, run.train_seconds if run else None, cap)
     for metric in result.metrics.values():

@@ -10,7 +10,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from competition_formats.matrix_files import (NPY_EXTENSION, NUMPY_LOAD_ERRORS, FormatError, PathLike,
+from runtime.formats.matrix_files import (NPY_EXTENSION, NUMPY_LOAD_ERRORS, FormatError, PathLike,
                            check_numeric_array, load_npy, read_matrix, require_file, write_matrix)
 
 POINTS_BY_SAMPLES = "points_by_samples"  # submissions: one row per test point

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
-from competition_formats import FormatError
-from competition_formats.prediction_arrays import check_probability_rows
+from runtime.formats import FormatError
+from runtime.formats.prediction_arrays import check_probability_rows
 
 from .calibration import task_epoch_seconds
 from .formats import read_task_inputs

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import numpy as np
 
-from competition_formats import MATRIX_EXTENSIONS, FormatError, describe_position
-from competition_formats.prediction_arrays import check_probability_rows
-from kinds.scoring import SubmissionError, TaskConfig
+from runtime.formats import MATRIX_EXTENSIONS, FormatError, describe_position
+from runtime.formats.prediction_arrays import check_probability_rows
+from runtime.scoring import SubmissionError, TaskConfig
 
 from .formats import POINTS_BY_SAMPLES, read_classification_probs, read_regression_samples
 from .score_types import CLASSIFICATION

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
-from competition_formats import FormatError, read_matrix
-from kinds.scoring import ReferenceDataError, TaskConfig
+from runtime.formats import FormatError, read_matrix
+from runtime.scoring import ReferenceDataError, TaskConfig
 
 from .exact_posterior import Expectation, parse_expectation_document
 from .formats import (SAMPLES_BY_POINTS, read_chain_probs, read_chain_samples,

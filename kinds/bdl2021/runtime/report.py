@@ -7,10 +7,10 @@ from html import escape
 
 import numpy as np
 
-from kinds import svg_charts
-from kinds.report import (DASH, capped_mark, cell, grid, metric_label, metric_types, number,
+from runtime import svg_charts
+from runtime.report import (DASH, capped_mark, cell, grid, metric_label, metric_types, number,
                           table)
-from kinds.scoring import MetricResult, ScoreType, TaskResult
+from runtime.scoring import MetricResult, ScoreType, TaskResult
 
 REFERENCE = "HMC"
 REPORT_INTRO = ("Submitted predictive distributions compared with Hamiltonian Monte Carlo (HMC) "

@@ -1,7 +1,7 @@
 """The BDL 2021 task types and their metrics against the HMC reference."""
 from __future__ import annotations
 
-from kinds.scoring import ScoreType, TaskType
+from runtime.scoring import ScoreType, TaskType
 
 from . import metrics
 

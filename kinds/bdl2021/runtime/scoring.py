@@ -1,10 +1,11 @@
-"""The BDL kind's side of the scoring seam (``kinds/scoring.py`` says what it provides)."""
+"""The BDL kind's side of the scoring seam (its record, ``kinds.kind.ScoringRuntime``, says what it
+provides; the shared types are in ``runtime/scoring.py``)."""
 from __future__ import annotations
 
 from pathlib import Path
 
-from competition_formats import TaskRun
-from kinds.scoring import TaskConfig, TaskResult
+from runtime.formats import TaskRun
+from runtime.scoring import TaskConfig, TaskResult
 
 from .evaluate import score_task as _score_task
 from .predictions import expected_names, load_submission

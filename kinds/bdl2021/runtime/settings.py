@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from competition_formats.json_files import config_field
+from runtime.formats.json_files import config_field
 
 from .score_types import CLASSIFICATION
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from competition_formats import FormatError
+from runtime.formats import FormatError
 
 
 def output_bytes(task) -> int:

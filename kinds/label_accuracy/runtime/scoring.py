@@ -7,10 +7,10 @@ from pathlib import Path
 
 import numpy as np
 
-from competition_formats import MATRIX_EXTENSIONS, FormatError, read_matrix
-from competition_formats.json_files import config_field
-from kinds.report import cell, metric_label, metric_types, number, table
-from kinds.scoring import (MetricResult, ReferenceDataError, ScoreType, SubmissionError, TaskConfig,
+from runtime.formats import MATRIX_EXTENSIONS, FormatError, read_matrix
+from runtime.formats.json_files import config_field
+from runtime.report import cell, metric_label, metric_types, number, table
+from runtime.scoring import (MetricResult, ReferenceDataError, ScoreType, SubmissionError, TaskConfig,
                            TaskResult, TaskType, penalised, run_failure, submission_file)
 
 REPORT_INTRO = "Submitted labels compared with the hidden test labels, one section per task."

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from competition_formats import FormatError
+from runtime.formats import FormatError
 
 from ..runtime.formats import read_model_configs
 from .checks import data_problem, output_units, shared_problem

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from competition_formats import file_digest
+from runtime.formats import file_digest
 from reference_data import manifest
 
 from .npz import read_npz

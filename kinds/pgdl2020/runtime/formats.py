@@ -1,7 +1,7 @@
 """PGDL 2020's files: a task's ``model_configs.json`` (the zoo: hyperparameters and accuracies
 of every trained network) and a ``.predict`` file (the measure of every network).
 
-Errors are ``competition_formats.FormatError`` naming the file and what is wrong in it.
+Errors are ``runtime.formats.FormatError`` naming the file and what is wrong in it.
 Standard library and numpy only (this module ships in the programs).
 
 Model ids: PGDL's model folders are ``model_<id>`` and its ``model_configs.json`` may key the
@@ -21,9 +21,9 @@ from pathlib import Path
 
 import numpy as np
 
-from competition_formats import FormatError
-from competition_formats.json_files import read_json_object
-from competition_formats.matrix_files import PathLike
+from runtime.formats import FormatError
+from runtime.formats.json_files import read_json_object
+from runtime.formats.matrix_files import PathLike
 
 MODEL_PREFIX = "model_"
 EXCEEDED = "EXCEEDED"   # PGDL's ingestion wrote it for every model left once over the time budget

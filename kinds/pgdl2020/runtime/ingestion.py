@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from competition_formats import FormatError
+from runtime.formats import FormatError
 
 
 def stage_inputs(task, input_dir: Path, folder: Path) -> Path:

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import numpy as np
 
-from competition_formats import FormatError, TaskRun
-from competition_formats.json_files import config_field
-from kinds import svg_charts
-from kinds.report import cell, grid, metric_label, metric_types, number, table
-from kinds.scoring import (MetricResult, ReferenceDataError, ScoreType, SubmissionError,
+from runtime.formats import FormatError, TaskRun
+from runtime.formats.json_files import config_field
+from runtime import svg_charts
+from runtime.report import cell, grid, metric_label, metric_types, number, table
+from runtime.scoring import (MetricResult, ReferenceDataError, ScoreType, SubmissionError,
                            TaskConfig, TaskResult, TaskType, penalised, run_failure,
                            submission_file)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from competition_formats import FormatError
+from runtime.formats import FormatError
 
 COLUMNS = ("probability", "uncertainty")
 

@@ -8,9 +8,9 @@ from html import escape
 
 import numpy as np
 
-from kinds import svg_charts
-from kinds.report import DASH, cell, grid, metric_label, metric_types, number, table
-from kinds.scoring import TaskResult
+from runtime import svg_charts
+from runtime.report import DASH, cell, grid, metric_label, metric_types, number, table
+from runtime.scoring import TaskResult
 
 from . import metrics
 from .scoring import NHS_SENSITIVITY, NHS_SPECIFICITY, SETS, set_mask

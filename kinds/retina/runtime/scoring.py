@@ -9,10 +9,10 @@ from pathlib import Path
 
 import numpy as np
 
-from competition_formats import MATRIX_EXTENSIONS, FormatError, read_matrix
-from competition_formats.json_files import config_field
-from competition_formats.matrix_files import max_matrix_bytes
-from kinds.scoring import (MetricResult, ReferenceDataError, ScoreType, SubmissionError,
+from runtime.formats import MATRIX_EXTENSIONS, FormatError, read_matrix
+from runtime.formats.json_files import config_field
+from runtime.formats.matrix_files import max_matrix_bytes
+from runtime.scoring import (MetricResult, ReferenceDataError, ScoreType, SubmissionError,
                            TaskConfig, TaskResult, TaskType, penalised, run_failure,
                            submission_file)
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from competition_formats import FormatError
+from runtime.formats import FormatError
 
 TRAIN_FILE = "train.csv"
 FEATURES_FILE = "test.csv"

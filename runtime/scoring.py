@@ -16,7 +16,7 @@ A kind's ``runtime/scoring.py`` provides:
 - ``submission_files(task)``: the names in ``res/`` it reads (for ordering and messages);
 - ``REPORT_INTRO`` (one sentence), ``task_summary(result) -> str`` (plain text under the
   task's heading) and ``report_section(result) -> str`` (HTML: the task's tables and charts,
-  built with ``kinds.report`` and ``kinds.svg_charts``).
+  built with ``runtime.report`` and ``runtime.svg_charts``).
 """
 from __future__ import annotations
 

@@ -1,0 +1,14 @@
+"""The code both shipped programs share, in one home, copied into each program whole
+(``bundle.programs.copy_shipped_code``, with the kinds' registry and records and the phase's
+kind's ``runtime/``):
+
+- ``formats/``: the files every kind reads or writes (matrices, JSON, the ingestion's signed
+  run record);
+- ``scoring.py``: the seam between the scoring program and a kind's ``runtime/scoring.py``
+  (task and score types, results, penalties);
+- ``report.py`` and ``svg_charts.py``: the HTML pieces and charts of the scoring report and
+  the kinds' sections.
+
+Standard library and the image's packages only (``requirements-image.txt``): this runs on the
+platform's worker. A kind's own runtime lives in ``kinds/<kind>/runtime/``.
+"""
