@@ -18,9 +18,10 @@ leaderboard's keys, then the detailed results page's path. The run exits with st
 when the platform would not score your submission as you intend: a zip it would take for
 something else, a task that failed or was penalised, scores it would refuse.
 
-The programs and data of the kit's phase are in programs/ and data/; where the phase's references are public, tasks are scored; where they are hidden,
-the run checks that your code trains in time and returns valid predictions, then runs it on
-the kit's public stand-in (stand_in/) and scores that, saying which data the scores are on.
+The programs and data of the kit's phase are in programs/ and data/; where the phase's
+references are public, tasks are scored; where they are hidden, the run checks that your code
+trains in time and returns valid predictions, then runs it on the kit's public stand-in
+(stand_in/) and scores that, saying which data the scores are on.
 """
 from __future__ import annotations
 
@@ -42,6 +43,7 @@ sys.path.insert(0, str(KIT))
 from submission_zip import SubmissionLayoutError, make_zip  # noqa: E402
 import versions  # noqa: E402
 import worker  # noqa: E402
+
 RECORD_NAME = "ingestion_record.json"
 
 

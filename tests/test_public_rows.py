@@ -49,7 +49,7 @@ def test_a_public_part_leaves_rows_hidden_and_needs_a_kind_that_scores_it(tmp_pa
 def _hand_scores(run, task: str, rows: int | None) -> tuple[float, float]:
     """Agreement and total variation computed here, from the files, on the first rows."""
     predictions = np.load(run / "ingestion" / "run" / "output" / f"{task}_probs.npy")[:rows]
-    reference = np.load(run / "parts" / "reference" / f"{task}_probs.npy")[:rows]
+    reference = np.load(run / "kit" / "data" / "reference" / f"{task}_probs.npy")[:rows]
     agreement = np.mean(predictions.argmax(axis=1) == reference.argmax(axis=1))
     return float(agreement), float(0.5 * np.abs(predictions - reference).sum(axis=1).mean())
 
