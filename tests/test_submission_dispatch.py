@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bundle.platforms.worker import CODABENCH, CODALAB, dispatch_submission
+from bundle.platforms.worker import CODABENCH, CODALAB, dispatch_submission, zip_problems
 
 REPO = Path(__file__).resolve().parents[1]
 KIT = REPO / "starting_kit"
@@ -51,6 +51,23 @@ def test_code_phase_dispatch_follows_each_worker(tmp_path, platform, files, runs
         assert dispatch.ok, dispatch.problem
     else:
         assert problem in dispatch.problem
+
+
+@pytest.mark.parametrize("files, code, problems", [
+    # CodaLab would take it for prediction files, but the zip gets its metadata: no problem
+    ({"submission.py": PREDICT}, True, []),
+    # both sites read the same bad file: said once
+    ({"submission.py": PREDICT, "metadata": "description: [unclosed\n"}, True, ["not valid YAML"]),
+    ({"submission.py": PREDICT, "metadata": "command: python submission.py\n"}, True,
+     ["has a 'command'"]),
+    ({"iris_probs.csv": "1 0 0\n", "metadata": "description: x\n"}, False,
+     ["neither runs nor copies"]),
+])
+def test_the_zip_helper_asks_every_site_and_skips_what_its_added_metadata_fixes(
+        tmp_path, files, code, problems):
+    found = zip_problems(folder_with(tmp_path, files), code)
+    assert len(found) == len(problems)
+    assert all(expected in problem for expected, problem in zip(problems, found))
 
 
 @pytest.mark.parametrize("platform, ok", [(CODALAB, True), (CODABENCH, False)])
