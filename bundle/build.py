@@ -173,6 +173,20 @@ def _leaks(plans: list[PhasePlan], files: list[dict], members: dict) -> list[str
     return leakage_problems(hidden, public, zeroed) if hidden else []
 
 
+def phase_kit(spec: CompetitionSpec, phase_key: str, destination: Path, platform: str,
+              code_plan: PhasePlan | None = None) -> Path:
+    """The starting kit of ``phase_key``'s own competition, as the builder stages it, in
+    ``destination``; ``code_plan``: what the kit's ingestion runs instead of the spec's
+    (an organizer's local run with another budget)."""
+    plan = phase_plan(spec, phase_key, None)
+    results = _baseline_results(spec, plan, None)
+    contexts = page_contexts(spec, [_shown(spec, phase_key, None)], [plan],
+                             competition_columns([plan]), spec.title, results, platform)
+    return stage_starting_kit(plan, destination, code_plan or code_variant(spec, plan),
+                              ingestion_limits(spec), platform, written_keys(plan), spec,
+                              guide_contexts(contexts)[0], results)
+
+
 def build_competition(spec: CompetitionSpec, phase_keys: list[str], track_key: str | None,
                       out_dir: Path, baseline_results: dict | None = None,
                       say: Callable[[str], None] = lambda message: None,

@@ -28,9 +28,9 @@ import yaml
 from scoring_program.scorer.config import FULL_STATISTICS, scores_file_keys
 
 from .spec import MIN_BUDGET_SECONDS, POLL_SECONDS, is_gpu_image
-from .worker import (Dispatch, WorkerCommandError, dispatch_submission, penalised_tasks,
-                     program_command, read_scores, run_program, short_budgets,
-                     submission_metadata)
+from .platforms.worker import (Dispatch, WorkerCommandError, dispatch_submission,
+                               penalised_tasks, program_command, read_scores, run_program,
+                               short_budgets, submission_metadata)
 
 SAMPLES = {True: "sample_code_submission.zip", False: "sample_result_submission.zip"}
 SETPRIV = "/usr/bin/setpriv"

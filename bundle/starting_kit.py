@@ -3,8 +3,8 @@
 The kit holds the core's tools (``run_local.py``, ``submission_zip.py``, the worker model and,
 in a results phase, ``predictions_zip.py``, which runs code into that phase's prediction files),
 the kind's part (guide, baselines, their results) and what a local run needs. The sample
-submissions are shipped as the zips that ``submission_zip.py`` makes: the dry run uploads
-those. ``kit.json`` tells run_local the kit's platform, phase and leaderboard keys, so a local
+submissions are shipped as the zips that the kit's own ``submission_zip.py`` makes: the dry run
+uploads those. ``kit.json`` tells run_local the kit's platform, phase and leaderboard keys, so a local
 run checks what that platform would.
 """
 from __future__ import annotations
@@ -12,11 +12,12 @@ from __future__ import annotations
 import dataclasses
 import json
 import shutil
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
 from kinds.kind import kind
-from starting_kit.submission_zip import make_zip
 
 from .phase_data import stage_input_data, stage_reference_data
 from .leaderboard import written_keys
@@ -29,6 +30,8 @@ REPO = Path(__file__).resolve().parents[1]
 KIT = REPO / "starting_kit"
 KIT_CONFIG = "kit.json"
 KIT_FILES = ("run_local.py", "submission_zip.py", "versions.py")
+WORKER_MODEL = REPO / "bundle" / "platforms" / "worker.py"      # the kit's worker.py
+ZIP_TOOL = "submission_zip.py"
 IMAGE_REQUIREMENTS = REPO / "requirements-image.txt"
 
 
@@ -122,7 +125,7 @@ def stage_starting_kit(plan: PhasePlan, destination: Path, code_plan: PhasePlan,
     definition = kind(plan.kind)
     for name in KIT_FILES + (() if plan.code_submission else (PREDICTIONS_TOOL,)):
         shutil.copyfile(KIT / name, destination / name)
-    shutil.copyfile(REPO / "bundle" / "worker.py", destination / "worker.py")
+    shutil.copyfile(WORKER_MODEL, destination / "worker.py")
     if image_requirements(image):
         shutil.copyfile(image_requirements(image), destination / IMAGE_REQUIREMENTS.name)
     (destination / "README.md").write_text(render_guide(guide, definition.KIT), encoding="utf-8")
@@ -143,11 +146,23 @@ def stage_starting_kit(plan: PhasePlan, destination: Path, code_plan: PhasePlan,
         sample = definition.sample_code_submission(sample_folder)
     else:
         sample = definition.sample_results(plan, sample_folder)
-    make_zip(sample, destination / f"{sample.name}.zip", code=plan.code_submission,
-             entry=definition.entry_file)
     config = {"platform": platform, "docker_image": image, "phase": plan.name, "code_submission": plan.code_submission,
               "entry_file": definition.entry_file,
               "tasks": [task.name for task in plan.tasks], "leaderboard_keys": leaderboard_keys,
               **({"stand_in": stand_in} if stand_in else {})}
     (destination / KIT_CONFIG).write_text(json.dumps(config, indent=1) + "\n")
+    zip_with_kit_tool(destination, sample, plan.code_submission)
     return destination
+
+
+def zip_with_kit_tool(kit: Path, sample: Path, code: bool) -> Path:
+    """The sample's zip as the kit's own submission_zip.py makes it (kit.json gives it the
+    entry file), run as a participant runs it: the builder never imports a kit tool."""
+    archive = kit / f"{sample.name}.zip"
+    made = subprocess.run([sys.executable, ZIP_TOOL, str(sample), str(archive),
+                           "--code" if code else "--results"], cwd=kit, capture_output=True,
+                          text=True)
+    if made.returncode != 0:
+        raise ValueError(f"the kit's {ZIP_TOOL} refused the sample {sample.name}: "
+                         f"{made.stderr.strip()}")
+    return archive

@@ -39,8 +39,8 @@ Hooks:
 - pages: ``page_context(plan, phase, baseline_results)``: what its page parts show;
 - starting kit: ``sample_results(plan, destination)`` and
   ``sample_code_submission(destination)``; optional ``stage_kit(plan, destination)`` (default:
-  ``KIT/baselines/`` as it is), ``support_modules()`` (modules a baseline imports from
-  elsewhere in the repository; default: none) and ``stand_in_task(task, folder)`` (the public
+  ``KIT/baselines/`` as it is; what a baseline imports must be there, since an organizer's
+  local run goes through the built kit too) and ``stand_in_task(task, folder)`` (the public
   stand-in of a hidden task). Its guide is ``KIT/README.md.j2``, rendered from the pages'
   context of the kit's phase (``bundle.render.guide_contexts``), so that the guide and the
   pages say the same;
@@ -116,10 +116,6 @@ def _rows_unknown(declaration: dict) -> None:
     return None
 
 
-def _no_support_modules() -> dict[str, Path]:
-    return {}
-
-
 def _no_units(task) -> tuple[tuple[str, ...], float]:
     return (), 0.0
 
@@ -183,7 +179,6 @@ class Kind:
     sample_results: Callable = _hook()
     sample_code_submission: Callable = _hook()
     stage_kit: Callable | None = _hook(None)          # None: copy_baselines from KIT
-    support_modules: Callable = _hook(_no_support_modules)
     stand_in_task: Callable | None = _hook(None)      # None: no stand-in of its own
     # organizers' tools
     reference_cli: Callable | None = _hook(None)      # None: no references of its own

@@ -37,9 +37,6 @@ def predictions_zip(source: Path, destination: Path, work: Path) -> list[str]:
     """Run ``source`` (code) on the phase's inputs and zip its predictions at ``destination``;
     returns the names zipped. Raises LocalRunError or SubmissionLayoutError, writing nothing."""
     layout = kit_layout()
-    if layout is None:
-        raise LocalRunError("run this from an extracted starting kit (it has no programs/ "
-                            "folder here)")
     if layout.code_phase:
         raise LocalRunError(f"the {layout.phase} phase takes code: upload the zip that "
                             "submission_zip.py makes of your code, not prediction files")

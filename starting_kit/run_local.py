@@ -18,20 +18,16 @@ leaderboard's keys, then the detailed results page's path. The run exits with st
 when the platform would not score your submission as you intend: a zip it would take for
 something else, a task that failed or was penalised, scores it would refuse.
 
-In the downloaded starting kit the programs and data of its phase are in programs/ and
-data/; where the phase's references are public, tasks are scored; where they are hidden,
-the run checks that your code trains in time and returns valid predictions, then runs it on
-the kit's public stand-in (stand_in/) and scores that, saying which data the scores are on. In the
-organizers' repository (no programs/ folder) the programs are assembled from source for
---phase of a spec (--config, default: the default competition's; --data-root: the organizer's
-task files), with that spec's tasks and budgets (--budget overrides them).
+The programs and data of the kit's phase are in programs/ and data/; where the phase's
+references are public, tasks are scored; where they are hidden, the run checks that your code
+trains in time and returns valid predictions, then runs it on the kit's public stand-in
+(stand_in/) and scores that, saying which data the scores are on.
 """
 from __future__ import annotations
 
 import argparse
 import dataclasses
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -42,13 +38,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 KIT = Path(__file__).resolve().parent
-REPO = KIT.parent
 sys.path.insert(0, str(KIT))
 
-from submission_zip import SubmissionLayoutError, platform_rules, make_zip  # noqa: E402
+from submission_zip import SubmissionLayoutError, make_zip  # noqa: E402
 import versions  # noqa: E402
+import worker  # noqa: E402
 
-worker = platform_rules()
 RECORD_NAME = "ingestion_record.json"
 
 
@@ -63,7 +58,6 @@ class Layout:
     scoring_program: Path
     input_data: Path
     reference_data: Path | None          # None: hidden, predictions are checked, not scored
-    support_modules: dict                # modules a baseline file imports, besides its siblings
     platform: str
     phase: str
     code_phase: bool                     # the phase takes code (else prediction files)
@@ -77,16 +71,13 @@ class Layout:
     stand_in_about: tuple[str, ...] = ()
 
 
-def kit_layout() -> Layout | None:
-    """The downloaded starting kit: programs and data prebuilt by the bundle builder."""
+def kit_layout() -> Layout:
+    """The starting kit: programs and data prebuilt by the bundle builder."""
     programs, data = KIT / "programs", KIT / "data"
-    if not programs.is_dir():
-        return None
     config = json.loads((KIT / "kit.json").read_text(encoding="utf-8"))
     reference = data / "reference"
     layout = Layout(programs / "ingestion_program", programs / "scoring_program", data / "input",
-                    reference if reference.is_dir() else None,
-                    {}, config["platform"], config["phase"],
+                    reference if reference.is_dir() else None, config["platform"], config["phase"],
                     config["code_submission"], tuple(config["leaderboard_keys"]),
                     config.get("entry_file", "submission.py"), config.get("docker_image"),
                     KIT / versions.IMAGE_REQUIREMENTS)
@@ -102,91 +93,13 @@ def kit_layout() -> Layout | None:
         stand_in_about=tuple(stand_in["about"]))
 
 
-def repository_spec(config: Path | None = None, data_root: Path | None = None):
-    """The spec a repository run follows (the default competition's unless ``config``)."""
-    sys.path.insert(0, str(REPO))
-    from bundle.spec import DEFAULT_SPEC, load_spec
-    return load_spec(Path(config) if config else DEFAULT_SPEC,
-                     Path(data_root) if data_root else None)
-
-
-def baselines_spec(config: Path | None, data_root: Path | None, kind: str):
-    """The spec a kind's kit/baseline_results.py runs on (organizers): a bad spec ends the
-    script with one ``error:`` line per problem (the spec's file and key), and a spec of
-    another kind with one naming that kind's script, never a traceback."""
-    sys.path.insert(0, str(REPO))
-    from bundle.spec import SpecError
-    try:
-        spec = repository_spec(config, data_root)
-    except SpecError as error:
-        raise SystemExit("\n".join(f"error: {line}" for line in str(error).splitlines())) \
-            from None
-    if spec.kind != kind:
-        raise SystemExit(f"error: {spec.path}: kind: {spec.kind}; this script runs the {kind} "
-                         f"baselines (for this spec: kinds/{spec.kind}/kit/baseline_results.py)")
-    return spec
-
-
-def write_baseline_table(out: Path, collect, markdown) -> int:
-    """A baselines script's end: the table ``collect()`` makes written to ``out`` (the file the
-    builder reads) and printed; a run the platform would not score ends in one error line."""
-    try:
-        table = collect()
-    except LocalRunError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
-    out.write_text(json.dumps(table, indent=1) + "\n")
-    print(f"\nwritten to {out}\n\n{markdown(table)}")
-    return 0
-
-
-def repository_layout(phase: str | None, budget_seconds: float | None, work: Path,
-                      platform: str, config: Path | None = None,
-                      data_root: Path | None = None, hidden_references: bool = False) -> Layout:
-    """The organizers' repository: assemble the programs from source, as the builder does,
-    for ``phase`` (default: the spec's first) of the spec; ``hidden_references`` stages the
-    phase's references even where participants never see them, to score (organizers only)."""
-    spec = repository_spec(config, data_root)
-    from bundle.build import ingestion_limits
-    from bundle.kinds import entry_file, kind_of, support_modules
-    from bundle.leaderboard import written_keys
-    from bundle.phase_data import stage_input_data, stage_reference_data
-    from bundle.phase_plan import code_variant, phase_plan, with_budget
-    from bundle.programs import assemble_ingestion_program, assemble_scoring_program
-    from bundle.starting_kit import image_requirements
-    phase = phase or spec.phases[0].key
-    if phase not in {p.key for p in spec.phases}:
-        raise LocalRunError(f"unknown phase {phase!r}; the spec has "
-                            f"{', '.join(p.key for p in spec.phases)}")
-    plan = phase_plan(spec, phase, None)
-    code_plan = code_variant(spec, plan)
-    if budget_seconds is not None:
-        code_plan = with_budget(code_plan, budget_seconds)
-    parts = work / "parts"
-    assemble_ingestion_program(code_plan, parts / "ingestion_program", ingestion_limits(spec))
-    assemble_scoring_program(plan, parts / "scoring_program", platform)
-    stage_input_data(plan, parts / "input")
-    kind = kind_of(plan)
-    has_references = hidden_references or all(kind.has_public_references(task)
-                                              for task in plan.tasks)
-    if has_references:
-        stage_reference_data(plan, parts / "reference")
-    keys = tuple(written_keys(plan))
-    return Layout(parts / "ingestion_program", parts / "scoring_program", parts / "input",
-                  parts / "reference" if has_references else None, support_modules(kind), platform,
-                  phase, plan.code_submission, keys, entry_file(kind), spec.docker_image,
-                  image_requirements(spec.docker_image))
-
-
-def _baseline_folder(source: Path, destination: Path, support: dict, entry: str) -> Path:
+def _baseline_folder(source: Path, destination: Path, entry: str) -> Path:
     """A baseline file as a submission folder: the .py files next to it under their own names
-    (baselines import each other by name: multi_swag.py imports sgld), any support module that
-    lives elsewhere, and the file again as the entry file (submission.py for BDL)."""
+    (baselines import each other by name: multi_swag.py imports sgld), and the file again as
+    the entry file (submission.py for BDL)."""
     destination.mkdir(parents=True)
     for module in sorted(source.parent.glob("*.py")):
         shutil.copyfile(module, destination / module.name)
-    for name, path in support.items():
-        shutil.copyfile(path, destination / name)
     shutil.copyfile(source, destination / entry)
     return destination
 
@@ -194,8 +107,7 @@ def _baseline_folder(source: Path, destination: Path, support: dict, entry: str)
 def _zip_baseline(source: Path, layout: Layout, work: Path) -> Path:
     """The zip of a baseline file's folder; an error names the participant's folder, of which
     the staged one is a copy, never the staging folder."""
-    staged = _baseline_folder(source, work / "baseline", layout.support_modules,
-                              layout.entry_file)
+    staged = _baseline_folder(source, work / "baseline", layout.entry_file)
     destination = work / "submission.zip"
     try:
         names = make_zip(staged, destination, code=True, entry=layout.entry_file)
@@ -303,15 +215,9 @@ def _score(layout: Layout, predictions: Path, work: Path) -> Path | None:
     return run / "output"
 
 
-def run_local(phase: str | None, work: Path, code: Path | None = None,
-              results: Path | None = None, budget_seconds: float | None = None,
-              platform: str = worker.CODALAB, config: Path | None = None,
-              data_root: Path | None = None, hidden_references: bool = False) -> Path | None:
+def run_local(work: Path, code: Path | None = None,
+              results: Path | None = None) -> Path | None:
     """Returns the scoring output folder (scores, detailed_results.html), if scored.
-
-    ``phase``, ``budget_seconds``, ``config``, ``data_root`` and ``hidden_references`` apply
-    in the organizers' repository (the kit has its own phase); ``phase`` None: the spec's
-    first phase.
 
     Raises LocalRunError (or SubmissionLayoutError) where the platform would not score the
     submission as intended."""
@@ -319,8 +225,7 @@ def run_local(phase: str | None, work: Path, code: Path | None = None,
     # place (--out run gave run/scoring/run/run/scoring/...).
     work = Path(work).absolute()
     work.mkdir(parents=True, exist_ok=True)
-    layout = kit_layout() or repository_layout(phase, budget_seconds, work, platform, config,
-                                               data_root, hidden_references)
+    layout = kit_layout()
     as_code = code is not None
     archive = submission_zip(code if as_code else results, as_code, layout, work)
     submission = _unzipped(archive, work / "submission")
@@ -380,52 +285,18 @@ def _stand_in_run(layout: Layout, submission: Path, work: Path) -> tuple[Path, l
     return output, problems
 
 
-def _phase_choices(argv: list[str] | None) -> tuple[str, ...] | None:
-    """The phases of the spec a repository run follows (None in the kit: it has one phase)."""
-    if (KIT / "programs").is_dir():
-        return None
-    first = argparse.ArgumentParser(add_help=False)
-    first.add_argument("--config", type=Path)
-    first.add_argument("--data-root", type=Path)
-    known, _ = first.parse_known_args(argv)
-    try:
-        spec = repository_spec(known.config, known.data_root)
-    except Exception as error:          # the spec's own message (SpecError, missing file)
-        raise SystemExit(f"error: {error}") from None
-    return tuple(p.key for p in spec.phases)
-
-
 def main(argv: list[str] | None = None) -> int:
-    phases = _phase_choices(argv)
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 2)[2],
         formatter_class=argparse.RawDescriptionHelpFormatter)
     what = parser.add_mutually_exclusive_group(required=True)
     what.add_argument("--code", type=Path, help="submission zip or folder, or a baseline .py file")
     what.add_argument("--results", type=Path, help="zip or folder of prediction files")
-    parser.add_argument("--phase", default=None, choices=phases,
-                        help="repository only: which phase's tasks (default: the spec's first; "
-                             "the kit has its own)")
-    parser.add_argument("--config", type=Path, default=None,
-                        help="repository only: the organizer spec (default: the default "
-                             "competition's)")
-    parser.add_argument("--data-root", type=Path, default=None,
-                        help="repository only: the folder of the spec's task files")
-    parser.add_argument("--budget", type=float, default=None,
-                        help="repository only: seconds for every task instead of the spec's "
-                             "budgets")
-    parser.add_argument("--platform", choices=(worker.CODALAB, worker.CODABENCH),
-                        default=worker.CODALAB,
-                        help="repository only: whose rules to apply (the kit has its own)")
-    parser.add_argument("--score-hidden", action="store_true",
-                        help="repository only: score against the phase's hidden references "
-                             "too (organizers: baseline tables)")
     parser.add_argument("--out", type=Path, help="keep the run here (default: a temporary folder)")
     args = parser.parse_args(argv)
     work = args.out or Path(tempfile.mkdtemp(prefix="run-local-"))
     try:
-        run_local(args.phase, work, args.code, args.results, args.budget, args.platform,
-                  args.config, args.data_root, args.score_hidden)
+        run_local(work, args.code, args.results)
     except SubmissionLayoutError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -23,6 +23,8 @@ import sys
 import zipfile
 from pathlib import Path
 
+import worker       # the worker model, next to this file in the kit (bundle/platforms/worker.py)
+
 KIT = Path(__file__).resolve().parent
 SKIPPED = ("__pycache__", ".DS_Store", "__MACOSX", ".ipynb_checkpoints", ".git")
 KIT_CONFIG = KIT / "kit.json"
@@ -39,16 +41,6 @@ def entry_file() -> str:
 
 
 ENTRY_FILE = entry_file()
-
-
-def platform_rules():
-    """The platform rules: the kit's copy of the builder's worker module, or the original."""
-    try:
-        import worker
-    except ImportError:
-        sys.path.insert(0, str(KIT.parent))
-        from bundle import worker
-    return worker
 
 
 class SubmissionLayoutError(ValueError):
@@ -92,19 +84,6 @@ def check_zip(path: Path, required: tuple[str, ...] = ()) -> list[str]:
 def is_code_folder(folder: Path, entry: str | None = None) -> bool:
     entry = entry or ENTRY_FILE
     return (folder / entry).is_file() or any(folder.glob(f"*/{entry}"))
-
-
-def metadata_problems(folder: Path, code: bool) -> list[str]:
-    """What each platform would do wrong with this folder's metadata, if anything."""
-    worker = platform_rules()
-    problems = []
-    for platform in (worker.CODALAB, worker.CODABENCH):
-        dispatch = worker.dispatch_submission(folder, platform, has_ingestion=code)
-        if code and platform == worker.CODALAB and not dispatch.runs_ingestion:
-            continue            # no metadata yet: make_zip adds it
-        if dispatch.problem and dispatch.problem not in problems:
-            problems.append(dispatch.problem)
-    return problems
 
 
 # The downloaded kit's baselines and their support modules (none in the organizers' repository).
@@ -157,7 +136,7 @@ def make_zip(folder: Path, destination: Path, code: bool | None = None,
         check_submission_folder(folder, required=(entry,))
     elif not folder.is_dir():
         raise SubmissionLayoutError(f"{folder} is not a folder")
-    problems = metadata_problems(folder, code) + (missing_modules(folder) if code else [])
+    problems = worker.zip_problems(folder, code) + (missing_modules(folder) if code else [])
     if problems:
         raise SubmissionLayoutError(f"{folder}: " + "; ".join(problems))
     members = _members(folder)
@@ -170,7 +149,7 @@ def make_zip(folder: Path, destination: Path, code: bool | None = None,
             for path, name in zip(members, names):
                 archive.writestr(_entry(name), path.read_bytes())
             if code and "metadata" not in names:
-                archive.writestr(_entry("metadata"), platform_rules().CODE_METADATA)
+                archive.writestr(_entry("metadata"), worker.CODE_METADATA)
                 names.append("metadata")
         check_zip(partial, required=(entry,) if code else ())
         os.replace(partial, destination)

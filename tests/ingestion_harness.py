@@ -21,7 +21,7 @@ from bundle.phase_data import stage_input_data, stage_reference_data
 from bundle.phase_plan import phase_plan
 from bundle.spec import load_spec
 from bundle.programs import assemble_ingestion_program
-from bundle.worker import program_command
+from bundle.platforms.worker import program_command
 from scoring_harness import image_python
 
 BUDGET_SECONDS = 3.0

@@ -1,22 +1,22 @@
-"""Runs of the starting kit's run_local.py as a participant types them, and its printed scores."""
+"""Organizers' local runs (python -m bundle.local_run: the phase's kit built, then its own
+run_local.py), and the scores they print."""
 import subprocess
 import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-KIT = REPO / "starting_kit"
-BASELINES = "kinds/bdl2021/kit/baselines"
 
 
 def run_local(*args, timeout=600):
-    return subprocess.run([sys.executable, str(KIT / "run_local.py"), *args], cwd=REPO,
+    """``python -m bundle.local_run`` with these arguments, from the repository's root."""
+    return subprocess.run([sys.executable, "-m", "bundle.local_run", *args], cwd=REPO,
                           capture_output=True, text=True, timeout=timeout)
 
 
 def run_baseline(baseline: str, phase: str, out: Path, budget: float = 4):
-    """A BDL baseline file through run_local on a phase of the default spec."""
-    return run_local("--code", f"{BASELINES}/{baseline}.py", "--phase", phase,
-                     "--budget", str(budget), "--out", str(out))
+    """A BDL baseline of the kit through a local run on a phase of the default spec."""
+    return run_local("--baseline", baseline, "--phase", phase, "--budget", str(budget),
+                     "--out", str(out))
 
 
 def scores_of(stdout: str) -> dict:

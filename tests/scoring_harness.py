@@ -13,7 +13,7 @@ from pathlib import Path
 from plans import embedded_phase
 from bundle.phase_data import stage_reference_data
 from bundle.programs import assemble_scoring_program
-from bundle.worker import program_command
+from bundle.platforms.worker import program_command
 from scoring_program.scorer.config import CONFIG_NAME
 
 REPO = Path(__file__).resolve().parents[1]

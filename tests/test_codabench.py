@@ -99,7 +99,7 @@ def test_valid_v2_bundle_has_no_rule_failures(built):
 
 
 def test_scorer_output_is_a_flat_scores_json_without_metadata(built, tmp_path):
-    from bundle.worker import CODABENCH, read_scores
+    from bundle.platforms.worker import CODABENCH, read_scores
     from scoring_harness import new_run, prepare_phase, run_scoring
     import json
     prepared = tmp_path / "prepared"

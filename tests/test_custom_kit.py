@@ -173,10 +173,9 @@ def test_overview_says_no_baselines_for_custom_tasks(bundles):
 
 def test_run_local_follows_the_spec_and_streams_the_log(custom, tmp_path):
     spec_file, data = custom
-    run = subprocess.run([sys.executable, str(REPO / "starting_kit" / "run_local.py"),
+    run = subprocess.run([sys.executable, "-m", "bundle.local_run",
                           "--config", str(spec_file), "--data-root", str(data),
-                          "--phase", "final", "--budget", "3",
-                          "--code", "kinds/bdl2021/kit/baselines/trivial.py",
+                          "--phase", "final", "--budget", "3", "--baseline", "trivial",
                           "--out", str(tmp_path / "run")],
                          cwd=REPO, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
@@ -191,7 +190,7 @@ def test_run_local_follows_the_spec_and_streams_the_log(custom, tmp_path):
 
 def test_run_local_offers_the_specs_phases(custom, tmp_path):
     spec_file, data = custom
-    run = subprocess.run([sys.executable, str(REPO / "starting_kit" / "run_local.py"),
+    run = subprocess.run([sys.executable, "-m", "bundle.local_run",
                           "--config", str(spec_file), "--data-root", str(data),
                           "--phase", "development", "--results", str(tmp_path)],
                          cwd=REPO, capture_output=True, text=True, timeout=120)

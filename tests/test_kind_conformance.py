@@ -92,7 +92,7 @@ def test_optional_hooks_have_their_defaults():
     record = kind("label_accuracy")
     assert record.ENTRY == ("submission", "predict") and record.entry_file == "submission.py"
     assert record.ZEROED_PUBLIC_ARRAYS == () and record.RANKS_BY_AGGREGATE is False
-    assert record.task_problems(None) == [] and record.support_modules() == {}
+    assert record.task_problems(None) == []
     assert record.stand_in_task is None and record.reference_cli is None
     assert callable(record.stage_kit)
 

@@ -411,9 +411,9 @@ def test_retina_pages_and_report_read_right_in_a_browser(platform, browser, scre
     assert "Deep ensemble (5 networks)" in texts["overview"]
     assert "ties keep the order of the test file" in texts["evaluation"]
     assert "severity_test" in texts["overview"] and "population_val" in texts["overview"]
-    run = subprocess.run([sys.executable, str(REPO / "starting_kit" / "run_local.py"), "--config",
-                          str(spec), "--phase", "final", "--score-hidden", "--code",
-                          "kinds/retina/kit/baselines/mc_dropout.py", "--out",
+    run = subprocess.run([sys.executable, "-m", "bundle.local_run", "--config",
+                          str(spec), "--phase", "final", "--score-hidden", "--baseline",
+                          "mc_dropout", "--out",
                           str(tmp_path / "run")], cwd=REPO, capture_output=True, text=True,
                          timeout=600)
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]

@@ -82,7 +82,7 @@ def test_hostile_measures_mark_those_networks_and_the_run_says_why(tmp_path):
     folder = tmp_path / "sub"
     folder.mkdir()
     (folder / "complexity.py").write_text(HOSTILE)
-    result = subprocess.run([sys.executable, str(REPO / "starting_kit" / "run_local.py"),
+    result = subprocess.run([sys.executable, "-m", "bundle.local_run",
                              "--config", str(SPEC), "--phase", "phase1", "--budget", "16",
                              "--code", str(folder), "--out", str(tmp_path / "run")],
                             cwd=REPO, capture_output=True, text=True, timeout=600)

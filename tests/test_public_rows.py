@@ -19,7 +19,6 @@ from test_pgdl_kind import build
 
 BDL_SPEC = REPO / "kinds" / "bdl2021" / "default_spec.yaml"
 PUBLIC = {"wine": 24, "breast_cancer": 76}          # of 60 and 190 test rows
-SGLD = REPO / "kinds" / "bdl2021" / "kit" / "baselines" / "sgld.py"
 
 
 def spec_with(tmp_path, public=PUBLIC, **top_level):
@@ -50,7 +49,7 @@ def test_a_public_part_leaves_rows_hidden_and_needs_a_kind_that_scores_it(tmp_pa
 def _hand_scores(run, task: str, rows: int | None) -> tuple[float, float]:
     """Agreement and total variation computed here, from the files, on the first rows."""
     predictions = np.load(run / "ingestion" / "run" / "output" / f"{task}_probs.npy")[:rows]
-    reference = np.load(run / "parts" / "reference" / f"{task}_probs.npy")[:rows]
+    reference = np.load(run / "kit" / "data" / "reference" / f"{task}_probs.npy")[:rows]
     agreement = np.mean(predictions.argmax(axis=1) == reference.argmax(axis=1))
     return float(agreement), float(0.5 * np.abs(predictions - reference).sum(axis=1).mean())
 
@@ -63,7 +62,7 @@ def _scores(path) -> dict:
 def _local_run(tmp_path, spec):
     run = tmp_path / "run"
     result = run_local("--config", str(spec), "--phase", "evaluation", "--budget", "2",
-                       "--code", str(SGLD), "--out", str(run))
+                       "--baseline", "sgld", "--out", str(run))
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     return result, run, run / "scoring" / "run" / "output"
 

@@ -24,7 +24,6 @@ from local_runs import run_local, scores_of
 
 REPO = Path(__file__).resolve().parents[1]
 SPEC = REPO / "kinds" / "retina" / "default_spec.yaml"
-BASELINES = "kinds/retina/kit/baselines"
 SCORING = scoring_runtime("retina")
 
 
@@ -142,8 +141,8 @@ def test_a_broken_reference_names_the_file_and_line(tmp_path):
 
 @pytest.mark.parametrize("baseline", ["map", "mc_dropout", "deep_ensemble"])
 def test_the_baselines_run_through_the_code_phase_and_referral_helps(baseline, tmp_path):
-    result = run_local("--config", str(SPEC), "--phase", "final", "--score-hidden", "--code",
-                       f"{BASELINES}/{baseline}.py", "--out", str(tmp_path))
+    result = run_local("--config", str(SPEC), "--phase", "final", "--score-hidden",
+                       "--baseline", baseline, "--out", str(tmp_path))
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     scores = scores_of(result.stdout)
     for task in ("severity_test", "population_test"):

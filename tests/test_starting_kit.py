@@ -10,7 +10,8 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 KIT = REPO / "starting_kit"
 BDL_KIT = REPO / "kinds" / "bdl2021" / "kit"
-sys.path[:0] = [str(KIT), str(BDL_KIT)]
+# The kit's tools import the worker model as their sibling, as in a built kit.
+sys.path[:0] = [str(KIT), str(REPO / "bundle" / "platforms"), str(BDL_KIT)]
 
 from baseline_results import METHODS, RESULTS_FILE  # noqa: E402
 from submission_zip import SubmissionLayoutError, check_zip, make_zip  # noqa: E402
@@ -25,8 +26,8 @@ from local_runs import run_local, scores_of  # noqa: E402
     ("evaluation", ["breast_cancer", "diabetes_gap", "digits_shift", "wine"])])
 def test_baselines_run_end_to_end_with_finite_scores(baseline, phase, tasks, tmp_path):
     """The README's command, with a short budget to keep CI fast."""
-    result = run_local("--code", f"kinds/bdl2021/kit/baselines/{baseline}.py", "--phase", phase,
-                       "--budget", "4", "--out", str(tmp_path))
+    result = run_local("--baseline", baseline, "--phase", phase, "--budget", "4",
+                       "--out", str(tmp_path))
     assert result.returncode == 0, result.stderr
     scores = scores_of(result.stdout)
     for task in tasks:

@@ -1,4 +1,5 @@
 """Code or results: each platform's rule, the kit's zip helper, and the dry run that uses both."""
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -6,11 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from bundle.worker import CODABENCH, CODALAB, dispatch_submission
+from bundle.platforms.worker import CODABENCH, CODALAB, dispatch_submission, zip_problems
 
 REPO = Path(__file__).resolve().parents[1]
 KIT = REPO / "starting_kit"
-sys.path.insert(0, str(KIT))
+# The kit's tools import the worker model as their sibling, as in a built kit.
+sys.path[:0] = [str(KIT), str(REPO / "bundle" / "platforms")]
 
 from submission_zip import SubmissionLayoutError, make_zip  # noqa: E402
 
@@ -49,6 +51,23 @@ def test_code_phase_dispatch_follows_each_worker(tmp_path, platform, files, runs
         assert dispatch.ok, dispatch.problem
     else:
         assert problem in dispatch.problem
+
+
+@pytest.mark.parametrize("files, code, problems", [
+    # CodaLab would take it for prediction files, but the zip gets its metadata: no problem
+    ({"submission.py": PREDICT}, True, []),
+    # both sites read the same bad file: said once
+    ({"submission.py": PREDICT, "metadata": "description: [unclosed\n"}, True, ["not valid YAML"]),
+    ({"submission.py": PREDICT, "metadata": "command: python submission.py\n"}, True,
+     ["has a 'command'"]),
+    ({"iris_probs.csv": "1 0 0\n", "metadata": "description: x\n"}, False,
+     ["neither runs nor copies"]),
+])
+def test_the_zip_helper_asks_every_site_and_skips_what_its_added_metadata_fixes(
+        tmp_path, files, code, problems):
+    found = zip_problems(folder_with(tmp_path, files), code)
+    assert len(found) == len(problems)
+    assert all(expected in problem for expected, problem in zip(problems, found))
 
 
 @pytest.mark.parametrize("platform, ok", [(CODALAB, True), (CODABENCH, False)])
@@ -93,7 +112,11 @@ def test_zip_helper_refuses_and_leaves_nothing_behind(tmp_path, files, code, mes
 
 def test_zip_helper_cli_says_what_it_added_and_fails_cleanly(tmp_path):
     folder = folder_with(tmp_path, {"submission.py": PREDICT})
-    command = [sys.executable, str(KIT / "submission_zip.py")]
+    kit = tmp_path / "kit"                  # the tool next to the worker model, as in a kit
+    kit.mkdir()
+    for tool in (KIT / "submission_zip.py", REPO / "bundle" / "platforms" / "worker.py"):
+        shutil.copyfile(tool, kit / tool.name)
+    command = [sys.executable, str(kit / "submission_zip.py")]
     done = subprocess.run([*command, str(folder), str(tmp_path / "ok.zip")], capture_output=True,
                           text=True, timeout=60)
     assert done.returncode == 0 and "added 'metadata'" in done.stdout
@@ -151,10 +174,10 @@ def test_run_local_says_what_the_worker_does_with_code_in_a_results_phase(tmp_pa
                                                                           refused):
     """The same worker model decides the kit's local run: Codabench fails the zip (above);
     CodaLab takes it for prediction files, and run_local trains the code instead."""
-    baseline = REPO / "kinds" / "label_accuracy" / "kit" / "baselines" / "nearest_centroid.py"
-    done = subprocess.run([sys.executable, str(KIT / "run_local.py"), "--config",
+    done = subprocess.run([sys.executable, "-m", "bundle.local_run", "--config",
                            str(LABEL_SPEC), "--phase", "development", "--platform", platform,
-                           "--code", str(baseline), "--out", str(tmp_path / "run")], cwd=REPO,
+                           "--baseline", "nearest_centroid", "--out", str(tmp_path / "run")],
+                          cwd=REPO,
                           capture_output=True, text=True, timeout=600)
     output = done.stdout + done.stderr
     assert "Traceback" not in output

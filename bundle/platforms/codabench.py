@@ -25,7 +25,7 @@ from ..leaderboard import LeaderboardColumn, codabench_columns
 from ..render import logo_member
 from ..rules.codabench_yaml import items
 from ..spec import CompetitionSpec, PhaseSpec
-from ..worker import NO_OUTPUT_FAILURE, NO_PREDICTIONS_FAILURE
+from .worker import NO_OUTPUT_FAILURE, NO_PREDICTIONS_FAILURE
 from . import Platform
 from .codabench_site import hidden_figure_leaks, leaderboard_problem
 

@@ -180,12 +180,6 @@ def stage_kit(plan, destination: Path) -> None:
     shutil.copyfile(DECLARED_MODEL, destination / "baselines" / "declared_model.py")
 
 
-def support_modules() -> dict[str, Path]:
-    """Modules a baseline imports that live elsewhere in this repository (in the kit they sit
-    next to the baselines): run_local adds them when it packages a baseline file."""
-    return {"declared_model.py": DECLARED_MODEL}
-
-
 # ---- organizers' tools ---------------------------------------------------------------------
 
 def reference_cli(argv: list[str]) -> int:
@@ -208,4 +202,4 @@ KIND = Kind(
     unconverged_reference_problems=unconverged_reference_problems, test_rows=test_rows,
     page_context=page_context, sample_results=sample_results,
     sample_code_submission=sample_code_submission, stage_kit=stage_kit,
-    support_modules=support_modules, reference_cli=reference_cli)
+    reference_cli=reference_cli)

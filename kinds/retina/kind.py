@@ -186,11 +186,6 @@ def stand_in_task(task, folder: Path):
     return dataclasses.replace(task, folder=folder, declaration=declaration), about
 
 
-def support_modules() -> dict[str, Path]:
-    """The baselines' shared network, which run_local adds when it packages a baseline."""
-    return {SHARED_MODEL.name: SHARED_MODEL}
-
-
 def page_context(plan, phase, baseline_results: dict | None) -> dict:
     rows = []
     for t in plan.tasks:
@@ -340,5 +335,5 @@ KIND = Kind(
     stage_reference=stage_reference, stage_public=stage_public,
     has_public_references=has_public_references, task_problems=task_problems,
     page_context=page_context, sample_results=sample_results,
-    sample_code_submission=sample_code_submission, support_modules=support_modules,
+    sample_code_submission=sample_code_submission,
     stand_in_task=stand_in_task, reference_cli=reference_cli)

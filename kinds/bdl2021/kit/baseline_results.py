@@ -3,8 +3,9 @@
   python kinds/bdl2021/kit/baseline_results.py       # the default spec: about 5 minutes on 2 cores
   python kinds/bdl2021/kit/baseline_results.py --config my_spec.yaml --data-root my_tasks/
 
-Runs every baseline (and the trivial submission, as a floor) through run_local on every
-phase of the spec, on its tasks with its budgets (``--budget`` overrides them), printing one
+Runs every baseline (and the trivial submission, as a floor) through each phase's starting
+kit, built as the builder builds it (bundle/local_run.py), with that kit's own run_local, on
+every phase of the spec, on its tasks with its budgets (``--budget`` overrides them), printing one
 line per baseline, phase and task as it completes. Then writes the table next to the spec,
 ``<spec folder>/baseline_results.json`` (for the default spec: ``baseline_results.json`` next
 to this file; ``--out`` elsewhere), where the builder reads it for the overview page, and
@@ -16,8 +17,6 @@ against this finite HMC reference), and clean vs shifted blocks.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
 import json
 import sys
 import tempfile
@@ -26,9 +25,10 @@ from pathlib import Path
 
 KIT = Path(__file__).resolve().parent
 REPO = KIT.parents[2]
-sys.path[:0] = [str(REPO), str(REPO / "starting_kit")]
+sys.path.insert(0, str(REPO))
 
-from run_local import LocalRunError, baselines_spec, repository_spec, run_local  # noqa: E402
+from bundle.local_run import (LocalRunError, baselines_spec, build_kit,  # noqa: E402
+                              error_line, organizer_spec, run_kit, scored_details)
 
 METHODS = {"deep_ensemble": "Deep ensemble (10 MAP members)",
            "multi_swag": "MultiSWAG (5 SWAG members)",
@@ -48,30 +48,31 @@ def results_file(spec) -> Path:
     return Path(spec.path).parent / RESULTS_FILE.name
 
 
-def _run_phase(method: str, phase: str, budget: float | None, config, data_root,
-               work: Path) -> dict:
-    """The detailed results of one baseline on one phase's tasks; run_local's log goes to
-    ``work/run_local.log`` (shown if the run cannot be scored at all)."""
-    log = io.StringIO()
-    try:
-        with contextlib.redirect_stdout(log):
-            run_local(phase, work, code=KIT / "baselines" / f"{method}.py", budget_seconds=budget,
-                      config=config, data_root=data_root)
-    except LocalRunError as error:          # failed or penalised tasks are still scored
-        print(f"  note: {method} on {phase}: {str(error).splitlines()[0]}", file=sys.stderr)
-    finally:
-        (work / "run_local.log").write_text(log.getvalue())
-    details = work / "scoring" / "run" / "output" / "detailed_results.json"
-    if not details.is_file():
-        raise LocalRunError(f"{method} on {phase}: nothing was scored; run_local's log:\n"
-                            + log.getvalue()[-3000:])
-    return json.loads(details.read_text())
+def _run_phase(method: str, phase: str, kit: Path, work: Path) -> dict:
+    """The detailed results of one baseline on one phase's tasks, run in the phase's ``kit``;
+    the kit's run_local logs to ``work/run_local.log`` (shown if nothing could be scored)."""
+    log = work / "run_local.log"
+    if run_kit(kit, work, code=f"baselines/{method}.py", log=log) != 0:
+        # failed or penalised tasks are still scored
+        print(f"  note: {method} on {phase}: {error_line(log)}", file=sys.stderr)
+    return scored_details(work, f"{method} on {phase}", log)
+
+
+def _each_run(spec, phases, budget: float | None, kits: Path):
+    """(method, phase, detailed results) of every baseline on every phase, in the table's
+    order; each phase's kit is built once, in ``kits``."""
+    built = {phase: build_kit(spec, phase, kits / phase, budget_seconds=budget)
+             for phase in phases}
+    for method in METHODS:
+        for phase in phases:
+            with tempfile.TemporaryDirectory(prefix=f"{method}-") as work:
+                yield method, phase, _run_phase(method, phase, built[phase], Path(work))
 
 
 def collect(budget: float | None = None, config: Path | None = None,
             data_root: Path | None = None) -> dict:
     """``budget``: seconds for every task; None: each task's budget in the spec."""
-    spec = repository_spec(config, data_root)
+    spec = organizer_spec(config, data_root)
     phases = {phase.key: phase.tasks for phase in spec.phases}
     tasks = sorted({task for names in phases.values() for task in names})
     budgets = {task: budget if budget is not None else spec.budgets[task] for task in tasks}
@@ -79,10 +80,8 @@ def collect(budget: float | None = None, config: Path | None = None,
     if budget is None and spec.epochs:       # budgets stated in epochs: budgets are ceilings
         table["epochs"] = {task: spec.epochs[task] for task in tasks if task in spec.epochs}
     started = time.monotonic()
-    for method in METHODS:
-        for phase in phases:
-            with tempfile.TemporaryDirectory(prefix=f"{method}-") as work:
-                details = _run_phase(method, phase, budget, config, data_root, Path(work))
+    with tempfile.TemporaryDirectory(prefix="kits-") as kits:
+        for method, phase, details in _each_run(spec, phases, budget, Path(kits)):
             for task, result in details["tasks"].items():
                 primary = next(iter(result["metrics"].items()))
                 given = result.get("calibration", {}).get("budget_seconds", budgets[task])

@@ -5,16 +5,14 @@
 
 The 2021 report found approximate inference sensitive to its hyperparameters. This runs the
 baseline once per value of one of its module constants (a copy of the file with that line
-changed; the constant must be assigned a number on its own line), each through run_local on
-the evaluation phase of a spec, and prints each task's primary metric and the weighted loss
+changed; the constant must be assigned a number on its own line), each with the run_local of
+the phase's starting kit (evaluation by default), built as the builder builds it
+(bundle/local_run.py), and prints each task's primary metric and the weighted loss
 per value, with the spread (largest minus smallest) per column.
 """
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
-import json
 import re
 import shutil
 import sys
@@ -23,9 +21,9 @@ from pathlib import Path
 
 KIT = Path(__file__).resolve().parent
 REPO = KIT.parents[2]
-sys.path[:0] = [str(REPO), str(REPO / "starting_kit")]
+sys.path.insert(0, str(REPO))
 
-from run_local import LocalRunError, run_local  # noqa: E402
+from bundle.local_run import build_kit, organizer_spec, run_kit, scored_details  # noqa: E402
 
 
 def variant(source: str, constant: str, value: str) -> str:
@@ -36,16 +34,13 @@ def variant(source: str, constant: str, value: str) -> str:
     return pattern.sub(f"{constant} = {float(value)!r}", source, count=1)
 
 
-def scores(code: Path, phase: str, budget: float | None, config: Path | None) -> dict:
-    """Each task's primary metric and the weighted loss, from one local run's detailed results."""
+def scores(code: Path, kit: Path) -> dict:
+    """Each task's primary metric and the weighted loss, from one run in the phase's ``kit``."""
     with tempfile.TemporaryDirectory(prefix="sensitivity-") as work:
-        with contextlib.redirect_stdout(io.StringIO()):
-            try:
-                run_local(phase, Path(work), code=code, budget_seconds=budget, config=config)
-            except LocalRunError:
-                pass                  # penalised tasks are still scored, with their worst value
-        details = json.loads((Path(work) / "scoring" / "run" / "output"
-                              / "detailed_results.json").read_text())
+        log = Path(work) / "run_local.log"
+        # penalised tasks are still scored, with their worst value: the exit status is not read
+        run_kit(kit, Path(work), code=code, log=log)
+        details = scored_details(Path(work), code.name, log)
     row = {task: next(iter(result["metrics"].items())) for task, result in
            details["tasks"].items()}
     return {**{f"{task} {name}": metric["value"] for task, (name, metric) in row.items()},
@@ -64,14 +59,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config", type=Path, default=None, help="the spec (default: the default)")
     args = parser.parse_args(argv)
     source = (KIT / "baselines" / f"{args.baseline}.py").read_text()
+    spec = organizer_spec(args.config)
     table = {}
     with tempfile.TemporaryDirectory(prefix="variants-") as folder:
-        for sibling in (KIT / "baselines").glob("*.py"):     # the modules it imports
-            shutil.copyfile(sibling, Path(folder) / sibling.name)
+        kit = build_kit(spec, args.phase, Path(folder) / "kit", budget_seconds=args.budget)
+        variants = Path(folder) / "variants"
+        # the kit's baselines: every module the baseline imports, the declared model included
+        shutil.copytree(kit / "baselines", variants)
         for value in args.values:
-            code = Path(folder) / f"{args.baseline}.py"
+            code = variants / f"{args.baseline}.py"
             code.write_text(variant(source, args.constant, value))
-            table[value] = scores(code, args.phase, args.budget, args.config)
+            table[value] = scores(code, kit)
             print(f"{args.constant} = {value}: " + ", ".join(
                 f"{k} {v:.3f}" for k, v in table[value].items()), flush=True)
     columns = list(next(iter(table.values())))

@@ -3,28 +3,26 @@
   python kinds/pgdl2020/kit/baseline_results.py
   python kinds/pgdl2020/kit/baseline_results.py --config my_spec.yaml --data-root my_zoos/
 
-Runs every measure of baselines/ as code through run_local on every phase of the spec (a
-results phase's zoo too: the measure runs on its networks), with the spec's budgets
-(``--budget`` overrides them), scores it against the phase's hidden accuracies
-(``--score-hidden``), and writes ``baseline_results.json`` next to the spec (the default spec's:
+Runs every measure of baselines/ as code on every phase of the spec (a results phase's zoo
+too: the measure runs on its networks) through the phase's starting kit, built as the builder
+builds it with the phase's hidden accuracies added (bundle/local_run.py, ``--score-hidden``),
+with that kit's own run_local and the spec's budgets (``--budget`` overrides them), scores it
+against those accuracies, and writes ``baseline_results.json`` next to the spec (the default spec's:
 next to this file), which the builder shows on the overview page. Prints the table in Markdown.
 """
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
-import json
 import sys
 import tempfile
 from pathlib import Path
 
 KIT = Path(__file__).resolve().parent
 REPO = KIT.parents[2]
-sys.path[:0] = [str(REPO), str(REPO / "starting_kit")]
+sys.path.insert(0, str(REPO))
 
-from run_local import (LocalRunError, baselines_spec, run_local,  # noqa: E402
-                       write_baseline_table)
+from bundle.local_run import (baselines_spec, build_kit, error_line, run_kit,  # noqa: E402
+                              scored_details, write_baseline_table)
 
 MEASURES = {"sum_of_squares": "Sum of squared weights (PGDL's sample)",
             "sharpness": "Magnitude-aware PAC-Bayes flatness",
@@ -40,35 +38,29 @@ def results_file(spec) -> Path:
     return Path(spec.path).parent / RESULTS_FILE.name
 
 
-def _scored(measure: str, phase: str, budget: float | None, config, data_root,
-            work: Path) -> dict:
-    """Each task's detailed results of one measure on one phase's zoos."""
-    log = io.StringIO()
-    try:
-        with contextlib.redirect_stdout(log):
-            run_local(phase, work, code=KIT / "baselines" / f"{measure}.py",
-                      budget_seconds=budget, config=config, data_root=data_root,
-                      hidden_references=True)
-    except LocalRunError as error:          # a penalised zoo is still scored
-        print(f"  note: {measure} on {phase}: {str(error).splitlines()[0]}", file=sys.stderr)
-    details = work / "scoring" / "run" / "output" / "detailed_results.json"
-    if not details.is_file():
-        raise LocalRunError(f"{measure} on {phase}: nothing was scored; run_local's log:\n"
-                            + log.getvalue()[-3000:])
-    return json.loads(details.read_text())["tasks"]
+def _scored(measure: str, phase: str, kit: Path, work: Path) -> dict:
+    """Each task's detailed results of one measure on one phase's zoos, run in its ``kit``."""
+    work.mkdir(parents=True)
+    log = work / "run_local.log"
+    if run_kit(kit, work, code=f"baselines/{measure}.py", log=log) != 0:
+        # a penalised zoo is still scored
+        print(f"  note: {measure} on {phase}: {error_line(log)}", file=sys.stderr)
+    return scored_details(work, f"{measure} on {phase}", log)["tasks"]
 
 
 def collect(spec, budget: float | None = None) -> dict:
     """``budget``: seconds for every zoo; None: each zoo's budget in the spec."""
-    config, data_root = spec.path, spec.data_root
-    table = {"made_with": "kinds/pgdl2020/kit/baseline_results.py: run_local --score-hidden "
-                          "--code kinds/pgdl2020/kit/baselines/<measure>.py, with "
+    table = {"made_with": "kinds/pgdl2020/kit/baseline_results.py: python -m bundle.local_run "
+                          "--score-hidden --baseline <measure>, with "
                           + (f"{budget:g} s per zoo" if budget else "the spec's budgets"),
              "measures": MEASURES, "tasks": {}}
     with tempfile.TemporaryDirectory() as scratch:
+        kits = {phase.key: build_kit(spec, phase.key, Path(scratch) / "kits" / phase.key,
+                                     budget_seconds=budget, hidden_references=True)
+                for phase in spec.phases}
         for measure in MEASURES:
             for phase in spec.phases:
-                tasks = _scored(measure, phase.key, budget, config, data_root,
+                tasks = _scored(measure, phase.key, kits[phase.key],
                                 Path(scratch) / f"{measure}-{phase.key}")
                 for task, result in tasks.items():
                     row = {name: metric["value"] for name, metric in result["metrics"].items()}

@@ -3,28 +3,26 @@
   python kinds/retina/kit/baseline_results.py
   python kinds/retina/kit/baseline_results.py --config my_spec.yaml --data-root my_tasks/
 
-Runs every baseline as code through run_local on every phase of the spec (a results phase's
-tasks too: the code trains on their training patients), scores it against the hidden
-references (``--score-hidden``), and writes ``baseline_results.json`` next to the spec (the
+Runs every baseline as code on every phase of the spec (a results phase's tasks too: the code
+trains on their training patients) through the phase's starting kit, built as the builder
+builds it with the phase's hidden references added (bundle/local_run.py, ``--score-hidden``),
+with that kit's own run_local, scores it against those references, and writes ``baseline_results.json`` next to the spec (the
 default spec's: next to this file), which the builder shows on the overview page. Prints the
 table in Markdown.
 """
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
-import json
 import sys
 import tempfile
 from pathlib import Path
 
 KIT = Path(__file__).resolve().parent
 REPO = KIT.parents[2]
-sys.path[:0] = [str(REPO), str(REPO / "starting_kit")]
+sys.path.insert(0, str(REPO))
 
-from run_local import (LocalRunError, baselines_spec, repository_spec, run_local,  # noqa: E402
-                       write_baseline_table)
+from bundle.local_run import (baselines_spec, build_kit, error_line,  # noqa: E402
+                              organizer_spec, run_kit, scored_details, write_baseline_table)
 
 METHODS = {"map": "MAP (one network)", "mc_dropout": "MC dropout (50 passes)",
            "deep_ensemble": "Deep ensemble (5 networks)"}
@@ -45,29 +43,26 @@ def results_file(spec) -> Path:
     return Path(spec.path).parent / RESULTS_FILE.name
 
 
-def _scored(method: str, phase: str, config, data_root, work: Path) -> dict:
-    log = io.StringIO()
-    try:
-        with contextlib.redirect_stdout(log):
-            run_local(phase, work, code=KIT / "baselines" / f"{method}.py", config=config,
-                      data_root=data_root, hidden_references=True)
-    except LocalRunError as error:
-        print(f"  note: {method} on {phase}: {str(error).splitlines()[0]}", file=sys.stderr)
-    details = work / "scoring" / "run" / "output" / "detailed_results.json"
-    if not details.is_file():
-        raise LocalRunError(f"{method} on {phase}: nothing was scored:\n" + log.getvalue()[-3000:])
-    return json.loads(details.read_text())["tasks"]
+def _scored(method: str, phase: str, kit: Path, work: Path) -> dict:
+    """Each task's detailed results of one baseline on one phase, run in its ``kit``."""
+    work.mkdir(parents=True)
+    log = work / "run_local.log"
+    if run_kit(kit, work, code=f"baselines/{method}.py", log=log) != 0:
+        print(f"  note: {method} on {phase}: {error_line(log)}", file=sys.stderr)
+    return scored_details(work, f"{method} on {phase}", log)["tasks"]
 
 
 def collect(config: Path, data_root: Path | None) -> dict:
-    spec = repository_spec(config, data_root)
-    table = {"made_with": "kinds/retina/kit/baseline_results.py: run_local --score-hidden "
-                          "--code kinds/retina/kit/baselines/<method>.py, with the spec's budgets",
+    spec = organizer_spec(config, data_root)
+    table = {"made_with": "kinds/retina/kit/baseline_results.py: python -m bundle.local_run "
+                          "--score-hidden --baseline <method>, with the spec's budgets",
              "methods": METHODS, "tasks": {}}
     with tempfile.TemporaryDirectory() as scratch:
+        kits = {phase.key: build_kit(spec, phase.key, Path(scratch) / "kits" / phase.key,
+                                     hidden_references=True) for phase in spec.phases}
         for method in METHODS:
             for phase in spec.phases:
-                tasks = _scored(method, phase.key, config, data_root,
+                tasks = _scored(method, phase.key, kits[phase.key],
                                 Path(scratch) / f"{method}-{phase.key}")
                 for task, result in tasks.items():
                     row = {name: result["metrics"][name]["value"] for name in SHOWN}

@@ -4,9 +4,10 @@ Programs (codalab_v1.md §3.3, §4.4; codabench_v2.md §3.4): the command is the
 ``command:`` of the program's metadata; variables are replaced with plain string
 replacement, and the line is split without a shell. Submissions (codalab_v1.md §4.1,
 codabench_v2.md §3.4): whether the ingestion program runs, or the files are taken as
-predictions, depends on the submission's own metadata file. Used by ``run_local``, the
-kit's ``submission_zip.py``, the tests and the builder's dry run, so all of them decide
-exactly as the platform does. Standard library and PyYAML only: the kit carries a copy.
+predictions, depends on the submission's own metadata file. Used by the builder's dry run,
+the tests and, copied into every starting kit as ``worker.py``, the kit's ``run_local.py`` and
+``submission_zip.py``, so all of them decide exactly as the platform does; the kit's tools ask
+this module rather than naming a platform. Standard library and PyYAML only.
 """
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ class WorkerCommandError(ValueError):
 
 
 CODALAB, CODABENCH = "codalab", "codabench"
+PLATFORMS = (CODALAB, CODABENCH)
 
 
 def _metadata_path(program_dir: Path, platform: str) -> Path:
@@ -133,6 +135,20 @@ def dispatch_submission(folder: Path, platform: str, has_ingestion: bool) -> Dis
             "line 'description: my submission' (submission_zip.py adds it)"))
     problem = _code_metadata_problem(name, metadata)
     return Dispatch(True, name is None, problem)
+
+
+def zip_problems(folder: Path, code: bool) -> list[str]:
+    """What any platform would do wrong with ``folder`` zipped by the kit's submission_zip.py,
+    each problem once. A code zip gets ``CODE_METADATA`` where the folder has no metadata, so
+    a site that would take it for prediction files only for the lack of one is no problem."""
+    problems = []
+    for platform in PLATFORMS:
+        dispatch = dispatch_submission(folder, platform, has_ingestion=code)
+        fixed_by_added_metadata = (code and not dispatch.runs_ingestion
+                                   and submission_metadata(folder, platform)[0] is None)
+        if dispatch.problem and not fixed_by_added_metadata and dispatch.problem not in problems:
+            problems.append(dispatch.problem)
+    return problems
 
 
 # compute_worker.py, Run.push_output: it writes output/metadata into a folder nobody made.
