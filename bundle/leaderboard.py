@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from scoring_program.scorer.score_types import AGGREGATE, AVERAGE_RANK, STD_SUFFIX, TRAIN_SECONDS
+from scoring_program.scorer.score_types import AGGREGATE, AVERAGE_RANK, TRAIN_SECONDS
 
 from kinds.kind import kind
 
+from . import competition_rules
 from .phase_plan import PhasePlan
 
 LABEL_LIMIT = 50
@@ -46,17 +47,12 @@ def aggregate_description(plan: PhasePlan) -> str:
 
 
 def _task_columns(plan: PhasePlan, task) -> list[LeaderboardColumn]:
-    definition, columns = kind(plan.kind), []
-    with_std = definition.has_std(task)
-    for metric in definition.task_types[task.task_type].score_types:
-        key = f"{task.name}_{metric.name}"
-        columns.append(LeaderboardColumn(key, f"{task.name} {metric.label}", metric.sort,
-                                         metric.precision, metric.description, "value",
-                                         task.name, metric.name))
-        if with_std:
-            columns.append(LeaderboardColumn(
-                f"{key}_{STD_SUFFIX}", f"{task.name} {metric.label} sd", "asc", metric.precision,
-                definition.std_description(task, metric), "std", task.name, metric.name))
+    columns = []
+    for metric in kind(plan.kind).task_types[task.task_type].score_types:
+        value = LeaderboardColumn(f"{task.name}_{metric.name}", f"{task.name} {metric.label}",
+                                  metric.sort, metric.precision, metric.description, "value",
+                                  task.name, metric.name)
+        columns += [value, *competition_rules.metric_columns(plan, task, metric, value)]
     if plan.code_submission:
         columns.append(LeaderboardColumn(
             f"{task.name}_{TRAIN_SECONDS.name}", f"{task.name} {TRAIN_SECONDS.label}",

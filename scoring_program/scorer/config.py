@@ -14,12 +14,14 @@ from pathlib import Path
 from runtime.formats.json_files import config_field, load_config_file
 from kinds import UnknownKind
 from kinds.kind import KindDefinitionError, ScoringRuntime, scoring_runtime
+from runtime import rules
 from runtime.scoring import TaskConfig
 
 CONFIG_NAME = "scoring_config.json"
 CONFIG_FORMAT = "scoring-config/2"
-STATISTICS = ("value", "std", "train_seconds", "weighted_loss", "full_value",
-              "full_weighted_loss")
+# A competition rule's own statistics (runtime/rules/) follow the core's.
+STATISTICS = ("value", "train_seconds", "weighted_loss", "full_value",
+              "full_weighted_loss") + rules.column_statistics()
 # Figures on all test rows of a task scored on a public part: they go to $output/private/,
 # never to the scores file (every score column is public on Codabench, whatever its hidden flag).
 FULL_STATISTICS = ("full_value", "full_weighted_loss")
@@ -106,13 +108,15 @@ def _column(raw: dict, tasks: dict[str, TaskConfig], where: str) -> Column:
         raise ConfigError(f"{where}.statistic: expected one of {STATISTICS}, found {column.statistic!r}")
     if column.statistic not in ("weighted_loss", "full_weighted_loss") and column.task not in tasks:
         raise ConfigError(f"{where}.task: {column.task!r} is not a task of this phase")
-    if column.statistic in ("value", "std", "full_value"):
+    by_rule = column.statistic in rules.column_statistics()
+    if by_rule or column.statistic in ("value", "full_value"):
         if column.metric not in tasks[column.task].metric_names:
             raise ConfigError(f"{where}.metric: {column.metric!r} is not a metric of task "
                               f"{column.task!r}")
-        if column.statistic == "std" and not ScoringRuntime.has_std(tasks[column.task].settings):
-            raise ConfigError(f"{where}: task {column.task!r} has no sd to write (its reference "
-                              "has no replicates)")
+    if by_rule:
+        problem = rules.column_problem(column.statistic, tasks[column.task])
+        if problem:
+            raise ConfigError(f"{where}: {problem}")
     return column
 
 

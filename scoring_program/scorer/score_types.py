@@ -30,7 +30,6 @@ AGGREGATE = ColumnType(
     "weighted_loss", "weighted loss",
     "Weighted average over tasks of each weighted metric as a loss (maximum minus value where "
     "higher is better, the value itself where lower is better)", False, 4)
-STD_SUFFIX = "std"
 TRAIN_SECONDS = ColumnType("train_seconds", "train s",
                            "Wall-clock seconds from the call of the participant's function to its "
                            "end (the budget's clock; the start-up before it is not counted)",

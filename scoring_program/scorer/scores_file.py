@@ -13,6 +13,7 @@ import os
 import re
 from pathlib import Path
 
+from runtime import rules
 from runtime.scoring import TaskResult
 
 from .config import ScoringConfig
@@ -42,8 +43,8 @@ def weighted_loss(results: list[TaskResult]) -> float:
 def column_values(config: ScoringConfig, results: list[TaskResult],
                   full_results: list[TaskResult] | None = None) -> dict[str, float]:
     """Every leaderboard value. A task without a scored prediction gets the worst value of
-    every column, derived from the column's declared direction and bounds: its metrics and
-    their sd (set by ``evaluate.penalised``) and, here, the whole budget as its
+    every column, derived from the column's declared direction and bounds: its metrics (and a
+    rule's figures of them, set by ``evaluate.penalised``) and, here, the whole budget as its
     train_seconds, so a run that crashed after 0.1 s never ranks best on time."""
     by_task = {result.task.name: result for result in results}
     full_by_task = {result.task.name: result for result in full_results or results}
@@ -58,8 +59,8 @@ def column_values(config: ScoringConfig, results: list[TaskResult],
             values[column.key] = full_by_task[column.task].metrics[column.metric].value
         elif column.statistic == "value":
             values[column.key] = result.metrics[column.metric].value
-        elif column.statistic == "std":
-            values[column.key] = result.metrics[column.metric].std or 0.0
+        elif column.statistic in rules.column_statistics():
+            values[column.key] = rules.column_value(column.statistic, result, column.metric)
         else:
             values[column.key] = _train_seconds(result)
     return values

@@ -1,0 +1,49 @@
+"""Competition rules, build side: one module per rule, registered by one line in ``RULES``.
+
+A competition rule is what a competition asks beyond scoring predictions: a phase's gate
+(a final phase with one submission must run its code), public rows with the full scores kept
+private, budgets in epochs, units each under their own hard limit, sd columns. Each is one
+module here and one module of the same name in the shipped ``runtime/rules/`` (the worker
+side: what the ingestion and the scorer do), so a new rule is its two modules plus one line in
+each ``RULES``, and its kind's values (hooks on the ``Kind`` record) where it needs any.
+
+The core asks this registry, never a rule module, for every registered rule; the hooks'
+defaults (what a rule without the hook means) live here and nowhere else. A rule module
+defines the hooks it needs, all optional:
+
+- ``metric_columns(plan, task, metric, value_column)``: leaderboard columns to put after a
+  task's metric's value column (a ``bundle.leaderboard.LeaderboardColumn``, which a rule
+  derives its own from with ``dataclasses.replace``). Their ``statistic`` must be one of the
+  worker-side rule's ``COLUMN_STATISTICS``. Default: none.
+
+Hooks the other rules would add when they move here (each is still spread over the spec, the
+phase plan, the programs, the pages and the worker today; see ``docs/architecture.md``,
+"Rules"):
+
+- ``SPEC_KEYS``: ``bundle/spec_schema.py`` records for the rule's keys (gate: a phase's
+  ``final`` and submission limit; public rows: ``public_rows``; epochs: ``budget_epochs``),
+  which spec_schema would gather from this registry;
+- ``spec_problems(raw, data_root)``: its checks by meaning (``bundle/spec.py``);
+- ``plan_task(spec, phase, task) -> dict`` / ``plan_phase(spec, phase) -> dict``: the fields
+  the rule adds to the phase plan (``budget_epochs``, ``epoch_unit``, ``public_rows``,
+  ``gated``);
+- ``scoring_config(plan) -> dict`` and ``ingestion_config(plan) -> dict``: its entries in the
+  programs' configs (``bundle/programs.py``: ``gated``, ``public_rows``, epochs, units);
+- ``phase_columns(plan, columns)``: columns for the whole phase (public rows' hidden
+  full_weighted_loss);
+- ``page_facts(plan) -> dict``: what the pages and the kit's guide say of it
+  (``bundle/render.py`` and the templates: the gate's warning, the epoch's definition).
+"""
+from __future__ import annotations
+
+from . import sd_columns
+
+RULES = (
+    sd_columns,
+)
+
+
+def metric_columns(plan, task, metric, value_column) -> list:
+    """The columns the rules add after one metric's value column, in ``RULES`` order."""
+    return [column for rule in RULES if hasattr(rule, "metric_columns")
+            for column in rule.metric_columns(plan, task, metric, value_column)]

@@ -1,0 +1,58 @@
+"""Competition rules, worker side: one module per rule, registered by one line in ``RULES``.
+
+A competition rule (a phase's gate, public rows with full scores kept private, budgets in
+epochs, units with their own hard limit, sd columns) is one module here, shipped in both
+programs with the rest of ``runtime/``, and one module of the same name under
+``bundle/competition_rules/`` on the build side. Standard library only (this runs on the
+platform's worker; a kind's own values reach a rule through the kind's records).
+
+The scorer and the ingestion ask this registry, never a rule module, so the hooks' defaults
+(what a rule without the hook means) live here and nowhere else. A rule module defines the
+hooks it needs, all optional:
+
+- ``COLUMN_STATISTICS``: the statistics (scoring config ``columns[].statistic``) the rule's
+  leaderboard columns carry; each such column names a task and one of its metrics, which the
+  scorer checks as it checks a metric's value column. Default: none.
+- ``column_problem(statistic, task)``: why a config column of that statistic cannot be
+  written for ``task`` (a ``runtime.scoring.TaskConfig``), or None. Default: no problem.
+- ``column_value(statistic, result, metric)``: the column's value for a ``TaskResult``; a
+  penalised task's result already holds the worst figures. Required with a statistic.
+
+Hooks the other rules would add when they move here (each is still spread over the
+ingestion and the scorer today; see ``docs/architecture.md``, "Rules"):
+
+- the gate: ``task_problem(task, outcome)`` after a task (main.py's ``_gate_problem``),
+  ``exit_status(config, outcomes)`` for the ingestion and the scorer's failure on a gated
+  phase whose code never ran;
+- public rows: ``COLUMN_STATISTICS`` = full_value / full_weighted_loss with a phase-level
+  ``phase_values(config, results, full_results)``, and ``private_outputs`` for the full figures;
+- epoch budgets: ``task_budget(task, calibration)`` before a task runs (calibration.py);
+- units: ``task_runner(task, contract)`` choosing ``units.run_in_units`` over ``run_task``.
+"""
+from __future__ import annotations
+
+from . import sd_columns
+
+RULES = (
+    sd_columns,
+)
+
+
+def column_statistics() -> tuple[str, ...]:
+    """Every statistic a registered rule's columns carry (none by default)."""
+    return tuple(statistic for rule in RULES for statistic in getattr(rule, "COLUMN_STATISTICS", ()))
+
+
+def _owner(statistic: str):
+    return next(rule for rule in RULES if statistic in getattr(rule, "COLUMN_STATISTICS", ()))
+
+
+def column_problem(statistic: str, task) -> str | None:
+    """Why the rule owning ``statistic`` cannot write its column for ``task``, or None."""
+    rule = _owner(statistic)
+    return rule.column_problem(statistic, task) if hasattr(rule, "column_problem") else None
+
+
+def column_value(statistic: str, result, metric: str) -> float:
+    """The value of a rule's column for one task's result."""
+    return _owner(statistic).column_value(statistic, result, metric)
