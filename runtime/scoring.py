@@ -26,6 +26,8 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from runtime import rules
+
 
 class SubmissionError(ValueError):
     """The participant's file for a task is missing or invalid: the task is penalised."""
@@ -69,13 +71,6 @@ class ScoreType:
         if self.higher_is_better:
             return self.minimum
         return self.maximum if self.maximum is not None else float(cap)
-
-    def worst_spread(self, cap: float | None = None) -> float:
-        """The worst ``_std`` column value: the metric's whole range. A standard deviation of
-        values clipped to [minimum, maximum] is at most (maximum - minimum) * sqrt(K/(K-1)) / 2,
-        which is below the range for any K >= 2, so no scored task can do worse."""
-        upper = self.maximum if self.maximum is not None else float(cap)
-        return upper - self.minimum
 
     def as_loss(self, value: float) -> float:
         """Lower-is-better form used by the weighted aggregate: maximum - value, or value."""
@@ -131,7 +126,7 @@ class TaskConfig:
 class MetricResult:
     name: str                         # score type name
     value: float                      # the leaderboard value (worst value if penalised)
-    std: float | None = None          # the leaderboard's sd column, where the kind has one
+    std: float | None = None          # the spread over replicates, where the kind measures one
     capped: bool = False              # the raw value exceeded the cap and was clipped
     details: dict[str, Any] = field(default_factory=dict)   # the kind's own numbers
 
@@ -161,9 +156,9 @@ class TaskResult:
 
 def penalised(task: TaskConfig, reason: str, train_seconds: float | None,
               cap: float | None = None) -> TaskResult:
-    """Worst value of every metric and of its sd (the metric's whole range): a failed task
+    """Worst value of every metric and of the competition rules' figures of it: a failed task
     must not rank well on any column. train_seconds gets the budget in the scores file."""
-    worst = {t.name: MetricResult(t.name, t.worst(cap), std=t.worst_spread(cap))
+    worst = {t.name: MetricResult(t.name, t.worst(cap), **rules.worst_metric_fields(t, cap))
              for t in task.score_types}
     return TaskResult(task, worst, penalty=reason, train_seconds=train_seconds)
 

@@ -17,6 +17,9 @@ hooks it needs, all optional:
   written for ``task`` (a ``runtime.scoring.TaskConfig``), or None. Default: no problem.
 - ``column_value(statistic, result, metric)``: the column's value for a ``TaskResult``; a
   penalised task's result already holds the worst figures. Required with a statistic.
+- ``worst_metric_fields(score_type, cap) -> dict``: the ``MetricResult`` fields the rule's
+  columns read, at their worst, for a penalised task (``runtime.scoring.penalised``): a
+  failed task must not rank well on a rule's column either. Default: none.
 
 Hooks the other rules would add when they move here (each is still spread over the
 ingestion and the scorer today; see ``docs/architecture.md``, "Rules"):
@@ -45,6 +48,15 @@ def column_statistics() -> tuple[str, ...]:
 
 def _owner(statistic: str):
     return next(rule for rule in RULES if statistic in getattr(rule, "COLUMN_STATISTICS", ()))
+
+
+def worst_metric_fields(score_type, cap: float | None) -> dict:
+    """The fields of a penalised task's ``MetricResult`` the rules set (none by default)."""
+    fields = {}
+    for rule in RULES:
+        if hasattr(rule, "worst_metric_fields"):
+            fields.update(rule.worst_metric_fields(score_type, cap))
+    return fields
 
 
 def column_problem(statistic: str, task) -> str | None:

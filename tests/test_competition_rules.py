@@ -1,0 +1,66 @@
+"""Competition rules: one module per rule on the build side (bundle/competition_rules/) and one
+on the worker side (runtime/rules/), each registered by one line; the sd columns are the first."""
+import json
+import math
+import re
+
+import pytest
+
+from bundle import competition_rules
+from bundle.programs import scoring_config
+from plans import embedded_phase
+from runtime import rules
+from runtime.scoring import penalised
+from scoring_program.scorer.config import ConfigError, parse_config
+from test_kind_conformance import REPO, _lines, core_files
+
+# Where the sd rule's words may stand: its two modules, the kind records that declare the
+# hooks it asks of a kind, and the scorer's README and penalty text, which only describe it.
+SD_WORDS = re.compile(r"\bhas_std\b|\bstd_description\b|STD_SUFFIX|worst_spread|statistic\W+\"std\"")
+SD_ALLOWED = {"bundle/competition_rules/sd_columns.py", "runtime/rules/sd_columns.py",
+              "kinds/kind.py"}
+
+
+def _names(registry):
+    return [module.__name__.rsplit(".", 1)[1] for module in registry.RULES]
+
+
+def test_each_rule_has_a_build_half_and_a_worker_half():
+    assert _names(competition_rules) == _names(rules)
+
+
+def test_the_sd_rules_words_stand_only_in_its_modules_and_the_kind_records():
+    hits = [f"{where}: {line.strip()}" for where, line in _lines(core_files())
+            if SD_WORDS.search(line) and where.split(":")[0] not in SD_ALLOWED]
+    assert not hits, "\n".join(hits)
+
+
+@pytest.fixture(scope="module")
+def config():
+    """The default competition's development phase: BDL, whose tasks have per-chain sds."""
+    return scoring_config(embedded_phase("development"))
+
+
+def test_the_rule_adds_an_sd_column_after_each_metric_and_the_scorer_accepts_it(config):
+    keys = [column["key"] for column in config["columns"]]
+    sd = [column for column in config["columns"] if column["statistic"] in rules.column_statistics()]
+    assert sd and all(keys[keys.index(c["key"]) - 1] == f"{c['task']}_{c['metric']}" for c in sd)
+    assert [c.key for c in parse_config(config).columns] == keys
+
+
+def test_an_sd_column_of_a_task_without_replicates_is_refused(config):
+    raw = json.loads(json.dumps(config))
+    sd = next(c for c in raw["columns"] if c["statistic"] in rules.column_statistics())
+    task = next(t for t in raw["tasks"] if t["name"] == sd["task"])
+    task["settings"]["chain_reference"] = None
+    with pytest.raises(ConfigError, match=rf"task {sd['task']!r} has no sd to write"):
+        parse_config(raw)
+
+
+def test_a_penalised_task_gets_each_metrics_whole_range_as_its_sd(config):
+    task = parse_config(config).tasks[0]
+    result = penalised(task, "no prediction", None, cap=7.0)
+    for score_type in task.score_types:
+        upper = score_type.maximum if score_type.maximum is not None else 7.0
+        assert math.isclose(result.metrics[score_type.name].std, upper - score_type.minimum)
+        assert rules.column_value("std", result, score_type.name) == result.metrics[score_type.name].std
