@@ -8,6 +8,8 @@ kind's ``runtime/``):
   (task and score types, results, penalties);
 - ``report.py`` and ``svg_charts.py``: the HTML pieces and charts of the scoring report and
   the kinds' sections.
+- ``rules/``: the competition rules' worker side, one module per rule (the build side is
+  ``bundle/competition_rules/``).
 
 Standard library and the image's packages only (``requirements-image.txt``): this runs on the
 platform's worker. A kind's own runtime lives in ``kinds/<kind>/runtime/``.
