@@ -14,8 +14,9 @@ from runtime.scoring import penalised
 from scoring_program.scorer.config import ConfigError, parse_config
 from test_kind_conformance import REPO, _lines, core_files
 
-# Where the sd rule's words may stand: its two modules, the kind records that declare the
-# hooks it asks of a kind, and the scorer's README and penalty text, which only describe it.
+# The names the sd rule's code uses (the prose "sd" of the scorer's report and README only
+# describes the column), and where they may stand: its two modules and the kind records,
+# which declare the hooks it asks of a kind.
 SD_WORDS = re.compile(r"\bhas_std\b|\bstd_description\b|STD_SUFFIX|worst_spread|statistic\W+\"std\"")
 SD_ALLOWED = {"bundle/competition_rules/sd_columns.py", "runtime/rules/sd_columns.py",
               "kinds/kind.py"}
