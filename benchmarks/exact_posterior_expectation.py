@@ -51,7 +51,7 @@ sys.path.insert(0, str(REPO))
 
 from kinds.bdl2021.reference.chains import run_task_chain  # noqa: E402
 from kinds.bdl2021.reference.datasets import prepare  # noqa: E402
-from kinds.bdl2021.reference.generate import SINGLE_THREAD_ENV  # noqa: E402
+from kinds.bdl2021.reference.generate import SINGLE_THREAD_ENV, with_overrides  # noqa: E402
 from kinds.bdl2021.reference.tasks import REGRESSION_SAMPLES, task_by_name  # noqa: E402
 from kinds.bdl2021.runtime.exact_posterior import exact_posterior_expectation  # noqa: E402
 from kinds.bdl2021.runtime.score_types import CLASSIFICATION, SCORE_TYPES  # noqa: E402
@@ -61,20 +61,22 @@ DASH = "–"
 EMBEDDED = REPO / "kinds" / "bdl2021" / "reference" / "embedded"
 
 
-def _chain(name: str, index: int) -> np.ndarray:
+def _chain(name: str, index: int, num_samples: int | None = None) -> np.ndarray:
     """One chain's predictive: (N, C) model average, or (N, S) draws of y."""
-    task = task_by_name(name)
+    task = with_overrides(task_by_name(name), None, num_samples, None)
     result = run_task_chain(task, prepare(task), index)
     return result.draws.mean(axis=0) if task.kind == CLASSIFICATION else result.y_samples.T
 
 
-def run_chains(name: str, count: int, jobs: int) -> np.ndarray:
+def run_chains(name: str, count: int, jobs: int, num_samples: int | None = None) -> np.ndarray:
+    """count new chains with the task's HMC settings, or fewer kept draws than it declares."""
     for key, value in SINGLE_THREAD_ENV.items():
         os.environ.setdefault(key, value)
     context = multiprocessing.get_context("spawn")
     with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=context) as pool:
         indices = range(FIRST_INDEPENDENT_CHAIN, FIRST_INDEPENDENT_CHAIN + count)
-        return np.stack(list(pool.map(_chain, [name] * count, indices)))
+        return np.stack(list(pool.map(_chain, [name] * count, indices,
+                                      [num_samples] * count)))
 
 
 def reference_of(kind: str, chains: np.ndarray) -> np.ndarray:
