@@ -31,17 +31,10 @@ class PlannedTask:
     public_rows: int | None = None
 
     def budget_text(self) -> str:
-        """The budget as the pages state it (``epoch_text`` says what an epoch is)."""
+        """The budget as the pages state it (the rules' ``budget_facts`` say what an epoch is)."""
         if self.budget_epochs is None:
             return f"{self.budget_seconds:g} s"
         return f"{self.budget_epochs:g} epochs (at most {self.budget_seconds:g} s)"
-
-
-def epoch_text(tasks) -> str:
-    """What the epochs of these tasks' budgets are, once for a list; empty where none has one."""
-    units = sorted({task.epoch_unit for task in tasks if task.budget_epochs})
-    return (f"an epoch is {' or '.join(units)}, timed on the worker just before your code "
-            "runs, and the epochs are converted to seconds there" if units else "")
 
 
 @dataclass(frozen=True)
