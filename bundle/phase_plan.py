@@ -9,6 +9,8 @@ from pathlib import Path
 
 from kinds.kind import DEFAULT_EPOCH_UNIT, KINDS
 
+from . import competition_rules
+
 DECLARATION_SUFFIX = "_task.json"
 
 
@@ -119,8 +121,7 @@ def phase_plan(spec, phase_key: str, track_key: str | None = None, *,
         return tuple(dataclasses.replace(
             load_planned_task(spec.kind, name, spec.data_root,
                               (budget_seconds or spec.budgets[name]) if code else None),
-            budget_epochs=spec.epochs.get(name) if code and not budget_seconds else None,
-            epoch_unit=KINDS[spec.kind].EPOCH_UNIT,
+            **competition_rules.plan_task(spec, name, bool(code and not budget_seconds)),
             public_rows=None if spec.reveal_full_scores else spec.public_rows.get(name))
                      for name in names)
     gate = spec.phase(phase.gate) if phase.gate and code else None   # never with tracks
@@ -140,4 +141,5 @@ def code_variant(spec, plan: PhasePlan) -> PhasePlan:
     """The phase's tasks run as code with the spec's budgets (the starting kit's local runs)."""
     return dataclasses.replace(plan, code_submission=True, tasks=tuple(
         dataclasses.replace(task, budget_seconds=spec.budgets[task.name],
-                            budget_epochs=spec.epochs.get(task.name)) for task in plan.tasks))
+                            **competition_rules.plan_task(spec, task.name, True))
+        for task in plan.tasks))

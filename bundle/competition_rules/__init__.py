@@ -18,6 +18,9 @@ defines the hooks it needs, all optional:
 - ``spec_problems(raw, data_root)``: what is wrong, by meaning, with the rule's keys of a spec
   that passed the schema (``raw``: the spec as loaded), as ``bundle.spec`` states problems.
   Default: none.
+- ``plan_task(spec, name, spec_budgets) -> dict``: the ``bundle.phase_plan.TaskPlan`` fields
+  the rule sets for task ``name`` (``spec_budgets``: whether it runs as code under the spec's
+  budgets, not a budget in seconds given instead). Default: none.
 - ``ingestion_task_entries(task) -> dict``: the rule's entries in a task of the ingestion's
   config (``bundle.programs.ingestion_config``; ``task``: a ``TaskPlan``), which the
   worker-side rule's ``task_fields`` reads back. Default: none.
@@ -32,9 +35,8 @@ phase plan, the programs, the pages and the worker today; see ``docs/architectur
 - ``SPEC_KEYS``: ``bundle/spec_schema.py`` records for the rule's keys (gate: a phase's
   ``final`` and submission limit; public rows: ``public_rows``; epochs: ``budget_epochs``),
   which spec_schema would gather from this registry;
-- ``plan_task(spec, phase, task) -> dict`` / ``plan_phase(spec, phase) -> dict``: the fields
-  the rule adds to the phase plan (``budget_epochs``, ``epoch_unit``, ``public_rows``,
-  ``gated``);
+- ``plan_phase(spec, phase) -> dict``: the fields the rule adds to the phase plan (``gated``;
+  public rows' ``public_rows`` would use ``plan_task``);
 - ``scoring_config(plan) -> dict`` and ``ingestion_config(plan) -> dict``: its entries in the
   programs' configs (``bundle/programs.py``: ``gated``, ``public_rows``, units);
 - ``phase_columns(plan, columns)``: columns for the whole phase (public rows' hidden
@@ -77,3 +79,12 @@ def ingestion_task_entries(task) -> dict:
         if hasattr(rule, "ingestion_task_entries"):
             entries.update(rule.ingestion_task_entries(task))
     return entries
+
+
+def plan_task(spec, name: str, spec_budgets: bool) -> dict:
+    """The ``TaskPlan`` fields the rules set for one task (none by default)."""
+    fields = {}
+    for rule in RULES:
+        if hasattr(rule, "plan_task"):
+            fields.update(rule.plan_task(spec, name, spec_budgets))
+    return fields

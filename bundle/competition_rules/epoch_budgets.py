@@ -20,6 +20,12 @@ def spec_problems(raw: dict, data_root) -> list[str]:
             "an epoch of; state the budget in seconds only" for name in epochs]
 
 
+def plan_task(spec, name: str, spec_budgets: bool) -> dict:
+    # A budget given in seconds instead (tests, the kit's local runs) is no budget in epochs.
+    return {"budget_epochs": spec.epochs.get(name) if spec_budgets else None,
+            "epoch_unit": KINDS[spec.kind].EPOCH_UNIT}
+
+
 def budget_facts(tasks) -> list[str]:
     """What the epochs of these tasks' budgets are, once for a list; none where none has one."""
     units = sorted({task.epoch_unit for task in tasks if task.budget_epochs})
