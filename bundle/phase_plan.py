@@ -27,7 +27,7 @@ class PlannedTask:
     # A budget stated in epochs of the kind's reference training, converted to seconds on the
     # worker; budget_seconds is then its ceiling.
     budget_epochs: float | None = None
-    epoch_unit: str = DEFAULT_EPOCH_UNIT      # what an epoch is (the kind's EPOCH_UNIT)
+    epoch_unit: str = DEFAULT_EPOCH_UNIT      # what an epoch is (the kind's, via plan_task)
     # Scored on its first public_rows test rows for the leaderboard during the competition,
     # and in full in hidden figures (None: in full only, or once the full figures are revealed)
     public_rows: int | None = None

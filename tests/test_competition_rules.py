@@ -21,9 +21,11 @@ SD_WORDS = re.compile(r"\bhas_std\b|\bstd_description\b|STD_SUFFIX|worst_spread|
 SD_ALLOWED = {"bundle/competition_rules/sd_columns.py", "runtime/rules/sd_columns.py",
               "kinds/kind.py"}
 # The epoch budgets' checks, conversion and page text: asking whether a kind times an epoch,
-# timing one, converting a budget, saying what an epoch is. The fields they fill (the plan's
-# and the configs' budget_epochs, the run record's calibration) are not among these words.
-EPOCH_WORDS = re.compile(r"\btimes_epochs\b|\bepoch_seconds\b|\bepoch_text\b|\bcalibrate\b")
+# timing one, reading what an epoch is, converting a budget, saying so on the pages. The
+# fields they fill (the plan's and the configs' budget_epochs, the run record's calibration)
+# are not among these words.
+EPOCH_WORDS = re.compile(r"\btimes_epochs\b|\bepoch_seconds\b|\bEPOCH_UNIT\b|\bepoch_text\b|"
+                         r"\bcalibrate\b")
 EPOCH_ALLOWED = {"bundle/competition_rules/epoch_budgets.py", "runtime/rules/epoch_budgets.py",
                  "kinds/kind.py"}
 
