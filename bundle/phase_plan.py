@@ -9,6 +9,8 @@ from pathlib import Path
 
 from kinds.kind import DEFAULT_EPOCH_UNIT, KINDS
 
+from . import competition_rules
+
 DECLARATION_SUFFIX = "_task.json"
 
 
@@ -25,23 +27,16 @@ class PlannedTask:
     # A budget stated in epochs of the kind's reference training, converted to seconds on the
     # worker; budget_seconds is then its ceiling.
     budget_epochs: float | None = None
-    epoch_unit: str = DEFAULT_EPOCH_UNIT      # what an epoch is (the kind's EPOCH_UNIT)
+    epoch_unit: str = DEFAULT_EPOCH_UNIT      # what an epoch is (the kind's, via plan_task)
     # Scored on its first public_rows test rows for the leaderboard during the competition,
     # and in full in hidden figures (None: in full only, or once the full figures are revealed)
     public_rows: int | None = None
 
     def budget_text(self) -> str:
-        """The budget as the pages state it (``epoch_text`` says what an epoch is)."""
+        """The budget as the pages state it (the rules' ``budget_facts`` say what an epoch is)."""
         if self.budget_epochs is None:
             return f"{self.budget_seconds:g} s"
         return f"{self.budget_epochs:g} epochs (at most {self.budget_seconds:g} s)"
-
-
-def epoch_text(tasks) -> str:
-    """What the epochs of these tasks' budgets are, once for a list; empty where none has one."""
-    units = sorted({task.epoch_unit for task in tasks if task.budget_epochs})
-    return (f"an epoch is {' or '.join(units)}, timed on the worker just before your code "
-            "runs, and the epochs are converted to seconds there" if units else "")
 
 
 @dataclass(frozen=True)
@@ -126,8 +121,7 @@ def phase_plan(spec, phase_key: str, track_key: str | None = None, *,
         return tuple(dataclasses.replace(
             load_planned_task(spec.kind, name, spec.data_root,
                               (budget_seconds or spec.budgets[name]) if code else None),
-            budget_epochs=spec.epochs.get(name) if code and not budget_seconds else None,
-            epoch_unit=KINDS[spec.kind].EPOCH_UNIT,
+            **competition_rules.plan_task(spec, name, bool(code and not budget_seconds)),
             public_rows=None if spec.reveal_full_scores else spec.public_rows.get(name))
                      for name in names)
     gate = spec.phase(phase.gate) if phase.gate and code else None   # never with tracks
@@ -147,4 +141,5 @@ def code_variant(spec, plan: PhasePlan) -> PhasePlan:
     """The phase's tasks run as code with the spec's budgets (the starting kit's local runs)."""
     return dataclasses.replace(plan, code_submission=True, tasks=tuple(
         dataclasses.replace(task, budget_seconds=spec.budgets[task.name],
-                            budget_epochs=spec.epochs.get(task.name)) for task in plan.tasks))
+                            **competition_rules.plan_task(spec, task.name, True))
+        for task in plan.tasks))

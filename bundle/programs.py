@@ -21,6 +21,7 @@ from ingestion_program.ingest.config import CONFIG_NAME as INGESTION_CONFIG_NAME
 from ingestion_program.ingest.config import DEFAULT_MAX_ENTRIES, DEFAULT_STARTUP_SECONDS
 from ingestion_program.ingest.config import parse_config as parse_ingestion_config
 
+from . import competition_rules
 from .leaderboard import phase_columns
 from .phase_plan import PhasePlan
 from . import platforms
@@ -105,7 +106,7 @@ def _ingestion_task(definition, task) -> dict:
             "prediction_stem": definition.prediction_stem(task),
             "budget_seconds": task.budget_seconds,
             "contract": definition.ingestion_contract(task),
-            **({"budget_epochs": task.budget_epochs} if task.budget_epochs else {})}
+            **competition_rules.ingestion_task_entries(task)}
 
 
 def ingestion_config(plan: PhasePlan, limits: dict | None = None) -> dict:

@@ -16,10 +16,10 @@ from ingestion_program.ingest.config import MEMORY_RULE_TEXT
 from kinds.kind import kind
 from scoring_program.scorer.score_types import AGGREGATE, AVERAGE_RANK
 
-from . import platforms
+from . import competition_rules, platforms
 from .leaderboard import LeaderboardColumn, aggregate_description
 from .markdown_text import markdown_html
-from .phase_plan import PhasePlan, epoch_text
+from .phase_plan import PhasePlan
 from .programs import DEFAULT_LIMITS
 from .spec import CompetitionSpec, PhaseSpec
 
@@ -92,7 +92,7 @@ def _phase_facts(spec: CompetitionSpec, phases: list[PhaseSpec], index: int,
                       f"{phase.execution_time_limit} s for each program run: {runs}"))
         facts.append(("Training time budget per task", "; ".join(filter(None, [
             ", ".join(f"{task.name} {task.budget_text()}" for task in plan.tasks),
-            epoch_text(plan.tasks)]))))
+            *competition_rules.budget_facts(plan.tasks)]))))
         if plan.gate:
             facts.append(("Runs first", _gate_fact(plan)))
     else:
@@ -111,7 +111,7 @@ def _gate_fact(plan: PhasePlan) -> str:
     """The same on both platforms: CodaLab fails the submission at the ingestion's exit
     status, Codabench at the scorer's, and neither counts failed submissions."""
     tasks = ", ".join(f"{task.name} ({task.budget_text()})" for task in plan.gate)
-    tasks += f" ({epoch_text(plan.gate)})" if epoch_text(plan.gate) else ""
+    tasks += "".join(f" ({fact})" for fact in competition_rules.budget_facts(plan.gate))
     return (f"your code first runs on the tasks of {plan.gate_label}: {tasks}, under the same "
             "rules; only if it completes every one of them is it run on this phase's tasks. "
             "Otherwise the submission fails and the log says why; failed submissions do not "

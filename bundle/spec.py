@@ -40,6 +40,7 @@ from ingestion_program.ingest.supervisor import MIN_BUDGET_SECONDS, POLL_SECONDS
 from kinds import DEFAULT_KIND
 from kinds.kind import KINDS
 
+from . import competition_rules
 from .datasets import SAFE_BUNDLE_BYTES
 from .phase_plan import TaskDataError, declaration_path, load_planned_task, task_data_problems
 from .spec_schema import (DATE_PATTERN, LEAK_OVERRIDE_KEY, SCHEMA, UNCONVERGED_OVERRIDE_KEY,
@@ -267,15 +268,6 @@ def _budget_problems(raw: dict) -> list[str]:
             for name, task in raw["tasks"].items() if task["budget_seconds"] < MIN_BUDGET_SECONDS]
 
 
-def _epoch_problems(raw: dict) -> list[str]:
-    """A budget in epochs needs a kind that times an epoch of its reference training."""
-    epochs = [name for name, task in raw["tasks"].items() if "budget_epochs" in task]
-    if not epochs or KINDS[raw["kind"]].times_epochs:
-        return []
-    return [f"tasks.{name}.budget_epochs: kind {raw['kind']} has no reference training to time "
-            "an epoch of; state the budget in seconds only" for name in epochs]
-
-
 def _public_rows_problems(raw: dict, data_root: Path) -> list[str]:
     """A public part needs a kind that scores a prefix of the test rows, and fewer rows than
     the task has (else nothing would be hidden)."""
@@ -432,7 +424,7 @@ def _meaning_problems(raw: dict, data_root: Path, spec_folder: Path) -> list[str
         if name not in weights:
             problems.append(f"metric_weights.{name}: not a metric of kind {raw['kind']}; "
                             f"expected one of {', '.join(weights)}")
-    problems += (_budget_problems(raw) + _epoch_problems(raw)
+    problems += (_budget_problems(raw) + competition_rules.spec_problems(raw, data_root)
                  + _public_rows_problems(raw, data_root))
     for task in tasks:
         declaration = declaration_path(data_root, task)

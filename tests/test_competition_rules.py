@@ -20,6 +20,14 @@ from test_kind_conformance import REPO, _lines, core_files
 SD_WORDS = re.compile(r"\bhas_std\b|\bstd_description\b|STD_SUFFIX|worst_spread|statistic\W+\"std\"")
 SD_ALLOWED = {"bundle/competition_rules/sd_columns.py", "runtime/rules/sd_columns.py",
               "kinds/kind.py"}
+# The epoch budgets' checks, conversion and page text: asking whether a kind times an epoch,
+# timing one, reading what an epoch is, converting a budget, saying so on the pages. The
+# fields they fill (the plan's and the configs' budget_epochs, the run record's calibration)
+# are not among these words.
+EPOCH_WORDS = re.compile(r"\btimes_epochs\b|\bepoch_seconds\b|\bEPOCH_UNIT\b|\bepoch_text\b|"
+                         r"\bcalibrate\b")
+EPOCH_ALLOWED = {"bundle/competition_rules/epoch_budgets.py", "runtime/rules/epoch_budgets.py",
+                 "kinds/kind.py"}
 
 
 def _names(registry):
@@ -33,6 +41,12 @@ def test_each_rule_has_a_build_half_and_a_worker_half():
 def test_the_sd_rules_words_stand_only_in_its_modules_and_the_kind_records():
     hits = [f"{where}: {line.strip()}" for where, line in _lines(core_files())
             if SD_WORDS.search(line) and where.split(":")[0] not in SD_ALLOWED]
+    assert not hits, "\n".join(hits)
+
+
+def test_the_epoch_rules_words_stand_only_in_its_modules_and_the_kind_records():
+    hits = [f"{where}: {line.strip()}" for where, line in _lines(core_files())
+            if EPOCH_WORDS.search(line) and where.split(":")[0] not in EPOCH_ALLOWED]
     assert not hits, "\n".join(hits)
 
 

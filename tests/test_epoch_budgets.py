@@ -11,13 +11,14 @@ import numpy as np
 import pytest
 import yaml
 
-from bundle.phase_plan import epoch_text, phase_plan
+from bundle.competition_rules.epoch_budgets import budget_facts
+from bundle.phase_plan import phase_plan
 from bundle.programs import ingestion_config
 from bundle.spec import SpecError, load_spec
-from ingestion_program.ingest.calibration import calibrate
 from ingestion_program.ingest.config import TaskSpec
 from kinds.bdl2021.runtime import calibration
 from local_runs import REPO, run_local
+from runtime.rules.epoch_budgets import task_budget
 
 BDL_SPEC = REPO / "kinds" / "bdl2021" / "default_spec.yaml"
 WINE = REPO / "kinds" / "bdl2021" / "reference" / "embedded" / "wine"
@@ -49,14 +50,14 @@ def _task(epochs, ceiling):
 
 def test_the_median_epoch_converts_the_budget_and_the_ceiling_caps_it():
     contract = types.SimpleNamespace(epoch_seconds=lambda task, data: [0.03, 0.01, 0.02])
-    task = calibrate(_task(100, 30.0), Path("data"), contract)
+    task = task_budget(_task(100, 30.0), Path("data"), contract)
     assert task.budget_seconds == pytest.approx(2.0)
     assert task.calibration == {"epochs": 100, "seconds_per_epoch": 0.02,
                                 "samples": [0.03, 0.01, 0.02], "budget_seconds": 2.0,
                                 "ceiling_seconds": 30.0, "capped": False}
-    capped = calibrate(_task(100, 1.5), Path("data"), contract)
+    capped = task_budget(_task(100, 1.5), Path("data"), contract)
     assert capped.budget_seconds == 1.5 and capped.calibration["capped"] is True
-    assert calibrate(_task(None, 7.0), Path("data"), contract).budget_seconds == 7.0
+    assert task_budget(_task(None, 7.0), Path("data"), contract).budget_seconds == 7.0
 
 
 def test_the_reference_sgd_is_timed_in_whole_epochs_and_stops_at_its_cap():
@@ -84,10 +85,10 @@ def test_the_config_and_pages_state_the_epochs_and_the_ceiling(tmp_path):
     plan = phase_plan(load_spec(spec_with_epochs(tmp_path)), "evaluation")
     wine = next(task for task in plan.tasks if task.name == "wine")
     assert wine.budget_text() == "3000 epochs (at most 30 s)"
-    assert epoch_text(plan.tasks) == ("an epoch is one pass of plain SGD over the training "
-                                      "data with the declared model, timed on the worker just "
-                                      "before your code runs, and the epochs are converted to "
-                                      "seconds there")
+    assert budget_facts(plan.tasks) == ["an epoch is one pass of plain SGD over the training "
+                                        "data with the declared model, timed on the worker just "
+                                        "before your code runs, and the epochs are converted to "
+                                        "seconds there"]
     config = next(t for t in ingestion_config(plan)["tasks"] if t["name"] == "wine")
     assert config["budget_epochs"] == EPOCHS and config["budget_seconds"] == 30
 

@@ -15,6 +15,18 @@ defines the hooks it needs, all optional:
   task's metric's value column (a ``bundle.leaderboard.LeaderboardColumn``, which a rule
   derives its own from with ``dataclasses.replace``). Their ``statistic`` must be one of the
   worker-side rule's ``COLUMN_STATISTICS``. Default: none.
+- ``spec_problems(raw, data_root)``: what is wrong, by meaning, with the rule's keys of a spec
+  that passed the schema (``raw``: the spec as loaded), as ``bundle.spec`` states problems.
+  Default: none.
+- ``plan_task(spec, name, spec_budgets) -> dict``: the ``bundle.phase_plan.TaskPlan`` fields
+  the rule sets for task ``name`` (``spec_budgets``: whether it runs as code under the spec's
+  budgets, not a budget in seconds given instead). Default: none.
+- ``ingestion_task_entries(task) -> dict``: the rule's entries in a task of the ingestion's
+  config (``bundle.programs.ingestion_config``; ``task``: a ``TaskPlan``), which the
+  worker-side rule's ``task_fields`` reads back. Default: none.
+- ``budget_facts(tasks) -> list[str]``: what the pages add, once for a list of a phase's (or
+  its gate's) ``TaskPlan``s, to the tasks' budgets (``TaskPlan.budget_text``): epoch budgets
+  say what an epoch is. Default: none.
 
 Hooks the other rules would add when they move here (each is still spread over the spec, the
 phase plan, the programs, the pages and the worker today; see ``docs/architecture.md``,
@@ -23,23 +35,22 @@ phase plan, the programs, the pages and the worker today; see ``docs/architectur
 - ``SPEC_KEYS``: ``bundle/spec_schema.py`` records for the rule's keys (gate: a phase's
   ``final`` and submission limit; public rows: ``public_rows``; epochs: ``budget_epochs``),
   which spec_schema would gather from this registry;
-- ``spec_problems(raw, data_root)``: its checks by meaning (``bundle/spec.py``);
-- ``plan_task(spec, phase, task) -> dict`` / ``plan_phase(spec, phase) -> dict``: the fields
-  the rule adds to the phase plan (``budget_epochs``, ``epoch_unit``, ``public_rows``,
-  ``gated``);
+- ``plan_phase(spec, phase) -> dict``: the fields the rule adds to the phase plan (``gated``;
+  public rows' ``public_rows`` would use ``plan_task``);
 - ``scoring_config(plan) -> dict`` and ``ingestion_config(plan) -> dict``: its entries in the
-  programs' configs (``bundle/programs.py``: ``gated``, ``public_rows``, epochs, units);
+  programs' configs (``bundle/programs.py``: ``gated``, ``public_rows``, units);
 - ``phase_columns(plan, columns)``: columns for the whole phase (public rows' hidden
   full_weighted_loss);
 - ``page_facts(plan) -> dict``: what the pages and the kit's guide say of it
-  (``bundle/render.py`` and the templates: the gate's warning, the epoch's definition).
+  (``bundle/render.py`` and the templates: the gate's warning).
 """
 from __future__ import annotations
 
-from . import sd_columns
+from . import epoch_budgets, sd_columns
 
 RULES = (
     sd_columns,
+    epoch_budgets,
 )
 
 
@@ -47,3 +58,33 @@ def metric_columns(plan, task, metric, value_column) -> list:
     """The columns the rules add after one metric's value column, in ``RULES`` order."""
     return [column for rule in RULES if hasattr(rule, "metric_columns")
             for column in rule.metric_columns(plan, task, metric, value_column)]
+
+
+def spec_problems(raw: dict, data_root) -> list[str]:
+    """The rules' problems with a spec's keys, in ``RULES`` order (none by default)."""
+    return [problem for rule in RULES if hasattr(rule, "spec_problems")
+            for problem in rule.spec_problems(raw, data_root)]
+
+
+def budget_facts(tasks) -> list[str]:
+    """What the rules say of these tasks' budgets on the pages, in ``RULES`` order."""
+    return [fact for rule in RULES if hasattr(rule, "budget_facts")
+            for fact in rule.budget_facts(tasks)]
+
+
+def ingestion_task_entries(task) -> dict:
+    """The rules' entries in one task of the ingestion's config, in ``RULES`` order."""
+    entries = {}
+    for rule in RULES:
+        if hasattr(rule, "ingestion_task_entries"):
+            entries.update(rule.ingestion_task_entries(task))
+    return entries
+
+
+def plan_task(spec, name: str, spec_budgets: bool) -> dict:
+    """The ``TaskPlan`` fields the rules set for one task (none by default)."""
+    fields = {}
+    for rule in RULES:
+        if hasattr(rule, "plan_task"):
+            fields.update(rule.plan_task(spec, name, spec_budgets))
+    return fields

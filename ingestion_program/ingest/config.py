@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from runtime import rules
 from runtime.formats.json_files import config_field, load_config_file
 
 CONFIG_NAME = "ingestion_config.json"
@@ -73,7 +74,7 @@ class TaskSpec:
     prediction_stem: str         # written as <stem>.npy into $output
     budget_seconds: float        # with budget_epochs: the most the converted budget may be
     contract: dict               # the kind's own: what its participant code and checks read
-    budget_epochs: float | None = None   # epochs of the kind's reference training (calibration.py)
+    budget_epochs: float | None = None   # converted here by runtime/rules/epoch_budgets.py
     calibration: dict | None = None      # how the epochs became budget_seconds on this machine
 
 
@@ -171,14 +172,14 @@ def _tasks(raw: list, where: str) -> tuple[TaskSpec, ...]:
         budget = float(_field(task, "budget_seconds", (int, float), at))
         if budget <= 0:
             raise ConfigError(f"{at}.budget_seconds: must be positive, found {budget}")
-        epochs = task.get("budget_epochs")
-        if epochs is not None and (not isinstance(epochs, (int, float)) or epochs <= 0):
-            raise ConfigError(f"{at}.budget_epochs: must be a positive number, found {epochs!r}")
+        try:
+            fields = rules.task_fields(task, at)
+        except rules.RuleError as error:
+            raise ConfigError(str(error)) from None
         tasks.append(TaskSpec(_field(task, "name", str, at), _field(task, "task_type", str, at),
                               _field(task, "inputs", str, at),
                               _field(task, "prediction_stem", str, at),
-                              budget, _field(task, "contract", dict, at),
-                              float(epochs) if epochs is not None else None))
+                              budget, _field(task, "contract", dict, at), **fields))
     return tuple(tasks)
 
 

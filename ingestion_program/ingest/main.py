@@ -31,9 +31,9 @@ import numpy as np
 from runtime.formats import (RECORD_NAME, FormatError, RunRecord, TaskRun,
                                  calibration_text, file_digest, read_record_key, write_run_record)
 from kinds import UnknownKind
+from runtime import rules
 from kinds.kind import IngestionRuntime, KindDefinitionError, ingestion_runtime
 
-from .calibration import calibrate
 from .config import CONFIG_NAME, ConfigError, IngestionConfig, Limits, TaskSpec, load_config
 from .hardware import describe_hardware
 from .modes import ModeGuard
@@ -253,7 +253,7 @@ def _run_tasks(tasks: tuple[TaskSpec, ...], config: IngestionConfig, base: Path,
         staging = _stage_task(base, task, dirs["input"], sources, submission, protections.uid,
                               forbidden, contract)
         modes.add(staging.workdir.parent)
-        task = calibrate(task, staging.data, contract)
+        task = rules.task_budget(task, staging.data, contract)
         entry = (config.entry_module, config.entry_function)
         units = unit_plan(task, contract)
         outcome = (run_in_units(task, staging, protections, config.limits, entry, contract, units)
@@ -394,7 +394,7 @@ def main(argv: list[str], program_dir: Path) -> int:
         signal.signal(number, _interrupted)
     try:
         return ingest(input_dir, output_dir, program_dir, submission_dir, hidden_dir)
-    except (ConfigError, FormatError) as error:
+    except (ConfigError, FormatError, rules.RuleError) as error:
         print(f"ingestion stopped, the organizer must fix: {error}", file=sys.stderr)
         return 1
     except Interrupted as error:

@@ -20,6 +20,13 @@ hooks it needs, all optional:
 - ``worst_metric_fields(score_type, cap) -> dict``: the ``MetricResult`` fields the rule's
   columns read, at their worst, for a penalised task (``runtime.scoring.penalised``): a
   failed task must not rank well on a rule's column either. Default: none.
+- ``task_fields(raw_task, where) -> dict``: the ``TaskSpec`` fields the rule reads from one
+  task of the ingestion's config (its build half's ``ingestion_task_entries``; ``where``
+  names the task in a problem); raises ``RuleError`` on a malformed entry. Default: none.
+- ``task_budget(task, data, contract)``: the ingestion's ``TaskSpec`` as it runs on this
+  machine, after its data is staged and before the participant's code runs (epoch budgets:
+  the budget converted to seconds here); raises ``RuleError`` when the organizer must fix the
+  bundle. Default: the task unchanged.
 
 Hooks the other rules would add when they move here (each is still spread over the
 ingestion and the scorer today; see ``docs/architecture.md``, "Rules"):
@@ -29,15 +36,15 @@ ingestion and the scorer today; see ``docs/architecture.md``, "Rules"):
   phase whose code never ran;
 - public rows: ``COLUMN_STATISTICS`` = full_value / full_weighted_loss with a phase-level
   ``phase_values(config, results, full_results)``, and ``private_outputs`` for the full figures;
-- epoch budgets: ``task_budget(task, calibration)`` before a task runs (calibration.py);
 - units: ``task_runner(task, contract)`` choosing ``units.run_in_units`` over ``run_task``.
 """
 from __future__ import annotations
 
-from . import sd_columns
+from . import epoch_budgets, sd_columns
 
 RULES = (
     sd_columns,
+    epoch_budgets,
 )
 
 
@@ -68,3 +75,24 @@ def column_problem(statistic: str, task) -> str | None:
 def column_value(statistic: str, result, metric: str) -> float:
     """The value of a rule's column for one task's result."""
     return _owner(statistic).column_value(statistic, result, metric)
+
+
+class RuleError(ValueError):
+    """A rule cannot apply to this bundle as built: the organizer must fix it."""
+
+
+def task_budget(task, data, contract):
+    """The task as the rules set it up to run on this machine (unchanged by default)."""
+    for rule in RULES:
+        if hasattr(rule, "task_budget"):
+            task = rule.task_budget(task, data, contract)
+    return task
+
+
+def task_fields(raw_task: dict, where: str) -> dict:
+    """The ``TaskSpec`` fields the rules read from one task of the ingestion's config."""
+    fields = {}
+    for rule in RULES:
+        if hasattr(rule, "task_fields"):
+            fields.update(rule.task_fields(raw_task, where))
+    return fields

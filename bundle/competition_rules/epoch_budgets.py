@@ -1,0 +1,39 @@
+"""Budgets in epochs, build side: a task's budget stated in epochs of the kind's reference
+training (spec key ``tasks.<task>.budget_epochs``), converted to seconds on the worker by the
+rule's other half, ``runtime/rules/epoch_budgets.py``, with the spec's ``budget_seconds`` as
+its ceiling.
+
+The kind says what an epoch is (``Kind.EPOCH_UNIT``) and times one on the worker (its runtime
+ingestion's ``epoch_seconds``: ``Kind.times_epochs``).
+"""
+from __future__ import annotations
+
+from kinds.kind import KINDS
+
+
+def spec_problems(raw: dict, data_root) -> list[str]:
+    """A budget in epochs needs a kind that times an epoch of its reference training."""
+    epochs = [name for name, task in raw["tasks"].items() if "budget_epochs" in task]
+    if not epochs or KINDS[raw["kind"]].times_epochs:
+        return []
+    return [f"tasks.{name}.budget_epochs: kind {raw['kind']} has no reference training to time "
+            "an epoch of; state the budget in seconds only" for name in epochs]
+
+
+def plan_task(spec, name: str, spec_budgets: bool) -> dict:
+    # A budget given in seconds instead (tests, the kit's local runs) is no budget in epochs.
+    return {"budget_epochs": spec.epochs.get(name) if spec_budgets else None,
+            "epoch_unit": KINDS[spec.kind].EPOCH_UNIT}
+
+
+def budget_facts(tasks) -> list[str]:
+    """What the epochs of these tasks' budgets are, once for a list; none where none has one."""
+    units = sorted({task.epoch_unit for task in tasks if task.budget_epochs})
+    return [f"an epoch is {' or '.join(units)}, timed on the worker just before your code "
+            "runs, and the epochs are converted to seconds there"] if units else []
+
+
+def ingestion_task_entries(task) -> dict:
+    # Without epochs the task keeps the entries it had before this rule, so its config is
+    # the same for bundles that state budgets in seconds.
+    return {"budget_epochs": task.budget_epochs} if task.budget_epochs else {}

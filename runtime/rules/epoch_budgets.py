@@ -1,0 +1,38 @@
+"""Budgets stated in epochs, worker side: before the participant's code runs on a task, the kind
+times an epoch of its reference training on this machine (its ingestion record's
+``epoch_seconds``), and the budget becomes seconds here, capped by the spec's
+``budget_seconds``, the worst case the platform's time limit was checked against. The figures
+go into the run record. The builder's half is ``bundle/competition_rules/epoch_budgets.py``."""
+from __future__ import annotations
+
+import dataclasses
+import statistics
+from pathlib import Path
+
+
+def task_fields(raw_task: dict, where: str) -> dict:
+    epochs = raw_task.get("budget_epochs")
+    if epochs is not None and (not isinstance(epochs, (int, float)) or epochs <= 0):
+        from . import RuleError     # here: the registry imports this module before defining it
+        raise RuleError(f"{where}.budget_epochs: must be a positive number, found {epochs!r}")
+    return {"budget_epochs": float(epochs) if epochs is not None else None}
+
+
+def task_budget(task, data: Path, contract):
+    """The task with its budget in seconds on this machine, and ``calibration`` saying how."""
+    if task.budget_epochs is None:
+        return task
+    measure = contract.epoch_seconds
+    if measure is None:
+        from . import RuleError     # here: the registry imports this module before defining it
+        raise RuleError(f"task {task.name}: a budget in epochs, but the kind has no "
+                        "reference training to time (rebuild the bundle)")
+    samples = [float(seconds) for seconds in measure(task, data)]
+    per_epoch = statistics.median(samples)
+    converted = task.budget_epochs * per_epoch
+    budget = max(round(min(converted, task.budget_seconds), 3), 0.001)
+    calibration = {"epochs": task.budget_epochs, "seconds_per_epoch": per_epoch,
+                   "samples": samples, "budget_seconds": budget,
+                   "ceiling_seconds": task.budget_seconds,
+                   "capped": converted > task.budget_seconds}
+    return dataclasses.replace(task, budget_seconds=budget, calibration=calibration)
