@@ -124,6 +124,17 @@ def scored_details(work: Path, what: str, log: Path | None = None) -> dict:
                                                         else ""))
 
 
+def baseline_details(kit: Path, work: Path, baseline: str, what: str) -> dict:
+    """The detailed results of the kit's ``baselines/<baseline>.py`` run in ``kit``, its log in
+    ``work/run_local.log``; a run that is not scored as intended is noted (failed or penalised
+    tasks are still scored), one that scored nothing raises."""
+    Path(work).mkdir(parents=True, exist_ok=True)
+    log = Path(work) / "run_local.log"
+    if run_kit(kit, work, code=f"baselines/{baseline}.py", log=log) != 0:
+        print(f"  note: {what}: {error_line(log)}", file=sys.stderr)
+    return scored_details(work, what, log)
+
+
 def error_line(log: Path) -> str | None:
     """The first ``error:`` line of a kit run's log: why it would not be scored as intended."""
     for line in log.read_text(encoding="utf-8").splitlines():

@@ -27,8 +27,8 @@ KIT = Path(__file__).resolve().parent
 REPO = KIT.parents[2]
 sys.path.insert(0, str(REPO))
 
-from bundle.local_run import (LocalRunError, baselines_spec, build_kit,  # noqa: E402
-                              error_line, organizer_spec, run_kit, scored_details)
+from bundle.local_run import (LocalRunError, baseline_details, baselines_spec,  # noqa: E402
+                              build_kit, organizer_spec)
 
 METHODS = {"deep_ensemble": "Deep ensemble (10 MAP members)",
            "multi_swag": "MultiSWAG (5 SWAG members)",
@@ -48,16 +48,6 @@ def results_file(spec) -> Path:
     return Path(spec.path).parent / RESULTS_FILE.name
 
 
-def _run_phase(method: str, phase: str, kit: Path, work: Path) -> dict:
-    """The detailed results of one baseline on one phase's tasks, run in the phase's ``kit``;
-    the kit's run_local logs to ``work/run_local.log`` (shown if nothing could be scored)."""
-    log = work / "run_local.log"
-    if run_kit(kit, work, code=f"baselines/{method}.py", log=log) != 0:
-        # failed or penalised tasks are still scored
-        print(f"  note: {method} on {phase}: {error_line(log)}", file=sys.stderr)
-    return scored_details(work, f"{method} on {phase}", log)
-
-
 def _each_run(spec, phases, budget: float | None, kits: Path):
     """(method, phase, detailed results) of every baseline on every phase, in the table's
     order; each phase's kit is built once, in ``kits``."""
@@ -66,7 +56,8 @@ def _each_run(spec, phases, budget: float | None, kits: Path):
     for method in METHODS:
         for phase in phases:
             with tempfile.TemporaryDirectory(prefix=f"{method}-") as work:
-                yield method, phase, _run_phase(method, phase, built[phase], Path(work))
+                yield method, phase, baseline_details(built[phase], Path(work), method,
+                                                      f"{method} on {phase}")
 
 
 def collect(budget: float | None = None, config: Path | None = None,

@@ -21,8 +21,8 @@ KIT = Path(__file__).resolve().parent
 REPO = KIT.parents[2]
 sys.path.insert(0, str(REPO))
 
-from bundle.local_run import (baselines_spec, build_kit, error_line, run_kit,  # noqa: E402
-                              scored_details, write_baseline_table)
+from bundle.local_run import (baseline_details, baselines_spec, build_kit,  # noqa: E402
+                              write_baseline_table)
 
 MEASURES = {"sum_of_squares": "Sum of squared weights (PGDL's sample)",
             "sharpness": "Magnitude-aware PAC-Bayes flatness",
@@ -38,16 +38,6 @@ def results_file(spec) -> Path:
     return Path(spec.path).parent / RESULTS_FILE.name
 
 
-def _scored(measure: str, phase: str, kit: Path, work: Path) -> dict:
-    """Each task's detailed results of one measure on one phase's zoos, run in its ``kit``."""
-    work.mkdir(parents=True)
-    log = work / "run_local.log"
-    if run_kit(kit, work, code=f"baselines/{measure}.py", log=log) != 0:
-        # a penalised zoo is still scored
-        print(f"  note: {measure} on {phase}: {error_line(log)}", file=sys.stderr)
-    return scored_details(work, f"{measure} on {phase}", log)["tasks"]
-
-
 def collect(spec, budget: float | None = None) -> dict:
     """``budget``: seconds for every zoo; None: each zoo's budget in the spec."""
     table = {"made_with": "kinds/pgdl2020/kit/baseline_results.py: python -m bundle.local_run "
@@ -60,8 +50,8 @@ def collect(spec, budget: float | None = None) -> dict:
                 for phase in spec.phases}
         for measure in MEASURES:
             for phase in spec.phases:
-                tasks = _scored(measure, phase.key, kits[phase.key],
-                                Path(scratch) / f"{measure}-{phase.key}")
+                tasks = baseline_details(kits[phase.key], Path(scratch) / f"{measure}-{phase.key}",
+                                         measure, f"{measure} on {phase.key}")["tasks"]
                 for task, result in tasks.items():
                     row = {name: metric["value"] for name, metric in result["metrics"].items()}
                     row["penalty"] = result["penalty"]

@@ -21,8 +21,8 @@ KIT = Path(__file__).resolve().parent
 REPO = KIT.parents[2]
 sys.path.insert(0, str(REPO))
 
-from bundle.local_run import (baselines_spec, build_kit, error_line,  # noqa: E402
-                              organizer_spec, run_kit, scored_details, write_baseline_table)
+from bundle.local_run import (baseline_details, baselines_spec, build_kit,  # noqa: E402
+                              organizer_spec, write_baseline_table)
 
 METHODS = {"map": "MAP (one network)", "mc_dropout": "MC dropout (50 passes)",
            "deep_ensemble": "Deep ensemble (5 networks)"}
@@ -43,15 +43,6 @@ def results_file(spec) -> Path:
     return Path(spec.path).parent / RESULTS_FILE.name
 
 
-def _scored(method: str, phase: str, kit: Path, work: Path) -> dict:
-    """Each task's detailed results of one baseline on one phase, run in its ``kit``."""
-    work.mkdir(parents=True)
-    log = work / "run_local.log"
-    if run_kit(kit, work, code=f"baselines/{method}.py", log=log) != 0:
-        print(f"  note: {method} on {phase}: {error_line(log)}", file=sys.stderr)
-    return scored_details(work, f"{method} on {phase}", log)["tasks"]
-
-
 def collect(config: Path, data_root: Path | None) -> dict:
     spec = organizer_spec(config, data_root)
     table = {"made_with": "kinds/retina/kit/baseline_results.py: python -m bundle.local_run "
@@ -62,8 +53,8 @@ def collect(config: Path, data_root: Path | None) -> dict:
                                      hidden_references=True) for phase in spec.phases}
         for method in METHODS:
             for phase in spec.phases:
-                tasks = _scored(method, phase.key, kits[phase.key],
-                                Path(scratch) / f"{method}-{phase.key}")
+                tasks = baseline_details(kits[phase.key], Path(scratch) / f"{method}-{phase.key}",
+                                         method, f"{method} on {phase.key}")["tasks"]
                 for task, result in tasks.items():
                     row = {name: result["metrics"][name]["value"] for name in SHOWN}
                     row |= {name: result["extras"].get(name) for name in SET_FIGURES}
