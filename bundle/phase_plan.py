@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kinds.kind import DEFAULT_EPOCH_UNIT, KINDS
+from kinds.kind import KINDS
 
 from . import competition_rules
 
@@ -24,19 +24,15 @@ class PlannedTask:
     declaration: dict
     folder: Path
     budget_seconds: float | None = None
-    # A budget stated in epochs of the kind's reference training, converted to seconds on the
-    # worker; budget_seconds is then its ceiling.
-    budget_epochs: float | None = None
-    epoch_unit: str = DEFAULT_EPOCH_UNIT      # what an epoch is (the kind's, via plan_task)
     # Scored on its first public_rows test rows for the leaderboard during the competition,
     # and in full in hidden figures (None: in full only, or once the full figures are revealed)
     public_rows: int | None = None
+    # The competition rules' fields of this task, under their own names (competition_rules)
+    rules: dict = field(default_factory=dict)
 
     def budget_text(self) -> str:
-        """The budget as the pages state it (the rules' ``budget_facts`` say what an epoch is)."""
-        if self.budget_epochs is None:
-            return f"{self.budget_seconds:g} s"
-        return f"{self.budget_epochs:g} epochs (at most {self.budget_seconds:g} s)"
+        """The budget as the pages state it (the rules' ``budget_facts`` say more of it)."""
+        return competition_rules.budget_text(self) or f"{self.budget_seconds:g} s"
 
 
 @dataclass(frozen=True)
@@ -50,6 +46,8 @@ class PhasePlan:
     # the ingestion only, never scored in this phase.
     gate: tuple[PlannedTask, ...] = ()
     gate_label: str | None = None
+    # The competition rules' fields of this phase, under their own names (competition_rules)
+    rules: dict = field(default_factory=dict)
 
 
 def declaration_path(root: Path, name: str) -> Path:
@@ -121,18 +119,20 @@ def phase_plan(spec, phase_key: str, track_key: str | None = None, *,
         return tuple(dataclasses.replace(
             load_planned_task(spec.kind, name, spec.data_root,
                               (budget_seconds or spec.budgets[name]) if code else None),
-            **competition_rules.plan_task(spec, name, bool(code and not budget_seconds)),
+            rules=competition_rules.plan_task(spec, name, bool(code and not budget_seconds)),
             public_rows=None if spec.reveal_full_scores else spec.public_rows.get(name))
                      for name in names)
     gate = spec.phase(phase.gate) if phase.gate and code else None   # never with tracks
     return PhasePlan(phase_key, spec.kind, planned(names), code, dict(spec.weights),
-                     planned(gate.tasks) if gate else (), gate.label if gate else None)
+                     planned(gate.tasks) if gate else (), gate.label if gate else None,
+                     competition_rules.plan_phase(spec, phase_key, bool(code)))
 
 
 def with_budget(plan: PhasePlan, seconds: float) -> PhasePlan:
     """Every task of the plan, its gate's included, with this budget (local runs, tests)."""
     def budgeted(tasks):
-        return tuple(dataclasses.replace(task, budget_seconds=seconds, budget_epochs=None)
+        return tuple(dataclasses.replace(task, budget_seconds=seconds,
+                                         rules=competition_rules.seconds_budget(task.rules))
                      for task in tasks)
     return dataclasses.replace(plan, tasks=budgeted(plan.tasks), gate=budgeted(plan.gate))
 
@@ -141,5 +141,5 @@ def code_variant(spec, plan: PhasePlan) -> PhasePlan:
     """The phase's tasks run as code with the spec's budgets (the starting kit's local runs)."""
     return dataclasses.replace(plan, code_submission=True, tasks=tuple(
         dataclasses.replace(task, budget_seconds=spec.budgets[task.name],
-                            **competition_rules.plan_task(spec, task.name, True))
+                            rules=competition_rules.plan_task(spec, task.name, True))
         for task in plan.tasks))

@@ -41,7 +41,8 @@ def scoring_config(plan: PhasePlan, platform: str = DEFAULT_PLATFORM) -> dict:
               "weights": {metric.name: plan.weights.get(metric.name, 0.0)
                           for metric in types[task.task_type].score_types},
               "budget_seconds": task.budget_seconds, "settings": definition.scoring_settings(task),
-              **({"public_rows": task.public_rows} if task.public_rows else {})}
+              **({"public_rows": task.public_rows} if task.public_rows else {}),
+              **competition_rules.scoring_task_entries(task)}
              for task in plan.tasks]
     columns = [{"key": c.key, "statistic": c.statistic, "task": c.task, "metric": c.metric}
                for c in phase_columns(plan) if not c.computed]
@@ -50,7 +51,8 @@ def scoring_config(plan: PhasePlan, platform: str = DEFAULT_PLATFORM) -> dict:
               # a code phase's res/ holds a record signed by its ingestion (scorer/config.py)
               "record": (platforms.platform(platform).record_rule if plan.code_submission
                          else "optional"),
-              **({"gated": True} if plan.gate else {})}
+              **({"gated": True} if plan.gate else {}),
+              **competition_rules.scoring_config_entries(plan)}
     parse_config(config, "generated scoring config")      # the scorer must accept what we emit
     return config
 
@@ -115,7 +117,8 @@ def ingestion_config(plan: PhasePlan, limits: dict | None = None) -> dict:
     config = {"format": INGESTION_CONFIG_FORMAT, "phase": plan.name, "kind": plan.kind,
               "tasks": [_ingestion_task(definition, task) for task in plan.tasks],
               "entry_module": module, "entry_function": function,
-              "limits": {**DEFAULT_LIMITS, **(limits or {})}}
+              "limits": {**DEFAULT_LIMITS, **(limits or {})},
+              **competition_rules.ingestion_config_entries(plan)}
     if plan.gate:
         config["gate"] = {"label": plan.gate_label,
                           "tasks": [_ingestion_task(definition, task) for task in plan.gate]}

@@ -101,7 +101,6 @@ class CompetitionSpec:
     end_date: dt.datetime | None
     data_root: Path
     budgets: dict[str, float]
-    epochs: dict[str, float]       # tasks whose budget is stated in epochs (budgets: the ceiling)
     public_rows: dict[str, int]    # tasks scored on a public prefix of their test rows
     reveal_full_scores: bool       # the full figures replace the public ones (the final ranking)
     weights: dict[str, float]
@@ -117,6 +116,8 @@ class CompetitionSpec:
     upload_separately: tuple[str, ...] = ()
     dataset_keys: dict = dataclasses.field(default_factory=dict)
     max_bundle_bytes: int = SAFE_BUNDLE_BYTES
+    # The competition rules' values, under their own names (bundle/competition_rules/)
+    rules: dict = dataclasses.field(default_factory=dict)
 
     def phase(self, key: str) -> PhaseSpec:
         return next(p for p in self.phases if p.key == key)
@@ -481,8 +482,6 @@ def load_spec(path: Path = DEFAULT_SPEC, data_root: Path | None = None) -> Compe
         end_date=_date(spec["end_date"]) if spec.get("end_date") else None,
         data_root=Path(data_root),
         budgets={name: float(task["budget_seconds"]) for name, task in spec["tasks"].items()},
-        epochs={name: float(task["budget_epochs"]) for name, task in spec["tasks"].items()
-                if "budget_epochs" in task},
         public_rows={name: int(task["public_rows"]) for name, task in spec["tasks"].items()
                      if "public_rows" in task},
         reveal_full_scores=spec["reveal_full_scores"],
@@ -495,4 +494,5 @@ def load_spec(path: Path = DEFAULT_SPEC, data_root: Path | None = None) -> Compe
         tracks=tuple(TrackSpec(key, t["label"], tuple(t["tasks"]))
                      for key, t in spec["tracks"].items()),
         sandbox=spec["sandbox"], scoring_margin_seconds=float(spec["scoring_margin_seconds"]),
-        pages=spec["pages"], warnings=tuple(_warnings(spec, now, Path(data_root))))
+        pages=spec["pages"], warnings=tuple(_warnings(spec, now, Path(data_root))),
+        rules=competition_rules.spec_values(spec))

@@ -7,22 +7,21 @@ Everything else is derived from ``KEYS``: the JSON schema ``load_spec`` validate
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
-from typing import Callable
 
 from ingestion_program.ingest.config import (ADDRESS_SPACE, MEMORY_RULES, RESIDENT,
                                              RESIDENT_SAMPLE_SECONDS)
 from ingestion_program.ingest.supervisor import MIN_BUDGET_SECONDS, POLL_SECONDS
 from kinds.kind import KINDS
 
+from . import competition_rules
 from .datasets import SAFE_BUNDLE_BYTES, SEPARABLE, UUID_PATTERN
 from .programs import DEFAULT_LIMITS
+from .spec_key import MAPPING, NAMED, REQUIRED, TEXT, Key, number
 
 DATE_PATTERN = r"^\d{4}-\d{2}-\d{2}( \d{2}:\d{2}(:\d{2})?)?$"
 LEAK_OVERRIDE_KEY = "public_reference_tasks_allowed_in_code_phases"
 # A task's key that accepts references the kind's own check found not converged.
 UNCONVERGED_OVERRIDE_KEY = "accept_unconverged_references"
-REQUIRED = object()             # a Key's default where the spec must give the key
 
 
 def is_gpu_image(image: str) -> bool:
@@ -37,42 +36,15 @@ def default_memory_rule(image: str) -> str:
     return RESIDENT if is_gpu_image(image) else ADDRESS_SPACE
 
 
-@dataclass(frozen=True)
-class Key:
-    """One spec key.
-
-    ``default`` is REQUIRED (the key must be given; for a ``<name>`` entry: at least one);
-    None (nothing is filled in: the key stays absent, and ``shown`` says what that means);
-    a value; or, where it depends on other keys, a function ``(spec, mapping)`` of the spec as
-    given and the mapping that holds the key, its earlier keys already filled in."""
-    schema: dict                  # the value's JSON schema, less the keys below it
-    meaning: str
-    default: object = REQUIRED
-    shown: str | Callable[[], str] | None = None    # the default in words, if not its value
-    example: object = None        # only where the default spec has no value at this key
-    # A mapping's keys (of a list: its items' keys); a name in <> stands for any name.
-    keys: dict[str, Key] = field(default_factory=dict)
-
-
-def _number(minimum=None, exclusive=None, maximum=None, integer=False):
-    schema = {"type": "integer" if integer else "number"}
-    schema.update({k: v for k, v in (("minimum", minimum), ("exclusiveMinimum", exclusive),
-                                     ("maximum", maximum)) if v is not None})
-    return schema
-
-
 def _kind_weights() -> str:
     return "; ".join(f"`{name}`: " + ", ".join(f"{metric} {weight:g}" for metric, weight
                                                in KINDS[name].DEFAULT_WEIGHTS.items())
                      for name in sorted(KINDS))
 
 
-TEXT = {"type": "string", "minLength": 1}
 LABEL = {"type": "string", "minLength": 1, "maxLength": 50}
 DATE = {"type": "string", "pattern": DATE_PATTERN}
 UUID = {"type": "string", "pattern": UUID_PATTERN.pattern}
-MAPPING = {"type": "object"}
-NAMED = {"type": "object", "propertyNames": {"pattern": "^[a-z][a-z0-9_]{0,30}$"}}
 TASK_LIST = {"type": "array", "items": {"type": "string"}, "minItems": 1, "uniqueItems": True}
 EXAMPLE_UUID = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"
 EXAMPLE_SHA256 = "5f70bf18a086007016e948b04aed3b82103a36bea41755b6cddfaf10ace3c6ef"
@@ -151,7 +123,7 @@ KEYS: dict[str, Key] = {
                               "The sha256 of the zip uploaded under the key, as the build "
                               "printed it.", example=EXAMPLE_SHA256)})}),
     "max_bundle_mib": Key(
-        _number(exclusive=0),
+        number(exclusive=0),
         "The largest bundle the build writes, in MiB: CodaLab reads a bundle "
         "whole into memory at upload (G24) and Codabench's unpacking stalled "
         "on 344 MB of reference data; a larger bundle is refused with the "
@@ -180,24 +152,15 @@ KEYS: dict[str, Key] = {
                         "task declaration `<task>/<task>_task.json` in the data root.", keys={
         "<task>": Key(MAPPING, "One task: the name is lowercase (`[a-z][a-z0-9_]{0,30}`).", keys={
             "budget_seconds": Key(
-                _number(exclusive=0, maximum=86400),
+                number(exclusive=0, maximum=86400),
                 "The participant's training time for this task in a code phase, in seconds, "
                 "from the call of the participant's function (its start-up before that has "
                 "`sandbox.startup_seconds`); the sandbox stops the participant's code at the "
                 f"budget (plus `sandbox.grace_seconds`). At least {MIN_BUDGET_SECONDS:g} s: the "
                 f"ingestion reads its clock every {POLL_SECONDS:g} s. With `budget_epochs`, the "
                 "most the converted budget may be."),
-            "budget_epochs": Key(
-                _number(exclusive=0),
-                "The budget in epochs of the kind's reference training (BDL: plain SGD on the "
-                "declared model, as the 2021 rules stated it), instead of seconds: before the "
-                "participant's code runs, the ingestion program times that training on the "
-                "worker and converts, capped at `budget_seconds`, which is then the worst case "
-                "the time limits are checked against. The run record, the log and the detailed "
-                "results give the conversion.",
-                default=None, shown="none: the budget is `budget_seconds`", example=3000),
             "public_rows": Key(
-                _number(minimum=1, integer=True),
+                number(minimum=1, integer=True),
                 "Score the task's first `public_rows` test rows for the leaderboard during the "
                 "competition (the 2021 evaluation phase: CIFAR-10 10,000 of 50,000, UCI 100 of "
                 "256) and all rows for the final ranking. The full figures are computed for "
@@ -227,7 +190,7 @@ KEYS: dict[str, Key] = {
         MAPPING, "Weights of the kind's metrics in the leaderboard's weighted loss; only "
                  "the metrics given are changed.",
         default={}, shown=lambda: "the kind's weights: " + _kind_weights(), keys={
-            "<metric>": Key(_number(minimum=0), "The weight of one of the kind's metrics (0 "
+            "<metric>": Key(number(minimum=0), "The weight of one of the kind's metrics (0 "
                                                 "leaves it out of the weighted loss).",
                             default=None,
                             shown=lambda: f"the kind's weight for the metric ({_kind_weights()})")}),
@@ -246,17 +209,17 @@ KEYS: dict[str, Key] = {
                 "task, under its budget)."),
             "tasks": Key(TASK_LIST, "The tasks this phase scores, names from `tasks`."),
             "execution_time_limit": Key(
-                _number(minimum=1, integer=True),
+                number(minimum=1, integer=True),
                 "The platform's wall-clock limit for one submission, in seconds. In a code phase "
                 "it must cover the worst case: the tasks' budgets, the start-up allowance, grace "
                 "and staging time per task, and `scoring_margin_seconds` (the spec check says "
                 "how much is needed)."),
             "max_submissions": Key(
-                _number(minimum=1, integer=True),
+                number(minimum=1, integer=True),
                 "How many submissions a participant may make in this phase in total.",
                 default=100),
             "max_submissions_per_day": Key(
-                _number(minimum=1, integer=True),
+                number(minimum=1, integer=True),
                 "How many submissions a participant may make in this phase per day; at most "
                 "`max_submissions`.",
                 default=lambda spec, phase: min(5, phase["max_submissions"])),
@@ -277,22 +240,22 @@ KEYS: dict[str, Key] = {
     "sandbox": Key(MAPPING, "Limits of the sandbox in which the participants' code runs in a "
                             "code phase.", default={}, shown="the defaults of its keys", keys={
         # The defaults are the ingestion limits the builder uses, in the spec's units.
-        "memory_gib": Key(_number(exclusive=0, maximum=1024),
+        "memory_gib": Key(number(exclusive=0, maximum=1024),
                           "Memory the participant's code may use, in GiB, enforced as "
                           "`sandbox.memory_limit` says.",
                           default=DEFAULT_LIMITS["memory_bytes"] / 2**30),
-        "max_file_mib": Key(_number(exclusive=0),
+        "max_file_mib": Key(number(exclusive=0),
                             "Largest file the participant's code may write, in MiB.",
                             default=DEFAULT_LIMITS["max_file_bytes"] / 2**20),
-        "disk_mib": Key(_number(exclusive=0),
+        "disk_mib": Key(number(exclusive=0),
                         "Disk space the participant's code may fill, in MiB.",
                         default=DEFAULT_LIMITS["disk_bytes"] / 2**20),
-        "grace_seconds": Key(_number(minimum=0, maximum=60),
+        "grace_seconds": Key(number(minimum=0, maximum=60),
                              "Seconds past a task's budget before the participant's code is "
                              "killed (its last checkpoint counts).",
                              default=DEFAULT_LIMITS["grace_seconds"]),
         "startup_seconds": Key(
-            _number(exclusive=0, maximum=600),
+            number(exclusive=0, maximum=600),
             "Seconds each task's process may take to start, apart from the task's budget: "
             "starting Python, importing the participant's module, loading the task's data; the "
             "budget's clock starts when the participant's function is called. A start-up past "
@@ -314,7 +277,7 @@ KEYS: dict[str, Key] = {
                   "`codalab/codalab-legacy:gpu310`), else `address_space`",
             example="resident")}),
     "scoring_margin_seconds": Key(
-        _number(minimum=0),
+        number(minimum=0),
         "Seconds of a code phase's `execution_time_limit` kept for scoring after the "
         "ingestion's worst case; the spec check and the bundle checks require it.", default=60),
     LEAK_OVERRIDE_KEY: Key(
@@ -328,6 +291,21 @@ KEYS: dict[str, Key] = {
                                              "competition is about."),
                        "terms": Key(TEXT, "The terms and conditions page.")}),
 }
+
+
+def _add_rule_keys(keys: dict[str, Key]) -> None:
+    """The competition rules' own keys (their ``SPEC_KEYS``), each where its rule puts it."""
+    for where, added in competition_rules.spec_keys():
+        holder = keys
+        for name in filter(None, where.split(".")):
+            holder = holder[name].keys
+        clash = sorted(set(added) & set(holder))
+        if clash:
+            raise ValueError(f"a competition rule's SPEC_KEYS at {where!r} redefine {clash}")
+        holder.update(added)
+
+
+_add_rule_keys(KEYS)
 
 
 def entry_name(keys: dict[str, Key]) -> str | None:

@@ -112,6 +112,8 @@ class TaskConfig:
     # Scored on its first public_rows test rows for the leaderboard, and in full in hidden
     # figures; a kind that supports it says SCORES_PUBLIC_ROWS and takes score_task(rows=).
     public_rows: int | None = None
+    # The competition rules' fields of this task, under their own names (runtime/rules/)
+    rules: dict = field(default_factory=dict)
 
     @property
     def score_types(self) -> tuple[ScoreType, ...]:

@@ -45,7 +45,7 @@ def spec_with_epochs(tmp_path, kind_spec=BDL_SPEC, task="wine", epochs=EPOCHS, c
 
 
 def _task(epochs, ceiling):
-    return TaskSpec("t", "classification", "t", "t", ceiling, {}, epochs)
+    return TaskSpec("t", "classification", "t", "t", ceiling, {}, rules={"budget_epochs": epochs})
 
 
 def test_the_median_epoch_converts_the_budget_and_the_ceiling_caps_it():

@@ -8,41 +8,47 @@ side: what the ingestion and the scorer do), so a new rule is its two modules pl
 each ``RULES``, and its kind's values (hooks on the ``Kind`` record) where it needs any.
 
 The core asks this registry, never a rule module, for every registered rule; the hooks'
-defaults (what a rule without the hook means) live here and nowhere else. A rule module
-defines the hooks it needs, all optional:
+defaults (what a rule without the hook means) live here and nowhere else. The core holds a
+rule's values without knowing them: ``CompetitionSpec.rules``, ``PlannedTask.rules`` and
+``PhasePlan.rules`` are mappings of the rules' own field names (two rules may not use one
+name). A rule module defines the hooks it needs, all optional:
 
+- ``SPEC_KEYS = {where: {name: Key}}``: the rule's spec keys (``bundle.spec_key.Key``), added
+  by ``bundle/spec_schema.py`` to the mapping at ``where`` (``""``: the top level;
+  ``tasks.<task>``; ``phases.<phase>``), so the schema, the defaults and the reference page
+  have them. Default: none.
+- ``spec_problems(raw, data_root)``: what is wrong, by meaning, with the rule's keys of a spec
+  that passed the schema (``raw``: the spec as loaded), as ``bundle.spec`` states problems.
+  Default: none.
+- ``spec_values(raw) -> dict``: the rule's entries in ``CompetitionSpec.rules``, read from
+  the valid spec (defaults filled). Default: none.
+- ``plan_task(spec, name, spec_budgets) -> dict``: the rule's entries in
+  ``PlannedTask.rules`` of task ``name`` (``spec_budgets``: whether it runs as code under the
+  spec's budgets, not a budget in seconds given instead). Default: none.
+- ``plan_phase(spec, phase_key, code) -> dict``: the rule's entries in ``PhasePlan.rules``
+  (``code``: the phase's tasks run as code). Default: none.
 - ``metric_columns(plan, task, metric, value_column)``: leaderboard columns to put after a
   task's metric's value column (a ``bundle.leaderboard.LeaderboardColumn``, which a rule
   derives its own from with ``dataclasses.replace``). Their ``statistic`` must be one of the
   worker-side rule's ``COLUMN_STATISTICS``. Default: none.
-- ``spec_problems(raw, data_root)``: what is wrong, by meaning, with the rule's keys of a spec
-  that passed the schema (``raw``: the spec as loaded), as ``bundle.spec`` states problems.
-  Default: none.
-- ``plan_task(spec, name, spec_budgets) -> dict``: the ``bundle.phase_plan.TaskPlan`` fields
-  the rule sets for task ``name`` (``spec_budgets``: whether it runs as code under the spec's
-  budgets, not a budget in seconds given instead). Default: none.
-- ``ingestion_task_entries(task) -> dict``: the rule's entries in a task of the ingestion's
-  config (``bundle.programs.ingestion_config``; ``task``: a ``TaskPlan``), which the
-  worker-side rule's ``task_fields`` reads back. Default: none.
+- ``ingestion_task_entries(task)``, ``scoring_task_entries(task)`` -> dict: the rule's
+  entries in one task of the ingestion's or the scoring config (``bundle/programs.py``;
+  ``task``: a ``PlannedTask``), which the worker-side rule's ``task_fields`` /
+  ``scoring_task_fields`` read back. Default: none.
+- ``ingestion_config_entries(plan)``, ``scoring_config_entries(plan)`` -> dict: the rule's
+  top-level entries in those configs, read back by ``config_fields`` /
+  ``scoring_config_fields``. Default: none.
+- ``seconds_budget(rules) -> dict``: a task's ``PlannedTask.rules`` once its budget is given
+  in seconds instead of the spec's (``bundle.phase_plan.with_budget``). Default: unchanged.
+- ``budget_text(task) -> str | None``: a task's budget as the pages state it, where the rule
+  states it otherwise than in seconds. Default: seconds.
 - ``budget_facts(tasks) -> list[str]``: what the pages add, once for a list of a phase's (or
-  its gate's) ``TaskPlan``s, to the tasks' budgets (``TaskPlan.budget_text``): epoch budgets
-  say what an epoch is. Default: none.
+  its gate's) ``PlannedTask``s, to the tasks' budgets: epoch budgets say what an epoch is.
+  Default: none.
+- ``page_facts(plan) -> dict``: what the rule gives the pages' and the kit's templates for a
+  phase, under its own names. Default: none.
 
-Hooks the other rules would add when they move here (each is still spread over the spec, the
-phase plan, the programs, the pages and the worker today; see ``docs/architecture.md``,
-"Rules"):
-
-- ``SPEC_KEYS``: ``bundle/spec_schema.py`` records for the rule's keys (gate: a phase's
-  ``final`` and submission limit; public rows: ``public_rows``; epochs: ``budget_epochs``),
-  which spec_schema would gather from this registry;
-- ``plan_phase(spec, phase) -> dict``: the fields the rule adds to the phase plan (``gated``;
-  public rows' ``public_rows`` would use ``plan_task``);
-- ``scoring_config(plan) -> dict`` and ``ingestion_config(plan) -> dict``: its entries in the
-  programs' configs (``bundle/programs.py``: ``gated``, ``public_rows``, units);
-- ``phase_columns(plan, columns)``: columns for the whole phase (public rows' hidden
-  full_weighted_loss);
-- ``page_facts(plan) -> dict``: what the pages and the kit's guide say of it
-  (``bundle/render.py`` and the templates: the gate's warning).
+The rules still to move (see ``docs/architecture.md``, "Rules") would use these hooks.
 """
 from __future__ import annotations
 
@@ -54,37 +60,97 @@ RULES = (
 )
 
 
-def metric_columns(plan, task, metric, value_column) -> list:
-    """The columns the rules add after one metric's value column, in ``RULES`` order."""
-    return [column for rule in RULES if hasattr(rule, "metric_columns")
-            for column in rule.metric_columns(plan, task, metric, value_column)]
+def _listed(hook: str, *args) -> list:
+    """Every registered rule's ``hook(*args)`` list, joined in ``RULES`` order."""
+    return [item for rule in RULES if hasattr(rule, hook) for item in getattr(rule, hook)(*args)]
+
+
+def _merged(hook: str, *args) -> dict:
+    """Every registered rule's ``hook(*args)`` mapping, in one; two rules may not set one name
+    (each rule's fields are its own, so the core can hold them all in one mapping)."""
+    merged: dict = {}
+    for rule in RULES:
+        if hasattr(rule, hook):
+            entries = getattr(rule, hook)(*args)
+            clash = sorted(set(entries) & set(merged))
+            if clash:
+                raise ValueError(f"rule {rule.__name__}: {hook} sets {clash}, set by another rule")
+            merged.update(entries)
+    return merged
+
+
+def spec_keys() -> list[tuple[str, dict]]:
+    """The rules' spec key records: (where in the spec's keys, e.g. ``tasks.<task>``, {name:
+    ``bundle.spec_key.Key``}), which ``bundle/spec_schema.py`` adds to its own."""
+    return [(where, keys) for rule in RULES for where, keys in getattr(rule, "SPEC_KEYS", {}).items()]
+
+
+def spec_values(spec: dict) -> dict:
+    """``CompetitionSpec.rules``: what the rules read from a valid spec, its defaults filled."""
+    return _merged("spec_values", spec)
 
 
 def spec_problems(raw: dict, data_root) -> list[str]:
     """The rules' problems with a spec's keys, in ``RULES`` order (none by default)."""
-    return [problem for rule in RULES if hasattr(rule, "spec_problems")
-            for problem in rule.spec_problems(raw, data_root)]
+    return _listed("spec_problems", raw, data_root)
+
+
+def metric_columns(plan, task, metric, value_column) -> list:
+    """The columns the rules add after one metric's value column, in ``RULES`` order."""
+    return _listed("metric_columns", plan, task, metric, value_column)
+
+
+def plan_task(spec, name: str, spec_budgets: bool) -> dict:
+    """``PlannedTask.rules`` of one task (empty by default)."""
+    return _merged("plan_task", spec, name, spec_budgets)
+
+
+def plan_phase(spec, phase_key: str, code: bool) -> dict:
+    """``PhasePlan.rules`` of a phase (empty by default); ``code``: its tasks run as code."""
+    return _merged("plan_phase", spec, phase_key, code)
+
+
+def seconds_budget(rules: dict) -> dict:
+    """A task's ``PlannedTask.rules`` once its budget is given in seconds instead (local runs,
+    tests): a rule drops what then no longer holds (default: all kept)."""
+    for rule in RULES:
+        if hasattr(rule, "seconds_budget"):
+            rules = rule.seconds_budget(rules)
+    return rules
+
+
+def budget_text(task) -> str | None:
+    """A task's budget as the pages state it, where a rule states it (else None: seconds)."""
+    return next((text for rule in RULES if hasattr(rule, "budget_text")
+                 for text in [rule.budget_text(task)] if text), None)
 
 
 def budget_facts(tasks) -> list[str]:
     """What the rules say of these tasks' budgets on the pages, in ``RULES`` order."""
-    return [fact for rule in RULES if hasattr(rule, "budget_facts")
-            for fact in rule.budget_facts(tasks)]
+    return _listed("budget_facts", tasks)
 
 
 def ingestion_task_entries(task) -> dict:
-    """The rules' entries in one task of the ingestion's config, in ``RULES`` order."""
-    entries = {}
-    for rule in RULES:
-        if hasattr(rule, "ingestion_task_entries"):
-            entries.update(rule.ingestion_task_entries(task))
-    return entries
+    """The rules' entries in one task of the ingestion's config."""
+    return _merged("ingestion_task_entries", task)
 
 
-def plan_task(spec, name: str, spec_budgets: bool) -> dict:
-    """The ``TaskPlan`` fields the rules set for one task (none by default)."""
-    fields = {}
-    for rule in RULES:
-        if hasattr(rule, "plan_task"):
-            fields.update(rule.plan_task(spec, name, spec_budgets))
-    return fields
+def scoring_task_entries(task) -> dict:
+    """The rules' entries in one task of the scoring config."""
+    return _merged("scoring_task_entries", task)
+
+
+def ingestion_config_entries(plan) -> dict:
+    """The rules' top-level entries in the ingestion's config."""
+    return _merged("ingestion_config_entries", plan)
+
+
+def scoring_config_entries(plan) -> dict:
+    """The rules' top-level entries in the scoring config."""
+    return _merged("scoring_config_entries", plan)
+
+
+def page_facts(plan) -> dict:
+    """What the rules give the pages' and the kit's templates for one phase (the rule's own
+    names: its module's docstring says which)."""
+    return _merged("page_facts", plan)

@@ -10,6 +10,26 @@ from __future__ import annotations
 
 from kinds.kind import KINDS
 
+from ..spec_key import Key, number
+
+SPEC_KEYS = {"tasks.<task>": {
+    "budget_epochs": Key(
+        number(exclusive=0),
+        "The budget in epochs of the kind's reference training (BDL: plain SGD on the "
+        "declared model, as the 2021 rules stated it), instead of seconds: before the "
+        "participant's code runs, the ingestion program times that training on the "
+        "worker and converts, capped at `budget_seconds`, which is then the worst case "
+        "the time limits are checked against. The run record, the log and the detailed "
+        "results give the conversion.",
+        default=None, shown="none: the budget is `budget_seconds`", example=3000),
+}}
+
+
+def spec_values(raw: dict) -> dict:
+    """``epochs``: the tasks whose budget is stated in epochs (their budget_seconds: its ceiling)."""
+    return {"epochs": {name: float(task["budget_epochs"]) for name, task in raw["tasks"].items()
+                       if "budget_epochs" in task}}
+
 
 def spec_problems(raw: dict, data_root) -> list[str]:
     """A budget in epochs needs a kind that times an epoch of its reference training."""
@@ -22,13 +42,22 @@ def spec_problems(raw: dict, data_root) -> list[str]:
 
 def plan_task(spec, name: str, spec_budgets: bool) -> dict:
     # A budget given in seconds instead (tests, the kit's local runs) is no budget in epochs.
-    return {"budget_epochs": spec.epochs.get(name) if spec_budgets else None,
+    return {"budget_epochs": spec.rules["epochs"].get(name) if spec_budgets else None,
             "epoch_unit": KINDS[spec.kind].EPOCH_UNIT}
+
+
+def seconds_budget(rules: dict) -> dict:
+    return {**rules, "budget_epochs": None}
+
+
+def budget_text(task) -> str | None:
+    epochs = task.rules.get("budget_epochs")
+    return f"{epochs:g} epochs (at most {task.budget_seconds:g} s)" if epochs else None
 
 
 def budget_facts(tasks) -> list[str]:
     """What the epochs of these tasks' budgets are, once for a list; none where none has one."""
-    units = sorted({task.epoch_unit for task in tasks if task.budget_epochs})
+    units = sorted({task.rules["epoch_unit"] for task in tasks if task.rules.get("budget_epochs")})
     return [f"an epoch is {' or '.join(units)}, timed on the worker just before your code "
             "runs, and the epochs are converted to seconds there"] if units else []
 
@@ -36,4 +65,5 @@ def budget_facts(tasks) -> list[str]:
 def ingestion_task_entries(task) -> dict:
     # Without epochs the task keeps the entries it had before this rule, so its config is
     # the same for bundles that state budgets in seconds.
-    return {"budget_epochs": task.budget_epochs} if task.budget_epochs else {}
+    epochs = task.rules.get("budget_epochs")
+    return {"budget_epochs": epochs} if epochs else {}

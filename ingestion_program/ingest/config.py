@@ -6,7 +6,7 @@ what the phase's execution_time_limit must cover; the builder checks it.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from runtime import rules
@@ -74,8 +74,9 @@ class TaskSpec:
     prediction_stem: str         # written as <stem>.npy into $output
     budget_seconds: float        # with budget_epochs: the most the converted budget may be
     contract: dict               # the kind's own: what its participant code and checks read
-    budget_epochs: float | None = None   # converted here by runtime/rules/epoch_budgets.py
     calibration: dict | None = None      # how the epochs became budget_seconds on this machine
+    # The competition rules' fields of this task, under their own names (runtime/rules/)
+    rules: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -90,6 +91,8 @@ class IngestionConfig:
     # phase rule); they are not scored here.
     gate_tasks: tuple[TaskSpec, ...] = ()
     gate_label: str | None = None
+    # The competition rules' fields of this phase, under their own names (runtime/rules/)
+    rules: dict = field(default_factory=dict)
 
     def total_seconds(self) -> float:
         """Worst case wall time of a whole ingestion run."""
@@ -132,13 +135,18 @@ def parse_config(raw: dict, source: str = CONFIG_NAME) -> IngestionConfig:
     tasks = _tasks(_field(raw, "tasks", list, source), f"{source}: tasks")
     if not tasks:
         raise ConfigError(f"{source}: no tasks")
+    try:
+        rule_fields = rules.config_fields(raw, source)
+    except rules.RuleError as error:
+        raise ConfigError(str(error)) from None
     gate = _field(raw, "gate", dict, source) if "gate" in raw else None
     gate_tasks = _tasks(_field(gate, "tasks", list, f"{source}: gate"),
                         f"{source}: gate.tasks") if gate else ()
     return IngestionConfig(_field(raw, "phase", str, source), _field(raw, "kind", str, source),
                            tasks, limits,
                            raw.get("entry_module", "submission"), raw.get("entry_function", "predict"),
-                           gate_tasks, _field(gate, "label", str, f"{source}: gate") if gate else None)
+                           gate_tasks, _field(gate, "label", str, f"{source}: gate") if gate else None,
+                           rule_fields)
 
 
 def _memory_rule(limits_raw: dict, where: str) -> str:
@@ -179,7 +187,7 @@ def _tasks(raw: list, where: str) -> tuple[TaskSpec, ...]:
         tasks.append(TaskSpec(_field(task, "name", str, at), _field(task, "task_type", str, at),
                               _field(task, "inputs", str, at),
                               _field(task, "prediction_stem", str, at),
-                              budget, _field(task, "contract", dict, at), **fields))
+                              budget, _field(task, "contract", dict, at), rules=fields))
     return tuple(tasks)
 
 

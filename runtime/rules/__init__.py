@@ -20,9 +20,17 @@ hooks it needs, all optional:
 - ``worst_metric_fields(score_type, cap) -> dict``: the ``MetricResult`` fields the rule's
   columns read, at their worst, for a penalised task (``runtime.scoring.penalised``): a
   failed task must not rank well on a rule's column either. Default: none.
-- ``task_fields(raw_task, where) -> dict``: the ``TaskSpec`` fields the rule reads from one
-  task of the ingestion's config (its build half's ``ingestion_task_entries``; ``where``
-  names the task in a problem); raises ``RuleError`` on a malformed entry. Default: none.
+
+The ingestion and the scorer hold a rule's values without knowing them: ``TaskSpec.rules``,
+``IngestionConfig.rules``, ``TaskConfig.rules`` and ``ScoringConfig.rules`` are mappings of
+the rules' own field names (two rules may not use one name), read from the configs by:
+
+- ``task_fields(raw_task, where)``, ``config_fields(raw, where)`` -> dict: from one task of
+  the ingestion's config and from the config itself (what the build half's
+  ``ingestion_task_entries`` / ``ingestion_config_entries`` wrote; ``where`` names the place
+  in a problem); raise ``RuleError`` on a malformed entry. Default: none.
+- ``scoring_task_fields(raw_task, where)``, ``scoring_config_fields(raw, where)`` -> dict:
+  the same from the scoring config. Default: none.
 - ``task_budget(task, data, contract)``: the ingestion's ``TaskSpec`` as it runs on this
   machine, after its data is staged and before the participant's code runs (epoch budgets:
   the budget converted to seconds here); raises ``RuleError`` when the organizer must fix the
@@ -46,6 +54,20 @@ RULES = (
     sd_columns,
     epoch_budgets,
 )
+
+
+def _merged(hook: str, *args) -> dict:
+    """Every registered rule's ``hook(*args)`` mapping, in one; two rules may not set one name
+    (each rule's fields are its own, so the core holds them all in one mapping)."""
+    merged: dict = {}
+    for rule in RULES:
+        if hasattr(rule, hook):
+            entries = getattr(rule, hook)(*args)
+            clash = sorted(set(entries) & set(merged))
+            if clash:
+                raise RuleError(f"rule {rule.__name__}: {hook} sets {clash}, set by another rule")
+            merged.update(entries)
+    return merged
 
 
 def column_statistics() -> tuple[str, ...]:
@@ -90,9 +112,20 @@ def task_budget(task, data, contract):
 
 
 def task_fields(raw_task: dict, where: str) -> dict:
-    """The ``TaskSpec`` fields the rules read from one task of the ingestion's config."""
-    fields = {}
-    for rule in RULES:
-        if hasattr(rule, "task_fields"):
-            fields.update(rule.task_fields(raw_task, where))
-    return fields
+    """``TaskSpec.rules``: the rules' fields of one task of the ingestion's config."""
+    return _merged("task_fields", raw_task, where)
+
+
+def config_fields(raw: dict, where: str) -> dict:
+    """``IngestionConfig.rules``: the rules' fields of the ingestion's config."""
+    return _merged("config_fields", raw, where)
+
+
+def scoring_task_fields(raw_task: dict, where: str) -> dict:
+    """``TaskConfig.rules``: the rules' fields of one task of the scoring config."""
+    return _merged("scoring_task_fields", raw_task, where)
+
+
+def scoring_config_fields(raw: dict, where: str) -> dict:
+    """``ScoringConfig.rules``: the rules' fields of the scoring config."""
+    return _merged("scoring_config_fields", raw, where)

@@ -20,7 +20,8 @@ def task_fields(raw_task: dict, where: str) -> dict:
 
 def task_budget(task, data: Path, contract):
     """The task with its budget in seconds on this machine, and ``calibration`` saying how."""
-    if task.budget_epochs is None:
+    epochs = task.rules.get("budget_epochs")
+    if epochs is None:
         return task
     measure = contract.epoch_seconds
     if measure is None:
@@ -29,9 +30,9 @@ def task_budget(task, data: Path, contract):
                         "reference training to time (rebuild the bundle)")
     samples = [float(seconds) for seconds in measure(task, data)]
     per_epoch = statistics.median(samples)
-    converted = task.budget_epochs * per_epoch
+    converted = epochs * per_epoch
     budget = max(round(min(converted, task.budget_seconds), 3), 0.001)
-    calibration = {"epochs": task.budget_epochs, "seconds_per_epoch": per_epoch,
+    calibration = {"epochs": epochs, "seconds_per_epoch": per_epoch,
                    "samples": samples, "budget_seconds": budget,
                    "ceiling_seconds": task.budget_seconds,
                    "capped": converted > task.budget_seconds}

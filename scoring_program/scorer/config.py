@@ -8,7 +8,7 @@ mid-scoring.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from runtime.formats.json_files import config_field, load_config_file
@@ -59,6 +59,8 @@ class ScoringConfig:
     # The phase has a gate (a final phase with one submission): a zip whose code never ran
     # must fail there, not finish, since a finished submission uses up the phase's limit.
     gated: bool = False
+    # The competition rules' fields of this phase, under their own names (runtime/rules/)
+    rules: dict = field(default_factory=dict)
 
     @property
     def full_columns(self) -> tuple["Column", ...]:
@@ -97,8 +99,12 @@ def _task(raw: dict, scoring: ScoringRuntime, where: str) -> TaskConfig:
         raise ConfigError(f"{where}.public_rows: expected a positive integer, found {public_rows!r}")
     if public_rows is not None and not scoring.SCORES_PUBLIC_ROWS:
         raise ConfigError(f"{where}.public_rows: this kind does not score a part of the rows")
+    try:
+        rule_fields = rules.scoring_task_fields(raw, where)
+    except rules.RuleError as error:
+        raise ConfigError(str(error)) from None
     return TaskConfig(_require(raw, "name", str, where), task_type, weights,
-                      raw.get("budget_seconds"), settings, public_rows)
+                      raw.get("budget_seconds"), settings, public_rows, rule_fields)
 
 
 def _column(raw: dict, tasks: dict[str, TaskConfig], where: str) -> Column:
@@ -143,8 +149,12 @@ def parse_config(raw: dict, source: str = CONFIG_NAME) -> ScoringConfig:
     gated = raw.get("gated", False)
     if not isinstance(gated, bool):
         raise ConfigError(f"{source}: gated must be true or false, found {gated!r}")
+    try:
+        rule_fields = rules.scoring_config_fields(raw, source)
+    except rules.RuleError as error:
+        raise ConfigError(str(error)) from None
     return ScoringConfig(_require(raw, "phase", str, source), kind, tasks, columns, record,
-                         gated)
+                         gated, rule_fields)
 
 
 def load_config(path: Path) -> ScoringConfig:

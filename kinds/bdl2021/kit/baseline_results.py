@@ -68,8 +68,9 @@ def collect(budget: float | None = None, config: Path | None = None,
     tasks = sorted({task for names in phases.values() for task in names})
     budgets = {task: budget if budget is not None else spec.budgets[task] for task in tasks}
     table = {"budgets": budgets, "methods": METHODS, "tasks": {}}
-    if budget is None and spec.epochs:       # budgets stated in epochs: budgets are ceilings
-        table["epochs"] = {task: spec.epochs[task] for task in tasks if task in spec.epochs}
+    epochs = spec.rules["epochs"]
+    if budget is None and epochs:       # budgets stated in epochs: budgets are ceilings
+        table["epochs"] = {task: epochs[task] for task in tasks if task in epochs}
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="kits-") as kits:
         for method, phase, details in _each_run(spec, phases, budget, Path(kits)):
