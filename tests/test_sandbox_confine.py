@@ -37,6 +37,22 @@ attempt("read_forbidden", lambda: open(os.path.join(plan["forbidden"][0], "secre
 attempt("import_numpy", lambda: __import__("numpy"))
 attempt("inet_socket", lambda: socket.socket(socket.AF_INET, socket.SOCK_STREAM))
 attempt("unix_socket", lambda: socket.socket(socket.AF_UNIX, socket.SOCK_STREAM).close())
+def name_a_new_thread():
+    # as CUDA names the threads it starts: glibc writes /proc/self/task/<tid>/comm
+    import ctypes, threading
+    started, done = threading.Event(), threading.Event()
+    thread = threading.Thread(target=lambda: (started.set(), done.wait()))
+    thread.start()
+    started.wait()
+    try:
+        refused = ctypes.CDLL(None).pthread_setname_np(ctypes.c_ulong(thread.ident), b"cuda-EvtHandlr")
+    finally:
+        done.set()
+        thread.join()
+    if refused:
+        raise PermissionError(refused, os.strerror(refused))
+attempt("name_own_thread", name_a_new_thread)
+attempt("name_parent_thread", lambda: os.write(os.open(f"/proc/{{os.getppid()}}/comm", os.O_WRONLY), b"x"))
 print(json.dumps({{"report": report, "found": found}}))
 """
 
@@ -68,7 +84,9 @@ def test_landlock_at_each_abi_confines_files(tmp_path, abi):
     assert outcome["found"] == {"write_inside": "allowed", "truncate_dev_null": "allowed",
                                 "write_outside": "PermissionError",
                                 "read_forbidden": "PermissionError", "import_numpy": "allowed",
-                                "inet_socket": "PermissionError", "unix_socket": "allowed"}
+                                "inet_socket": "PermissionError", "unix_socket": "allowed",
+                                "name_own_thread": "allowed",
+                                "name_parent_thread": "PermissionError"}
 
 
 def test_seccomp_alone_refuses_ip_sockets(tmp_path):

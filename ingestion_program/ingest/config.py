@@ -37,7 +37,9 @@ MEMORY_RULE_TEXT = {
               "(anonymous and shared-memory pages; a page shared by several processes counts "
               f"in each), sampled every {RESIDENT_SAMPLE_SECONDS * 1000:.0f} ms, so a brief "
               "spike between samples is not caught; GPU memory is not limited by the ingestion "
-              "(the device's own memory is the bound)",
+              "(the device's own memory is the bound). Use the GPU from the process that runs "
+              "your function: a process it starts cannot initialise CUDA (the sandbox lets a "
+              "process name only its own threads, which CUDA does as it starts)",
 }
 
 

@@ -46,8 +46,8 @@ SYSTEM_READ = ("/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin", "
                "/proc", "/sys", "/dev")
 DEVICE_WRITE = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
 
-LANDLOCK_FILES = ("Landlock files (writes only in its working folder, reads only system, Python, "
-                  "task)")
+LANDLOCK_FILES = ("Landlock files (writes only in its working folder and its own threads' names, "
+                  "reads only system, Python, task)")
 LANDLOCK_NET = "Landlock network (no TCP connect or bind)"
 LANDLOCK_SCOPE = "Landlock scoping (no signals or abstract sockets outside its own processes)"
 SECCOMP = ("seccomp (sockets only AF_UNIX; no ptrace, process_vm_*, io_uring, memfd or SysV "
@@ -158,6 +158,10 @@ def install_landlock(plan):
             _allow(ruleset, path, READ, rights)
         for path in _device_paths():
             _allow(ruleset, path, READ | FS_WRITE_FILE | FS_TRUNCATE, rights)
+        # CUDA names each thread it starts by writing /proc/self/task/<tid>/comm, and its
+        # initialisation fails (error 304) when it cannot; only this process's own threads,
+        # never a process it starts: a path rule cannot follow a pid not yet made.
+        _allow(ruleset, f"/proc/{os.getpid()}/task", READ | FS_WRITE_FILE | FS_TRUNCATE, rights)
         for path in plan["write"]:
             _allow(ruleset, path, rights, rights)
         _syscall("landlock_restrict_self", ctypes.c_int(ruleset), ctypes.c_uint32(0))
