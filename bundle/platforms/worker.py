@@ -17,6 +17,7 @@ import shlex
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import yaml
 
@@ -32,11 +33,11 @@ PLATFORMS = (CODALAB, CODABENCH)
 
 
 def _metadata_path(program_dir: Path, platform: str) -> Path:
-    """CodaLab reads ``metadata``; Codabench prefers ``metadata.yaml`` (codabench_v2.md §3.4)."""
-    preferred = Path(program_dir) / "metadata.yaml"
-    if platform == CODABENCH and preferred.is_file():
-        return preferred
-    return Path(program_dir) / "metadata"
+    """The first of the site's metadata names that the folder holds (codabench_v2.md §3.4:
+    Codabench prefers ``metadata.yaml``), else the plain ``metadata``."""
+    names = WORKERS[platform].metadata_names
+    return next((Path(program_dir) / name for name in names if (Path(program_dir) / name).is_file()),
+                Path(program_dir) / names[-1])
 
 
 def program_command(program_dir: Path, variables: dict[str, Path | str], python: str,
@@ -61,7 +62,7 @@ def program_command(program_dir: Path, variables: dict[str, Path | str], python:
     # Longest names first: "$program" is inside "$ingestion_program" and "$submission_program".
     for name in sorted(variables, key=len, reverse=True):
         line = line.replace(name, str(variables[name]))
-    argv = shlex.split(line) if platform == CODABENCH else line.split(" ")
+    argv = WORKERS[platform].split_command(line)
     if argv[0] in PYTHON_COMMANDS:
         argv[0] = python
     return argv
@@ -82,7 +83,6 @@ def run_program(program_dir: Path, variables: dict[str, Path | str], python: str
 
 # ---- How each worker decides "code or results" for a participant's submission ------------
 
-METADATA_NAMES = {CODALAB: ("metadata",), CODABENCH: ("metadata.yaml", "metadata")}
 CODE_METADATA = "description: code submission (runs through the ingestion program)\n"
 
 
@@ -104,7 +104,7 @@ class Dispatch:
 
 def submission_metadata(folder: Path, platform: str) -> tuple[str | None, object]:
     """(file name, parsed content) of the metadata file the platform reads, or (None, None)."""
-    for name in METADATA_NAMES[platform]:
+    for name in WORKERS[platform].metadata_names:
         path = Path(folder) / name
         if path.is_file():
             try:
@@ -127,7 +127,7 @@ def dispatch_submission(folder: Path, platform: str, has_ingestion: bool) -> Dis
         return Dispatch(False, False, f"{metadata}; the worker fails the submission")
     if not has_ingestion:
         return _results_dispatch(platform, name, metadata)
-    if platform == CODALAB and name is None:
+    if not WORKERS[platform].runs_ingestion_without_metadata and name is None:
         return Dispatch(False, True, (
             "the submission has no file named 'metadata' at its root, so CodaLab takes it for "
             "prediction files: it copies them to the output and never runs the ingestion "
@@ -160,7 +160,7 @@ NO_PREDICTIONS_FAILURE = "Bad or empty zip file"
 
 def _results_dispatch(platform: str, name: str | None, metadata) -> Dispatch:
     """A results phase has no ingestion program: the submission is the only program."""
-    if platform != CODABENCH or name is None:
+    if not WORKERS[platform].reads_results_metadata or name is None:
         return Dispatch(False, True)
     if isinstance(metadata, dict) and metadata.get("command"):
         return Dispatch(False, False, (
@@ -250,13 +250,38 @@ def _read_scores_codabench(output: Path, keys: list[str]) -> tuple[dict[str, flo
 
 def read_scores(output: Path, keys: list[str], platform: str) -> tuple[dict[str, float], list[str]]:
     """The scores the platform would store from a scoring output folder, and what is wrong."""
-    output = Path(output)
-    if platform == CODABENCH:
-        return _read_scores_codabench(output, keys)
+    return WORKERS[platform].read_scores(Path(output), keys)
+
+
+def _read_scores_codalab(output: Path, keys: list[str]) -> tuple[dict[str, float], list[str]]:
+    """scores.txt, as the site parses it (parse_scores_like_site)."""
     scores_file = output / "scores.txt"
     if not scores_file.is_file():
         return {}, ["no scores.txt in the output (the site marks the submission FAILED)"]
     return parse_scores_like_site(scores_file.read_text(encoding="utf-8", errors="replace"), keys)
+
+
+@dataclass(frozen=True)
+class SiteWorker:
+    """Where one site's worker differs from the other's; the functions above ask this record,
+    never a platform's name."""
+    metadata_names: tuple[str, ...]     # a program's or submission's metadata file, first found
+    split_command: Callable[[str], list[str]]     # how the substituted command line is split
+    # CodaLab takes a code phase's zip without a root ``metadata`` for prediction files
+    runs_ingestion_without_metadata: bool
+    # Codabench starts (or chokes on) a results submission's metadata instead of scoring it
+    reads_results_metadata: bool
+    read_scores: Callable[[Path, list[str]], tuple[dict[str, float], list[str]]]
+
+
+WORKERS = {
+    # codalab_v1.md §3.3: the line is split on single spaces, no shell
+    CODALAB: SiteWorker(("metadata",), lambda line: line.split(" "), False, False,
+                        _read_scores_codalab),
+    # codabench_v2.md §3.4: docker-py splits the line with shlex, no shell
+    CODABENCH: SiteWorker(("metadata.yaml", "metadata"), shlex.split, True, True,
+                          _read_scores_codabench),
+}
 
 
 def short_budgets(output: Path, floor: float) -> list[str]:
