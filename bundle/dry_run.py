@@ -27,10 +27,11 @@ import yaml
 
 from scoring_program.scorer.config import FULL_STATISTICS, scores_file_keys
 
-from .spec import MIN_BUDGET_SECONDS, POLL_SECONDS, is_gpu_image
+from . import competition_rules
+from .spec import is_gpu_image
 from .platforms.worker import (Dispatch, WorkerCommandError, dispatch_submission,
                                penalised_tasks, program_command, read_scores, run_program,
-                               short_budgets, submission_metadata)
+                               submission_metadata)
 
 SAMPLES = {True: "sample_code_submission.zip", False: "sample_result_submission.zip"}
 SETPRIV = "/usr/bin/setpriv"
@@ -180,9 +181,7 @@ def score_step(name: str, step: StepResult, output: Path, keys: list[str], site)
                         "link would show nothing")
     if problems:
         step.status, step.detail = "failed", "\n".join(problems)
-    step.notes += [f"budget too short to time well: {line} (under {MIN_BUDGET_SECONDS:g} s, the "
-                   f"ingestion's clock, read every {POLL_SECONDS:g} s, is off by more than a "
-                   "tenth; raise budget_epochs)" for line in short_budgets(output, MIN_BUDGET_SECONDS)]
+    step.notes += competition_rules.dry_run_notes(output)
 
 
 def kept_keys(program: Path) -> list[str]:

@@ -157,8 +157,8 @@ KEYS: dict[str, Key] = {
                 "from the call of the participant's function (its start-up before that has "
                 "`sandbox.startup_seconds`); the sandbox stops the participant's code at the "
                 f"budget (plus `sandbox.grace_seconds`). At least {MIN_BUDGET_SECONDS:g} s: the "
-                f"ingestion reads its clock every {POLL_SECONDS:g} s. With `budget_epochs`, the "
-                "most the converted budget may be."),
+                f"ingestion reads its clock every {POLL_SECONDS:g} s. Where the task's budget is "
+                "stated in other units (a key below), the most the converted budget may be."),
             "public_rows": Key(
                 number(minimum=1, integer=True),
                 "Score the task's first `public_rows` test rows for the leaderboard during the "

@@ -52,11 +52,11 @@ def test_the_median_epoch_converts_the_budget_and_the_ceiling_caps_it():
     contract = types.SimpleNamespace(epoch_seconds=lambda task, data: [0.03, 0.01, 0.02])
     task = task_budget(_task(100, 30.0), Path("data"), contract)
     assert task.budget_seconds == pytest.approx(2.0)
-    assert task.calibration == {"epochs": 100, "seconds_per_epoch": 0.02,
+    assert task.rules["calibration"] == {"epochs": 100, "seconds_per_epoch": 0.02,
                                 "samples": [0.03, 0.01, 0.02], "budget_seconds": 2.0,
                                 "ceiling_seconds": 30.0, "capped": False}
     capped = task_budget(_task(100, 1.5), Path("data"), contract)
-    assert capped.budget_seconds == 1.5 and capped.calibration["capped"] is True
+    assert capped.budget_seconds == 1.5 and capped.rules["calibration"]["capped"] is True
     assert task_budget(_task(None, 7.0), Path("data"), contract).budget_seconds == 7.0
 
 
@@ -99,7 +99,7 @@ def test_code_sleeping_its_budget_is_stopped_at_the_converted_seconds(tmp_path):
                        "--code", str(tmp_path / "submission.py"), "--out", str(tmp_path / "run"))
     output = tmp_path / "run" / "ingestion" / "run" / "output"
     run = json.loads((output / "ingestion_record.json").read_text())["tasks"]["wine"]
-    calibrated = run["calibration"]
+    calibrated = run["rules"]["calibration"]
     budget = calibrated["budget_seconds"]
     assert calibrated["epochs"] == EPOCHS and len(calibrated["samples"]) == calibration.SAMPLES
     assert budget == pytest.approx(EPOCHS * calibrated["seconds_per_epoch"], abs=1e-3)

@@ -10,7 +10,7 @@ import pytest
 
 from bundle.programs import ingestion_config
 from bundle.spec import SpecError, load_spec
-from bundle.platforms.worker import short_budgets
+from bundle.competition_rules.epoch_budgets import short_budgets
 from runtime.formats import FormatError, read_run_record
 from ingestion_harness import assert_nothing_left_behind, new_run, prepare, run_ingestion
 from ingestion_program.ingest.config import ConfigError, DEFAULT_STARTUP_SECONDS, parse_config

@@ -47,6 +47,8 @@ name). A rule module defines the hooks it needs, all optional:
   Default: none.
 - ``page_facts(plan) -> dict``: what the rule gives the pages' and the kit's templates for a
   phase, under its own names. Default: none.
+- ``dry_run_notes(output) -> list[str]``: what the dry run notes (not a failure) of a scoring
+  output folder: epoch budgets, a conversion too short to time. Default: none.
 
 The rules still to move (see ``docs/architecture.md``, "Rules") would use these hooks.
 """
@@ -154,3 +156,9 @@ def page_facts(plan) -> dict:
     """What the rules give the pages' and the kit's templates for one phase (the rule's own
     names: its module's docstring says which)."""
     return _merged("page_facts", plan)
+
+
+def dry_run_notes(output) -> list[str]:
+    """What the rules note of a dry run's scoring output folder (not failures), in ``RULES``
+    order (none by default)."""
+    return _listed("dry_run_notes", output)

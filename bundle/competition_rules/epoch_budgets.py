@@ -8,6 +8,10 @@ ingestion's ``epoch_seconds``: ``Kind.times_epochs``).
 """
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+from ingestion_program.ingest.supervisor import MIN_BUDGET_SECONDS, POLL_SECONDS
 from kinds.kind import KINDS
 
 from ..spec_key import Key, number
@@ -67,3 +71,27 @@ def ingestion_task_entries(task) -> dict:
     # the same for bundles that state budgets in seconds.
     epochs = task.rules.get("budget_epochs")
     return {"budget_epochs": epochs} if epochs else {}
+
+
+def dry_run_notes(output: Path) -> list[str]:
+    """A conversion this machine made too short to time well: the worker's may be too."""
+    return [f"budget too short to time well: {line} (under {MIN_BUDGET_SECONDS:g} s, the "
+            f"ingestion's clock, read every {POLL_SECONDS:g} s, is off by more than a tenth; "
+            "raise budget_epochs)" for line in short_budgets(output, MIN_BUDGET_SECONDS)]
+
+
+def short_budgets(output: Path, floor: float) -> list[str]:
+    """'task: ...' for each budget in epochs whose conversion on this machine came out below
+    ``floor`` seconds, from the scorer's detailed_results.json."""
+    details = Path(output) / "detailed_results.json"
+    try:
+        tasks = json.loads(details.read_text(encoding="utf-8")).get("tasks", {})
+    except (OSError, ValueError, AttributeError):
+        return []
+    found = []
+    for name, entry in sorted(tasks.items()):
+        calibration = entry.get("calibration") if isinstance(entry, dict) else None
+        seconds = calibration.get("budget_seconds") if isinstance(calibration, dict) else None
+        if isinstance(seconds, (int, float)) and seconds < floor:
+            found.append(f"{name}: {calibration.get('epochs')} epochs came to {seconds:g} s here")
+    return found

@@ -284,23 +284,6 @@ WORKERS = {
 }
 
 
-def short_budgets(output: Path, floor: float) -> list[str]:
-    """'task: ...' for each budget in epochs whose conversion on this machine came out below
-    ``floor`` seconds, from the scorer's detailed_results.json."""
-    details = Path(output) / "detailed_results.json"
-    try:
-        tasks = json.loads(details.read_text(encoding="utf-8")).get("tasks", {})
-    except (OSError, ValueError, AttributeError):
-        return []
-    found = []
-    for name, entry in sorted(tasks.items()):
-        calibration = entry.get("calibration") if isinstance(entry, dict) else None
-        seconds = calibration.get("budget_seconds") if isinstance(calibration, dict) else None
-        if isinstance(seconds, (int, float)) and seconds < floor:
-            found.append(f"{name}: {calibration.get('epochs')} epochs came to {seconds:g} s here")
-    return found
-
-
 def penalised_tasks(output: Path) -> list[str]:
     """'task: reason' for each task the scorer penalised, from its detailed_results.json."""
     details = Path(output) / "detailed_results.json"

@@ -74,9 +74,8 @@ class TaskSpec:
     task_type: str               # one of the kind's task types
     inputs: str                  # the task's file in $input
     prediction_stem: str         # written as <stem>.npy into $output
-    budget_seconds: float        # with budget_epochs: the most the converted budget may be
+    budget_seconds: float        # a rule's converted budget (runtime/rules/) replaces it
     contract: dict               # the kind's own: what its participant code and checks read
-    calibration: dict | None = None      # how the epochs became budget_seconds on this machine
     # The competition rules' fields of this task, under their own names (runtime/rules/)
     rules: dict = field(default_factory=dict)
 

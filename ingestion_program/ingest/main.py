@@ -28,8 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
-from runtime.formats import (RECORD_NAME, FormatError, RunRecord, TaskRun,
-                                 calibration_text, file_digest, read_record_key, write_run_record)
+from runtime.formats import (RECORD_NAME, FormatError, RunRecord, TaskRun, file_digest,
+                             read_record_key, write_run_record)
 from kinds import UnknownKind
 from runtime import rules
 from kinds.kind import IngestionRuntime, KindDefinitionError, ingestion_runtime
@@ -162,7 +162,7 @@ def _task_run(task: TaskSpec, outcome: TaskOutcome, limits: Limits) -> TaskRun:
                    message="; ".join(filter(None, [outcome.message, *outcome.notes])),
                    exit_code=outcome.exit_code, signal=outcome.signal,
                    peak_memory_mb=outcome.peak_memory_mb, stderr_tail=outcome.stderr_tail[-4000:],
-                   units=outcome.units, calibration=outcome.calibration)
+                   units=outcome.units, rules=rules.record_fields(task))
 
 
 def _confinement_lines(outcome: TaskOutcome, protections: Protections) -> list[str]:
@@ -199,8 +199,8 @@ def _report(task: TaskSpec, outcome: TaskOutcome, protections: Protections, limi
          + (f"; prediction: {outcome.prediction}" if outcome.prediction else "; no prediction"))
     for line in _confinement_lines(outcome, protections):
         _say(f"[{task.name}]   {line}")
-    if outcome.calibration:
-        _say(f"[{task.name}]   {calibration_text(outcome.calibration)}")
+    for note in rules.task_notes(rules.record_fields(task)):
+        _say(f"[{task.name}]   {note}")
     if outcome.units:
         counts = ", ".join(f"{len(outcome.units[state])} {state.replace('_', ' ')}"
                            for state in ("timed_out", "failed", "not_reached"))
@@ -259,7 +259,6 @@ def _run_tasks(tasks: tuple[TaskSpec, ...], config: IngestionConfig, base: Path,
         outcome = (run_in_units(task, staging, protections, config.limits, entry, contract, units)
                    if units else run_task(task, staging, protections, config.limits, entry,
                                           contract))
-        outcome.calibration = task.calibration
         restored = modes.restore()         # the child may have changed them: see modes.py
         if not clean_workdir(staging.workdir):
             outcome.notes.append("its working folder could not be removed")

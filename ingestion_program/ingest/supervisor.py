@@ -172,7 +172,6 @@ class TaskOutcome:
     units_done: int = 0                  # checkpoints received: units finished (see units.py)
     resumable: bool = False              # it stopped inside a unit, at that unit's cost only
     units: dict | None = None            # per-unit statuses, for a task run in units
-    calibration: dict | None = None      # a budget in epochs: how it became seconds here
     startup_seconds: float = 0.0         # from its start to its function's call (or its end)
     training_seconds: float | None = None    # from its function's call on; None: never called
     budget_ends: float | None = None     # monotonic; None when its budget never began
@@ -275,7 +274,7 @@ class _Run:
                 "data": str(staging.data), "result_fd": write_fd,
                 "submission": str(staging.submission),
                 "entry_module": entry[0], "entry_function": entry[1],
-                "first_unit": units.first if units else 0, "calibration": task.calibration,
+                "first_unit": units.first if units else 0, "rules": task.rules,
                 "confine": _confinement_plan(staging, protections.disabled)}
         self.scratch = ScratchWatch(staging.base or staging.workdir, protections.uid)
         self.workdir_fd = open_root(staging.workdir)      # see Root.fd

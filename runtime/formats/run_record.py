@@ -44,9 +44,9 @@ class TaskRun:
     # A task run in units (PGDL: one per network, each with a hard limit): the seconds each
     # had and the names of those that timed out, failed or were not reached; None otherwise.
     units: dict | None = None
-    # A budget stated in epochs: the epochs, the seconds one took on this machine (the median
-    # of the timed samples), the samples, the budget in seconds it gave and its ceiling.
-    calibration: dict | None = None
+    # The competition rules' entries for this task (runtime/rules/: their record_fields),
+    # under their own names, e.g. how a budget in epochs became seconds on this machine.
+    rules: dict = field(default_factory=dict)
     # wall_seconds in two parts. Start-up: starting Python, importing the participant's
     # module, loading the data, under its own allowance. Training: from the call of their
     # function on, under the budget; None when it was never called. A task run in units has
@@ -89,17 +89,6 @@ class RunRecord:
         if self.gate is None or self.gate.get("passed") is True:
             return None
         return str(self.gate.get("reason") or "it did not complete the gate's tasks")
-
-
-def calibration_text(calibration: dict) -> str:
-    """A budget in epochs and how it became seconds, for the ingestion log and the report."""
-    text = (f"budget {calibration['epochs']:g} epochs x {calibration['seconds_per_epoch']:.3g} s "
-            f"per epoch on this machine (median of {len(calibration['samples'])} timed samples)"
-            f" = {calibration['budget_seconds']:g} s")
-    if calibration["capped"]:
-        text += (f", capped at the competition's ceiling of {calibration['ceiling_seconds']:g} s "
-                 "(this machine is slower than the organizers' worst case)")
-    return text
 
 
 def file_digest(path: PathLike) -> str:
@@ -175,9 +164,10 @@ def _task_run(path: Path, name: str, raw) -> TaskRun:
     seconds = raw.get("wall_seconds")
     if not isinstance(seconds, (int, float)) or isinstance(seconds, bool) or seconds < 0:
         raise FormatError(f"{where}.wall_seconds: expected a non-negative number, found {seconds!r}")
-    for key in ("units", "calibration"):
-        if not isinstance(raw.get(key), (dict, type(None))):
-            raise FormatError(f"{where}.{key}: expected an object or null, found {raw.get(key)!r}")
+    if not isinstance(raw.get("units"), (dict, type(None))):
+        raise FormatError(f"{where}.units: expected an object or null, found {raw.get('units')!r}")
+    if not isinstance(raw.get("rules", {}), dict):
+        raise FormatError(f"{where}.rules: expected an object, found {raw.get('rules')!r}")
     for key in ("startup_seconds", "startup_allowance_seconds", "training_seconds",
                 "budget_seconds"):
         value = raw.get(key)

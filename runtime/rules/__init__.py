@@ -34,7 +34,11 @@ the rules' own field names (two rules may not use one name), read from the confi
 - ``task_budget(task, data, contract)``: the ingestion's ``TaskSpec`` as it runs on this
   machine, after its data is staged and before the participant's code runs (epoch budgets:
   the budget converted to seconds here); raises ``RuleError`` when the organizer must fix the
-  bundle. Default: the task unchanged.
+  bundle. The child process gets the task's ``rules`` in its spec. Default: the task unchanged.
+- ``record_fields(task) -> dict``: the rule's entries in the task's run record
+  (``TaskRun.rules``), which the scorer's detailed results repeat. Default: none.
+- ``task_notes(fields) -> list[str]``: what the log and the detailed results say of a task,
+  from those entries. Default: nothing.
 
 Hooks the other rules would add when they move here (each is still spread over the
 ingestion and the scorer today; see ``docs/architecture.md``, "Rules"):
@@ -129,3 +133,15 @@ def scoring_task_fields(raw_task: dict, where: str) -> dict:
 def scoring_config_fields(raw: dict, where: str) -> dict:
     """``ScoringConfig.rules``: the rules' fields of the scoring config."""
     return _merged("scoring_config_fields", raw, where)
+
+
+def record_fields(task) -> dict:
+    """``TaskRun.rules``: the rules' entries in a task's run record, from the task as it ran
+    (after ``task_budget``); the scorer's detailed results repeat them (none by default)."""
+    return _merged("record_fields", task)
+
+
+def task_notes(fields: dict) -> list[str]:
+    """What the ingestion's log and the detailed results say of a task, from its run record's
+    rule entries (``TaskRun.rules``), in ``RULES`` order (none by default)."""
+    return [note for rule in RULES if hasattr(rule, "task_notes") for note in rule.task_notes(fields)]

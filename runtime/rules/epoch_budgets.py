@@ -19,7 +19,8 @@ def task_fields(raw_task: dict, where: str) -> dict:
 
 
 def task_budget(task, data: Path, contract):
-    """The task with its budget in seconds on this machine, and ``calibration`` saying how."""
+    """The task with its budget in seconds on this machine, and its ``rules["calibration"]``
+    saying how (the kind's participant object reads it too: the epochs, the seconds of one)."""
     epochs = task.rules.get("budget_epochs")
     if epochs is None:
         return task
@@ -36,4 +37,28 @@ def task_budget(task, data: Path, contract):
                    "samples": samples, "budget_seconds": budget,
                    "ceiling_seconds": task.budget_seconds,
                    "capped": converted > task.budget_seconds}
-    return dataclasses.replace(task, budget_seconds=budget, calibration=calibration)
+    return dataclasses.replace(task, budget_seconds=budget,
+                               rules={**task.rules, "calibration": calibration})
+
+
+def record_fields(task) -> dict:
+    """The conversion, in the task's run record (where the scorer and the report read it)."""
+    calibration = task.rules.get("calibration")
+    return {"calibration": calibration} if calibration else {}
+
+
+def task_notes(fields: dict) -> list[str]:
+    calibration = fields.get("calibration")
+    return [calibration_text(calibration)] if calibration else []
+
+
+def calibration_text(calibration: dict) -> str:
+    """A budget in epochs and how it became seconds, for the ingestion log and the report."""
+    text = (f"budget {calibration['epochs']:g} epochs x {calibration['seconds_per_epoch']:.3g} s "
+            f"per epoch on this machine (median of {len(calibration['samples'])} timed samples)"
+            f" = {calibration['budget_seconds']:g} s")
+    if calibration["capped"]:
+        text += (f", capped at the competition's ceiling of {calibration['ceiling_seconds']:g} s "
+                 "(this machine is slower than the organizers' worst case)")
+    return text
+

@@ -24,9 +24,9 @@ import traceback
 from pathlib import Path
 
 from runtime.formats import (RECORD_KEY_NAME, RECORD_NAME, FormatError, RunRecord, TaskRun,
-                                 calibration_text, read_record_key, read_run_record,
-                                 signature_problem)
+                             read_record_key, read_run_record, signature_problem)
 
+from runtime import rules
 from runtime.scoring import ReferenceDataError, result_summary
 
 from .config import CONFIG_NAME, ConfigError, load_config
@@ -91,19 +91,17 @@ GATE_FAILED = 3      # the code did not complete the gate's tasks: the submissio
 SUBMISSION_REFUSED = 4   # the ingestion ran nothing of it (it carries a command of its own)
 
 
-def _calibration(result, record) -> dict:
-    """The task's budget in epochs and its conversion, from the signed record, if any."""
+def _rule_fields(result, record) -> dict:
+    """The rules' entries in the task's signed run record (a budget in epochs' conversion)."""
     run = record.tasks.get(result.task.name) if record else None
-    return {"calibration": run.calibration} if run is not None and run.calibration else {}
+    return dict(run.rules) if run is not None else {}
 
 
 def _with_notes(result, record):
     """The report says what a budget in epochs came to on the worker that ran the code, and
     which rows a task's figures cover where only a public part is shown."""
     notes = []
-    calibration = _calibration(result, record).get("calibration")
-    if calibration is not None:
-        notes.append(calibration_text(calibration))
+    notes += rules.task_notes(_rule_fields(result, record))
     if result.task.public_rows:
         notes.append(f"scored on its first {result.task.public_rows} test rows, the public "
                      "part; the figures on all rows stay hidden until the organizers reveal "
@@ -167,7 +165,7 @@ def _write_details(path: Path, config, results, problems, record) -> None:
     """The report's numbers as JSON, for scripts: what participants may see."""
     path.write_text(json.dumps(
         {"phase": config.phase, "weighted_loss": weighted_loss(results), "problems": problems,
-         "tasks": {r.task.name: {**result_summary(r), **_calibration(r, record)}
+         "tasks": {r.task.name: {**result_summary(r), **_rule_fields(r, record)}
                    for r in results}}, indent=1) + "\n", encoding="utf-8")
 
 

@@ -28,7 +28,7 @@ class Task:
         self.seconds = spec["budget_seconds"]
         # A budget stated in epochs of plain SGD on the declared model: the epochs, and the
         # seconds one took on this machine just before your code started (None otherwise).
-        calibration = spec.get("calibration") or {}
+        calibration = spec.get("rules", {}).get("calibration") or {}
         self.epochs = calibration.get("epochs")
         self.seconds_per_epoch = calibration.get("seconds_per_epoch")
         self.model = declaration.get("model", {})
