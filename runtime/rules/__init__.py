@@ -36,23 +36,36 @@ the rules' own field names (two rules may not use one name), read from the confi
   the budget converted to seconds here); raises ``RuleError`` when the organizer must fix the
   bundle. Default: the task unchanged.
 
+Figures kept from participants (public rows' full figures) and how a task is scored:
+
+- ``PRIVATE_STATISTICS = {statistic: core statistic}``: the statistics of the rule's private
+  columns, each the scorer's own ``value`` or ``weighted_loss`` computed on the private
+  results: every task scored again without the rules' ``score_options`` (where it had any).
+  Their values go to ``private/<PRIVATE_OUTPUT>_scores.txt`` (and ``.json``), with the
+  private results' details in ``private/<PRIVATE_OUTPUT>_results.json``, never to the scores
+  file: every column of it is public on Codabench. Default: none.
+- ``PRIVATE_OUTPUT``: the stem of those files. Required with ``PRIVATE_STATISTICS``.
+- ``score_options(task) -> dict``: keyword arguments the rule adds to the kind's
+  ``score_task`` for what participants see (``TaskConfig``: ``task``). Default: none.
+- ``result_notes(task) -> list[str]``: what the report and the log add to a task's result.
+  Default: none.
+
 Hooks the other rules would add when they move here (each is still spread over the
 ingestion and the scorer today; see ``docs/architecture.md``, "Rules"):
 
 - the gate: ``task_problem(task, outcome)`` after a task (main.py's ``_gate_problem``),
   ``exit_status(config, outcomes)`` for the ingestion and the scorer's failure on a gated
   phase whose code never ran;
-- public rows: ``COLUMN_STATISTICS`` = full_value / full_weighted_loss with a phase-level
-  ``phase_values(config, results, full_results)``, and ``private_outputs`` for the full figures;
 - units: ``task_runner(task, contract)`` choosing ``units.run_in_units`` over ``run_task``.
 """
 from __future__ import annotations
 
-from . import epoch_budgets, sd_columns
+from . import epoch_budgets, public_rows, sd_columns
 
 RULES = (
     sd_columns,
     epoch_budgets,
+    public_rows,
 )
 
 
@@ -129,3 +142,32 @@ def scoring_task_fields(raw_task: dict, where: str) -> dict:
 def scoring_config_fields(raw: dict, where: str) -> dict:
     """``ScoringConfig.rules``: the rules' fields of the scoring config."""
     return _merged("scoring_config_fields", raw, where)
+
+
+def _listed(hook: str, *args) -> list:
+    """Every registered rule's ``hook(*args)`` list, joined in ``RULES`` order."""
+    return [item for rule in RULES if hasattr(rule, hook) for item in getattr(rule, hook)(*args)]
+
+
+def private_statistics() -> dict[str, str]:
+    """Every private statistic of a registered rule, and the core statistic it is computed as."""
+    merged: dict[str, str] = {}
+    for rule in RULES:
+        merged.update(getattr(rule, "PRIVATE_STATISTICS", {}))
+    return merged
+
+
+def private_output(statistic: str) -> str:
+    """The stem of the private files that hold the columns of a private statistic."""
+    return next(rule.PRIVATE_OUTPUT for rule in RULES
+                if statistic in getattr(rule, "PRIVATE_STATISTICS", {}))
+
+
+def score_options(task) -> dict:
+    """The keyword arguments of the kind's ``score_task`` for what participants see."""
+    return _merged("score_options", task)
+
+
+def result_notes(task) -> list[str]:
+    """What the rules say of a task's result in the report and the log, in ``RULES`` order."""
+    return _listed("result_notes", task)
