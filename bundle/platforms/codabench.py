@@ -212,12 +212,13 @@ class Codabench(Platform):
     gpu_workers = ("a container gets the GPU only on workers started with USE_GPU (codabench_v2.md "
                    "§3.4): name a queue of GPU workers (spec key codabench_queue)")
     # Never in a leaderboard column: the submissions API shows hidden ones too (§3.9).
-    hidden_figures_text = ("Tasks scored on a public part of their test rows are also scored on all "
-                        "of them for every submission; those full figures go to the submission's "
-                        "scoring output, which this phase hides from participants, and to no "
-                        "leaderboard column. At the end the organizers re-score every submission "
-                        "on all rows for the final ranking. Your detailed results and logs show "
-                        "the public part only.")
+    hidden_figures_text = (
+        "Tasks scored on a public part of their test rows are also scored on all "
+        "of them for every submission; those full figures go to the submission's "
+        "scoring output, which this phase hides from participants, and to no "
+        "leaderboard column. At the end the organizers re-score every submission "
+        "on all rows for the final ranking. Your detailed results and logs show "
+        "the public part only.")
     ranking_text = ("Codabench averages values, not ranks, so the average rank over tasks that "
                     "ranks this competition on CodaLab cannot be expressed here: the weighted "
                     "loss ranks instead.")

@@ -131,12 +131,13 @@ class CodaLab(Platform):
                    "§4.5): after upload choose a queue of GPU workers in the competition's editor "
                    "(Edit > Queue)")
     # v1.5 has no hidden leaderboard columns (§2.4): the full figures go to the private output.
-    hidden_figures_text = ("Tasks scored on a public part of their test rows are also scored on all "
-                        "of them for every submission; CodaLab v1.5 has no hidden leaderboard "
-                        "columns, so those full figures go to each submission's private output, "
-                        "which only the organizers can read. At the end the organizers re-score "
-                        "every submission on all rows for the final ranking. Your detailed "
-                        "results and logs show the public part only.")
+    hidden_figures_text = (
+        "Tasks scored on a public part of their test rows are also scored on all "
+        "of them for every submission; CodaLab v1.5 has no hidden leaderboard "
+        "columns, so those full figures go to each submission's private output, "
+        "which only the organizers can read. At the end the organizers re-score "
+        "every submission on all rows for the final ranking. Your detailed "
+        "results and logs show the public part only.")
     timeout_message = ("exceeded the phase's execution_time_limit of {limit:g} s (the worker "
                        "kills it: 'Execution time limit exceeded!')")
     record_rule = "signed"
