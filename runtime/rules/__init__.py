@@ -40,7 +40,8 @@ Figures kept from participants (public rows' full figures) and how a task is sco
 
 - ``PRIVATE_STATISTICS = {statistic: core statistic}``: the statistics of the rule's private
   columns, each the scorer's own ``value`` or ``weighted_loss`` computed on the private
-  results: every task scored again without the rules' ``score_options`` (where it had any).
+  results: the tasks with rules' ``score_options`` scored again without them, the others'
+  results as they are.
   Their values go to ``private/<PRIVATE_OUTPUT>_scores.txt`` (and ``.json``), with the
   private results' details in ``private/<PRIVATE_OUTPUT>_results.json``, never to the scores
   file: every column of it is public on Codabench. Default: none.
