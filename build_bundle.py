@@ -26,6 +26,7 @@ from pathlib import Path
 
 import yaml
 
+from bundle import competition_rules
 from bundle.build import BuildError, build_competition, competition_targets
 from bundle.rules import check_bundle
 from bundle.datasets import keys_block, local_copies
@@ -191,7 +192,7 @@ def _summary(built: list, out: Path, platform_name: str, spec) -> None:
     print(f"upload each on {site.upload_where}")
     print("after upload: open the competition's pages, then submit the starting kit's sample "
           "submission (starting_kit.zip) to each phase and see its row on the leaderboard")
-    if spec.public_rows and not spec.reveal_full_scores:
+    if competition_rules.withholds_figures(spec):
         print(site.reveal_text)
     # who can sign a code phase's ingestion record (docs/sandbox.md, bundle/programs.py)
     if any(phase.code_submission for phase in spec.phases):

@@ -25,7 +25,8 @@ from pathlib import Path
 
 import yaml
 
-from scoring_program.scorer.config import FULL_STATISTICS, scores_file_keys
+from scoring_program.scorer.config import (PRIVATE_FOLDER, parse_config, private_files,
+                                           scores_file_keys)
 
 from . import competition_rules
 from .spec import is_gpu_image
@@ -184,26 +185,32 @@ def score_step(name: str, step: StepResult, output: Path, keys: list[str], site)
     step.notes += competition_rules.dry_run_notes(output)
 
 
+def _private_keys(program: Path) -> dict[str, list[str]]:
+    """The keys the scoring program in ``program`` writes for the organizers only, by the
+    rules' private output they go to."""
+    config = json.loads((program / "scoring_config.json").read_text(encoding="utf-8"))
+    return parse_config(config).private_keys
+
+
 def kept_keys(program: Path) -> list[str]:
     """The figures the scoring program in ``program`` computes for the organizers only."""
-    config = json.loads((program / "scoring_config.json").read_text(encoding="utf-8"))
-    return [c["key"] for c in config["columns"] if c["statistic"] in FULL_STATISTICS]
+    return [key for keys in _private_keys(program).values() for key in keys]
 
 
-def private_full_scores(step: StepResult, program: Path, output: Path) -> None:
-    """The figures on all rows of a task scored on a public part must be in output/private/
-    (CodaLab v1.5's private_output.zip, §4.6; Codabench's hidden scoring output, §3.9)."""
+def private_scores_kept(step: StepResult, program: Path, output: Path) -> None:
+    """The figures a rule keeps from participants must be in output/private/ (CodaLab
+    v1.5's private_output.zip, §4.6; Codabench's hidden scoring output, §3.9)."""
     if step.status != "ok":
         return
-    hidden = kept_keys(program)
-    if not hidden:
-        return
-    private = output / "private" / "full_scores.txt"
-    found = [line.split(":")[0] for line in private.read_text().splitlines()] \
-        if private.is_file() else []
-    if found != hidden:
-        step.status, step.detail = "failed", (f"private/full_scores.txt holds {found}, expected "
-                                              f"the full figures {hidden}")
+    for private_output, hidden in _private_keys(program).items():
+        name = f"{PRIVATE_FOLDER}/{private_files(private_output)[0]}.txt"
+        private = output / name
+        found = [line.split(":")[0] for line in private.read_text().splitlines()] \
+            if private.is_file() else []
+        if found != hidden:
+            step.status, step.detail = "failed", (f"{name} holds {found}, expected the figures "
+                                                  f"kept from participants {hidden}")
+            return
 
 
 def unzip_bundle(bundle_zip: Path, destination: Path, datasets: dict[str, Path] | None) -> Path:

@@ -15,7 +15,6 @@ from . import competition_rules
 from .phase_plan import PhasePlan
 
 LABEL_LIMIT = 50
-FULL_SUFFIX = "full"       # a task's figures on all its test rows, hidden while a part is public
 
 
 @dataclass(frozen=True)
@@ -30,8 +29,8 @@ class LeaderboardColumn:
     metric: str | None = None
     computed_fields: tuple[str, ...] = ()   # CodaLab "Avg" of the ranks of these columns
     selection_default: int = 0
-    # Full figures of a task scored on a public part: the scorer computes them, and writes
-    # them to its private output, never to the scores file: CodaLab v1.5 has no hidden
+    # A figure a competition rule keeps from participants: the scorer computes it, and writes
+    # it to its private output, never to the scores file: CodaLab v1.5 has no hidden
     # columns, and Codabench's submissions API shows every column, hidden or not, to anyone
     # (codabench_v2.md §3.9). No leaderboard of either platform lists them.
     hidden: bool = False
@@ -58,18 +57,7 @@ def _task_columns(plan: PhasePlan, task) -> list[LeaderboardColumn]:
             f"{task.name}_{TRAIN_SECONDS.name}", f"{task.name} {TRAIN_SECONDS.label}",
             TRAIN_SECONDS.sort, TRAIN_SECONDS.precision, TRAIN_SECONDS.description,
             "train_seconds", task.name))
-    return columns + _full_columns(plan, task)
-
-
-def _full_columns(plan: PhasePlan, task) -> list[LeaderboardColumn]:
-    """A task scored on a public part also gets each metric on all its rows, hidden."""
-    if not task.public_rows:
-        return []
-    return [LeaderboardColumn(f"{task.name}_{metric.name}_{FULL_SUFFIX}",
-                              f"{task.name} {metric.label} ({FULL_SUFFIX})", metric.sort,
-                              metric.precision, f"{metric.description}, on all test rows",
-                              "full_value", task.name, metric.name, hidden=True)
-            for metric in kind(plan.kind).task_types[task.task_type].score_types]
+    return columns + competition_rules.task_columns(plan, task, columns)
 
 
 def _primary_keys(plan: PhasePlan) -> list[str]:
@@ -82,15 +70,6 @@ def _aggregate(plan: PhasePlan) -> LeaderboardColumn:
                              AGGREGATE.precision, aggregate_description(plan), "weighted_loss")
 
 
-def _full_aggregate(plan: PhasePlan) -> list[LeaderboardColumn]:
-    if not any(task.public_rows for task in plan.tasks):
-        return []
-    return [LeaderboardColumn(f"{AGGREGATE.name}_{FULL_SUFFIX}",
-                              f"{AGGREGATE.label} ({FULL_SUFFIX})", AGGREGATE.sort,
-                              AGGREGATE.precision, aggregate_description(plan) + ", on all test "
-                              "rows", "full_weighted_loss", hidden=True)]
-
-
 def phase_columns(plan: PhasePlan) -> list[LeaderboardColumn]:
     """Scored columns per task, the weighted loss, and (several tasks) the average rank.
 
@@ -100,7 +79,8 @@ def phase_columns(plan: PhasePlan) -> list[LeaderboardColumn]:
     loss instead.
     """
     columns = [column for task in plan.tasks for column in _task_columns(plan, task)]
-    columns += [_aggregate(plan), *_full_aggregate(plan)]
+    aggregate = _aggregate(plan)
+    columns += [aggregate, *competition_rules.aggregate_columns(plan, aggregate)]
     primary = _primary_keys(plan)
     if kind(plan.kind).RANKS_BY_AGGREGATE:
         return _checked([_ranking(c, c.statistic == "weighted_loss") for c in columns])
@@ -116,7 +96,7 @@ def phase_columns(plan: PhasePlan) -> list[LeaderboardColumn]:
 
 def written_keys(plan: PhasePlan) -> list[str]:
     """The keys the phase's scorer writes to its scores file: the non-computed columns, less
-    the full figures, which go to its private output."""
+    the hidden ones, which go to its private output."""
     return [c.key for c in phase_columns(plan) if not c.computed and not c.hidden]
 
 
@@ -160,7 +140,7 @@ def codabench_columns(columns: list[LeaderboardColumn]) -> list[LeaderboardColum
     """The leaderboard as Codabench holds it: scored columns only, the ranking one first (index
     0 ranks, codabench_v2.md §1.5) and marked so. Codabench's ``avg`` averages values, not
     ranks, so CodaLab's average-rank column has no Codabench form: the weighted loss ranks.
-    The full figures are no column of it (see ``LeaderboardColumn.hidden``)."""
+    The hidden figures are no column of it (see ``LeaderboardColumn.hidden``)."""
     scored = [c for c in columns if not c.computed and not c.hidden]
     ranking_key = "weighted_loss" if any(c.computed for c in columns) else next(
         c.key for c in columns if c.selection_default)

@@ -24,9 +24,6 @@ class PlannedTask:
     declaration: dict
     folder: Path
     budget_seconds: float | None = None
-    # Scored on its first public_rows test rows for the leaderboard during the competition,
-    # and in full in hidden figures (None: in full only, or once the full figures are revealed)
-    public_rows: int | None = None
     # The competition rules' fields of this task, under their own names (competition_rules)
     rules: dict = field(default_factory=dict)
 
@@ -119,8 +116,7 @@ def phase_plan(spec, phase_key: str, track_key: str | None = None, *,
         return tuple(dataclasses.replace(
             load_planned_task(spec.kind, name, spec.data_root,
                               (budget_seconds or spec.budgets[name]) if code else None),
-            rules=competition_rules.plan_task(spec, name, bool(code and not budget_seconds)),
-            public_rows=None if spec.reveal_full_scores else spec.public_rows.get(name))
+            rules=competition_rules.plan_task(spec, name, bool(code and not budget_seconds)))
                      for name in names)
     gate = spec.phase(phase.gate) if phase.gate and code else None   # never with tracks
     return PhasePlan(phase_key, spec.kind, planned(names), code, dict(spec.weights),

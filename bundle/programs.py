@@ -41,7 +41,6 @@ def scoring_config(plan: PhasePlan, platform: str = DEFAULT_PLATFORM) -> dict:
               "weights": {metric.name: plan.weights.get(metric.name, 0.0)
                           for metric in types[task.task_type].score_types},
               "budget_seconds": task.budget_seconds, "settings": definition.scoring_settings(task),
-              **({"public_rows": task.public_rows} if task.public_rows else {}),
               **competition_rules.scoring_task_entries(task)}
              for task in plan.tasks]
     columns = [{"key": c.key, "statistic": c.statistic, "task": c.task, "metric": c.metric}

@@ -98,11 +98,7 @@ def _phase_facts(spec: CompetitionSpec, phases: list[PhaseSpec], index: int,
     else:
         facts.append(("Execution time limit", f"{phase.execution_time_limit} s for the scoring of "
                       "each submission"))
-    public = [task for task in plan.tasks if task.public_rows]
-    if public:
-        facts.append(("Scored during the phase", "; ".join(
-            f"{task.name}: its first {task.public_rows} test rows" for task in public)
-            + ". The leaderboard shows these scores; the final ranking scores all rows"))
+    facts += competition_rules.phase_facts(plan)
     facts.append(("Metric weights in the weighted loss", _weights(plan)))
     return facts
 
@@ -199,7 +195,7 @@ def page_contexts(spec: CompetitionSpec, phases: list[PhaseSpec], plans: list[Ph
     the ranking are the platform's (Codabench has no average-rank column)."""
     site = platforms.platform(platform)
     ranking_note = site.ranking_note(columns)
-    full_scores = site.full_scores_text if any(c.hidden for c in columns) else ""
+    hidden_figures = site.hidden_figures_text if any(c.hidden for c in columns) else ""
     columns = [column for column in site.leaderboard_columns(columns) if not column.hidden]
     per_phase = [_phase_context(spec, phases, index, plan, baseline_results)
                  for index, plan in enumerate(plans)]
@@ -225,7 +221,7 @@ def page_contexts(spec: CompetitionSpec, phases: list[PhaseSpec], plans: list[Ph
                        "ranking": " ".join(filter(None, [
                            _ranking_text(columns, aggregate_description(plans[0])),
                            ranking_note, shared,
-                           full_scores]))},
+                           hidden_figures]))},
         "data": {**common, "heading": "Data"},
         "terms": {**common, "heading": "Terms and conditions",
                   "terms": markdown_html(spec.pages["terms"])},

@@ -42,7 +42,7 @@ from kinds.kind import KINDS
 
 from . import competition_rules
 from .datasets import SAFE_BUNDLE_BYTES
-from .phase_plan import TaskDataError, declaration_path, load_planned_task, task_data_problems
+from .phase_plan import declaration_path, load_planned_task, task_data_problems
 from .spec_schema import (DATE_PATTERN, LEAK_OVERRIDE_KEY, SCHEMA, UNCONVERGED_OVERRIDE_KEY,
                           is_gpu_image, with_defaults)
 
@@ -101,8 +101,6 @@ class CompetitionSpec:
     end_date: dt.datetime | None
     data_root: Path
     budgets: dict[str, float]
-    public_rows: dict[str, int]    # tasks scored on a public prefix of their test rows
-    reveal_full_scores: bool       # the full figures replace the public ones (the final ranking)
     weights: dict[str, float]
     phases: tuple[PhaseSpec, ...]
     tracks: tuple[TrackSpec, ...]
@@ -269,33 +267,6 @@ def _budget_problems(raw: dict) -> list[str]:
             for name, task in raw["tasks"].items() if task["budget_seconds"] < MIN_BUDGET_SECONDS]
 
 
-def _public_rows_problems(raw: dict, data_root: Path) -> list[str]:
-    """A public part needs a kind that scores a prefix of the test rows, and fewer rows than
-    the task has (else nothing would be hidden)."""
-    problems = []
-    for name, task in raw["tasks"].items():
-        if "public_rows" not in task:
-            continue
-        where = f"tasks.{name}.public_rows"
-        if not KINDS[raw["kind"]].scores_public_rows:
-            problems.append(f"{where}: kind {raw['kind']} does not score a part of a task's "
-                            "test rows")
-            continue
-        rows = _test_rows(raw["kind"], name, data_root)
-        if rows is not None and task["public_rows"] >= rows:
-            problems.append(f"{where}: found {task['public_rows']}, expected fewer than the "
-                            f"task's {rows} test rows (the rest are scored only in full)")
-    return problems
-
-
-def _test_rows(kind: str, name: str, data_root: Path) -> int | None:
-    """The task's number of test rows, as the kind reads its declaration; None if unknown."""
-    try:
-        return KINDS[kind].test_rows(load_planned_task(kind, name, data_root).declaration)
-    except (TaskDataError, KeyError, TypeError, ValueError):
-        return None                    # the task's own problems are reported on their own
-
-
 def _time_limit_problems(raw: dict, key: str, grace: float, startup: float,
                          margin: float) -> list[str]:
     """A code phase's limit covers one run of its tasks (with the gate's) and the scoring."""
@@ -425,8 +396,7 @@ def _meaning_problems(raw: dict, data_root: Path, spec_folder: Path) -> list[str
         if name not in weights:
             problems.append(f"metric_weights.{name}: not a metric of kind {raw['kind']}; "
                             f"expected one of {', '.join(weights)}")
-    problems += (_budget_problems(raw) + competition_rules.spec_problems(raw, data_root)
-                 + _public_rows_problems(raw, data_root))
+    problems += _budget_problems(raw) + competition_rules.spec_problems(raw, data_root)
     for task in tasks:
         declaration = declaration_path(data_root, task)
         if not declaration.is_file():
@@ -482,9 +452,6 @@ def load_spec(path: Path = DEFAULT_SPEC, data_root: Path | None = None) -> Compe
         end_date=_date(spec["end_date"]) if spec.get("end_date") else None,
         data_root=Path(data_root),
         budgets={name: float(task["budget_seconds"]) for name, task in spec["tasks"].items()},
-        public_rows={name: int(task["public_rows"]) for name, task in spec["tasks"].items()
-                     if "public_rows" in task},
-        reveal_full_scores=spec["reveal_full_scores"],
         weights={**kind.DEFAULT_WEIGHTS, **spec["metric_weights"]},
         phases=tuple(PhaseSpec(key, p["label"], p["description"], _date(p["start"]),
                                p["submission"] == "code", tuple(p["tasks"]),

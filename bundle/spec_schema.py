@@ -159,18 +159,6 @@ KEYS: dict[str, Key] = {
                 f"budget (plus `sandbox.grace_seconds`). At least {MIN_BUDGET_SECONDS:g} s: the "
                 f"ingestion reads its clock every {POLL_SECONDS:g} s. Where the task's budget is "
                 "stated in other units (a key below), the most the converted budget may be."),
-            "public_rows": Key(
-                number(minimum=1, integer=True),
-                "Score the task's first `public_rows` test rows for the leaderboard during the "
-                "competition (the 2021 evaluation phase: CIFAR-10 10,000 of 50,000, UCI 100 of "
-                "256) and all rows for the final ranking. The full figures are computed for "
-                "every submission and kept from participants in `private/full_scores.txt` of "
-                "its scoring output, which only organizers can read (CodaLab v1.5: the private "
-                "output; Codabench: the scoring output, which the phase hides), never in a "
-                "leaderboard column: Codabench's submissions API shows every column, hidden "
-                "ones too, to anyone. The detailed results and logs show the public part "
-                "only. See `reveal_full_scores`.",
-                default=None, shown="none: the task is scored on all its rows", example=100),
             UNCONVERGED_OVERRIDE_KEY: Key(
                 {"type": "boolean"},
                 "Build with this task's references although the kind's own check finds that "
@@ -180,11 +168,6 @@ KEYS: dict[str, Key] = {
                 "task's references did not pass the convergence gate, and which check failed.",
                 default=False, shown="false: references that failed the check are refused",
                 example=True)})}),
-    "reveal_full_scores": Key(
-        {"type": "boolean"},
-        "Rebuild with `true` at the end of the competition: every task is then scored on all "
-        "its rows, in the leaderboard's usual columns. Replace the phase's scoring program "
-        "with the rebuilt one and re-run all submissions.", default=False, example=True),
     # load_spec lays the weights given over the kind's (kinds/<kind>/kind.py DEFAULT_WEIGHTS).
     "metric_weights": Key(
         MAPPING, "Weights of the kind's metrics in the leaderboard's weighted loss; only "

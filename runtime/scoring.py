@@ -109,9 +109,6 @@ class TaskConfig:
     weights: dict[str, float]      # metric name -> weight in the aggregate
     budget_seconds: float | None
     settings: Any                  # the kind's own, from its parse_settings
-    # Scored on its first public_rows test rows for the leaderboard, and in full in hidden
-    # figures; a kind that supports it says SCORES_PUBLIC_ROWS and takes score_task(rows=).
-    public_rows: int | None = None
     # The competition rules' fields of this task, under their own names (runtime/rules/)
     rules: dict = field(default_factory=dict)
 

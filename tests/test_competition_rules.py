@@ -1,5 +1,6 @@
 """Competition rules: one module per rule on the build side (bundle/competition_rules/) and one
 on the worker side (runtime/rules/), each registered by one line; the sd columns are the first."""
+import dataclasses
 import json
 import math
 import re
@@ -7,11 +8,14 @@ import re
 import pytest
 
 from bundle import competition_rules
+from bundle.phase_plan import phase_plan
 from bundle.programs import scoring_config
+from bundle.spec import load_spec
+from kinds.kind import KINDS
 from plans import embedded_phase
 from runtime import rules
 from runtime.scoring import penalised
-from scoring_program.scorer.config import ConfigError, parse_config
+from scoring_program.scorer.config import ConfigError, parse_config, scores_file_keys
 from test_kind_conformance import REPO, _lines, core_files
 
 # The names the sd rule's code uses (the prose "sd" of the scorer's report and README only
@@ -28,6 +32,17 @@ EPOCH_WORDS = re.compile(r"\btimes_epochs\b|\bepoch_seconds\b|\bEPOCH_UNIT\b|\be
                          r"\bcalibrate\b|budget_epochs|epoch_unit|calibration|short_budgets")
 EPOCH_ALLOWED = {"bundle/competition_rules/epoch_budgets.py", "runtime/rules/epoch_budgets.py",
                  "kinds/kind.py"}
+# Public rows: its spec keys and fields, its full figures' statistics and private files, and
+# the kind's flag. Besides its modules and the kind records, the platforms' own texts name
+# the spec key (how an organizer reveals the figures on each site), and the fingerprint
+# script hashes the private file by name, independently of the code it checks; the
+# registries name the module once, to register it.
+ROWS_WORDS = re.compile(r"\bpublic_rows\b|reveal_full_scores|full_value|full_weighted_loss|"
+                        r"FULL_STATISTICS|full_scores|SCORES_PUBLIC_ROWS|scores_public_rows")
+ROWS_ALLOWED = {"bundle/competition_rules/public_rows.py", "runtime/rules/public_rows.py",
+                "kinds/kind.py", "bundle/platforms/codalab.py", "bundle/platforms/codabench.py",
+                "scripts/fingerprint.py"}
+REGISTRATION = re.compile(r"^from \. import [\w, ]+$|^    \w+,$")
 
 
 def _names(registry):
@@ -47,6 +62,13 @@ def test_the_sd_rules_words_stand_only_in_its_modules_and_the_kind_records():
 def test_the_epoch_rules_words_stand_only_in_its_modules_and_the_kind_records():
     hits = [f"{where}: {line.strip()}" for where, line in _lines(core_files())
             if EPOCH_WORDS.search(line) and where.split(":")[0] not in EPOCH_ALLOWED]
+    assert not hits, "\n".join(hits)
+
+
+def test_the_public_rows_rules_words_stand_only_in_its_modules_and_the_kind_records():
+    hits = [f"{where}: {line.strip()}" for where, line in _lines(core_files())
+            if ROWS_WORDS.search(line) and where.split(":")[0] not in ROWS_ALLOWED
+            and not REGISTRATION.match(line)]
     assert not hits, "\n".join(hits)
 
 
@@ -79,3 +101,41 @@ def test_a_penalised_task_gets_each_metrics_whole_range_as_its_sd(config):
         upper = score_type.maximum if score_type.maximum is not None else 7.0
         assert math.isclose(result.metrics[score_type.name].std, upper - score_type.minimum)
         assert rules.column_value("std", result, score_type.name) == result.metrics[score_type.name].std
+
+
+def _with_public_part(plan, rows: int):
+    """The plan with its first task scored on a public part of ``rows`` test rows."""
+    first, *others = plan.tasks
+    return dataclasses.replace(plan, tasks=(
+        dataclasses.replace(first, rules={**first.rules, "public_rows": rows}), *others))
+
+
+def test_a_public_part_adds_hidden_full_columns_that_only_the_private_output_gets():
+    plan = _with_public_part(embedded_phase("development"), 5)
+    raw = scoring_config(plan)
+    task = plan.tasks[0].name
+    private = [c for c in raw["columns"] if c["statistic"] in rules.private_statistics()]
+    metrics = [c["metric"] for c in raw["columns"]
+               if c["task"] == task and c["statistic"] == "value"]
+    assert [c["key"] for c in private] == [f"{task}_{m}_full" for m in metrics] \
+        + ["weighted_loss_full"]
+    assert not set(scores_file_keys(raw)) & {c["key"] for c in private}
+    parsed = parse_config(raw)
+    assert parsed.private_keys == {"full": [c["key"] for c in private]}
+    assert rules.score_options(parsed.task(task)) == {"rows": 5}
+    assert rules.score_options(parsed.tasks[1]) == {}
+    assert rules.result_notes(parsed.task(task))[0].startswith("scored on its first 5 test rows")
+    assert not [c for c in raw["columns"] if c["statistic"] in rules.private_statistics()
+                and c["task"] not in (task, None)]
+
+
+def test_the_scorer_refuses_a_malformed_public_part_or_one_its_kind_cannot_score():
+    raw = scoring_config(_with_public_part(embedded_phase("development"), 5))
+    raw["tasks"][0]["public_rows"] = 0
+    with pytest.raises(ConfigError, match=r"tasks\[0\]\.public_rows: expected a positive integer"):
+        parse_config(raw)
+    spec = load_spec(KINDS["label_accuracy"].DEFAULT_SPEC)
+    other = scoring_config(phase_plan(spec, spec.phases[0].key))
+    other["tasks"][0]["public_rows"] = 5
+    with pytest.raises(ConfigError, match=r"tasks\[0\]\.public_rows: this kind does not score"):
+        parse_config(other)

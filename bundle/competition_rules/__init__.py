@@ -49,16 +49,29 @@ name). A rule module defines the hooks it needs, all optional:
   phase, under its own names. Default: none.
 - ``dry_run_notes(output) -> list[str]``: what the dry run notes (not a failure) of a scoring
   output folder: epoch budgets, a conversion too short to time. Default: none.
+- ``task_columns(plan, task, columns)``: leaderboard columns to put after a task's own
+  (``columns``: the task's columns so far, its metrics' and the rules' included), derived
+  from them as ``metric_columns`` does. A column the rule keeps from participants is
+  ``hidden``: its ``statistic`` is one of the worker-side rule's ``PRIVATE_STATISTICS``.
+  Default: none.
+- ``aggregate_columns(plan, aggregate)``: columns to put after the weighted loss column
+  (``aggregate``), as ``task_columns``. Default: none.
+- ``phase_facts(plan) -> list[tuple[str, str]]``: (label, text) facts the pages add to a
+  phase's facts, before its metric weights. Default: none.
+- ``withholds_figures(spec) -> bool``: whether the built bundles keep figures from
+  participants until the organizer rebuilds (the build's summary then says how to reveal
+  them, in the platform's words). Default: False.
 
 The rules still to move (see ``docs/architecture.md``, "Rules") would use these hooks.
 """
 from __future__ import annotations
 
-from . import epoch_budgets, sd_columns
+from . import epoch_budgets, public_rows, sd_columns
 
 RULES = (
     sd_columns,
     epoch_budgets,
+    public_rows,
 )
 
 
@@ -162,3 +175,23 @@ def dry_run_notes(output) -> list[str]:
     """What the rules note of a dry run's scoring output folder (not failures), in ``RULES``
     order (none by default)."""
     return _listed("dry_run_notes", output)
+
+
+def task_columns(plan, task, columns) -> list:
+    """The columns the rules add after a task's own, in ``RULES`` order."""
+    return _listed("task_columns", plan, task, columns)
+
+
+def aggregate_columns(plan, aggregate) -> list:
+    """The columns the rules add after the weighted loss column, in ``RULES`` order."""
+    return _listed("aggregate_columns", plan, aggregate)
+
+
+def phase_facts(plan) -> list[tuple[str, str]]:
+    """The (label, text) facts the rules add to a phase's on the pages, in ``RULES`` order."""
+    return _listed("phase_facts", plan)
+
+
+def withholds_figures(spec) -> bool:
+    """Whether a rule keeps figures from participants until the organizer rebuilds."""
+    return any(rule.withholds_figures(spec) for rule in RULES if hasattr(rule, "withholds_figures"))

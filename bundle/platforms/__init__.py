@@ -52,7 +52,7 @@ class Platform(ABC):
     reveal_text: str           # how to rank on all test rows at the end
     signing_text: str          # who can reach the key that signs the ingestion's record ({secret})
     gpu_workers: str           # how a submission reaches a GPU worker
-    full_scores_text: str      # the evaluation page: where the full figures go
+    hidden_figures_text: str   # the evaluation page: where the figures kept from participants go
     timeout_message: str       # the worker's words for a step over its time limit ({limit})
     record_rule: str           # the scorer's rule for a code phase's run record
     record_key_in_program: bool    # the ingestion program carries the record key

@@ -18,10 +18,10 @@ from pathlib import Path
 import yaml
 
 from ..dry_run import (DATASET_KEYS_NOT_CHECKED, SAMPLES, StepResult, kept_keys,
-                       own_command_step, phase_keys, private_full_scores, score_step,
+                       own_command_step, phase_keys, private_scores_kept, score_step,
                        start_own_command, submission_step, timed, unzip, unzip_bundle,
                        without_capabilities, worker_env)
-from ..leaderboard import LeaderboardColumn, codabench_columns
+from ..leaderboard import LeaderboardColumn, codabench_columns, phase_columns
 from ..render import logo_member
 from ..rules.codabench_yaml import items
 from ..spec import CompetitionSpec, PhaseSpec
@@ -212,12 +212,13 @@ class Codabench(Platform):
     gpu_workers = ("a container gets the GPU only on workers started with USE_GPU (codabench_v2.md "
                    "§3.4): name a queue of GPU workers (spec key codabench_queue)")
     # Never in a leaderboard column: the submissions API shows hidden ones too (§3.9).
-    full_scores_text = ("Tasks scored on a public part of their test rows are also scored on all "
-                        "of them for every submission; those full figures go to the submission's "
-                        "scoring output, which this phase hides from participants, and to no "
-                        "leaderboard column. At the end the organizers re-score every submission "
-                        "on all rows for the final ranking. Your detailed results and logs show "
-                        "the public part only.")
+    hidden_figures_text = (
+        "Tasks scored on a public part of their test rows are also scored on all "
+        "of them for every submission; those full figures go to the submission's "
+        "scoring output, which this phase hides from participants, and to no "
+        "leaderboard column. At the end the organizers re-score every submission "
+        "on all rows for the final ranking. Your detailed results and logs show "
+        "the public part only.")
     ranking_text = ("Codabench averages values, not ranks, so the average rank over tasks that "
                     "ranks this competition on CodaLab cannot be expressed here: the weighted "
                     "loss ranks instead.")
@@ -247,7 +248,8 @@ class Codabench(Platform):
     # ---- building ---------------------------------------------------------------------
 
     def documents(self, spec, phases, plans, columns, files, pages) -> dict[str, bytes]:
-        hide_scores = [any(task.public_rows for task in plan.tasks) for plan in plans]
+        # a phase with figures kept from participants hides its scoring output, which holds them
+        hide_scores = [any(column.hidden for column in phase_columns(plan)) for plan in plans]
         members = {"competition.yaml": competition_yaml_v2(spec, phases, files, columns,
                                                            logo_member(spec),
                                                            hide_scores).encode("utf-8"),
@@ -377,7 +379,7 @@ class Codabench(Platform):
             step.status, step.detail = "failed", "the scorer wrote output/metadata: Codabench fails the step"
         score_step(name, step, score / "output", phase_keys(score / "program", keys), self)
         _hidden_figures_kept(step, phase, competition, keys, score)
-        private_full_scores(step, score / "program", score / "output")
+        private_scores_kept(step, score / "program", score / "output")
         return results + [step]
 
     # ---- what the rules read ----------------------------------------------------------

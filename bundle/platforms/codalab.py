@@ -16,7 +16,7 @@ from pathlib import Path
 import yaml
 
 from ..dry_run import (DATASET_KEYS_NOT_CHECKED, SAMPLES, StepResult, own_command_step,
-                       phase_keys, private_full_scores, score_step, start_own_command,
+                       phase_keys, private_scores_kept, score_step, start_own_command,
                        submission_step, timed, unzip, unzip_bundle, worker_env)
 from ..leaderboard import LeaderboardColumn
 from ..render import PAGES, logo_member
@@ -131,12 +131,13 @@ class CodaLab(Platform):
                    "§4.5): after upload choose a queue of GPU workers in the competition's editor "
                    "(Edit > Queue)")
     # v1.5 has no hidden leaderboard columns (§2.4): the full figures go to the private output.
-    full_scores_text = ("Tasks scored on a public part of their test rows are also scored on all "
-                        "of them for every submission; CodaLab v1.5 has no hidden leaderboard "
-                        "columns, so those full figures go to each submission's private output, "
-                        "which only the organizers can read. At the end the organizers re-score "
-                        "every submission on all rows for the final ranking. Your detailed "
-                        "results and logs show the public part only.")
+    hidden_figures_text = (
+        "Tasks scored on a public part of their test rows are also scored on all "
+        "of them for every submission; CodaLab v1.5 has no hidden leaderboard "
+        "columns, so those full figures go to each submission's private output, "
+        "which only the organizers can read. At the end the organizers re-score "
+        "every submission on all rows for the final ranking. Your detailed "
+        "results and logs show the public part only.")
     timeout_message = ("exceeded the phase's execution_time_limit of {limit:g} s (the worker "
                        "kills it: 'Execution time limit exceeded!')")
     record_rule = "signed"
@@ -265,7 +266,7 @@ class CodaLab(Platform):
                      self.worker_variables("scoring_program", work), python, run, limit,
                      env=worker_env())
         score_step(name, step, run / "output", phase_keys(run / "program", keys), self)
-        private_full_scores(step, run / "program", run / "output")
+        private_scores_kept(step, run / "program", run / "output")
         return results + [step]
 
     # ---- what the rules read ----------------------------------------------------------

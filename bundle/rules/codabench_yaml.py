@@ -9,7 +9,8 @@ from __future__ import annotations
 import datetime as dt
 from typing import Iterator
 
-from scoring_program.scorer.config import CONFIG_NAME as SCORING_CONFIG, FULL_STATISTICS
+from runtime import rules as worker_rules
+from scoring_program.scorer.config import CONFIG_NAME as SCORING_CONFIG
 
 from ..platforms.codabench_site import SCORES_API
 from ..datasets import SEPARABLE, is_key
@@ -258,7 +259,7 @@ def check_hidden_scores(bundle: Bundle) -> Iterator[Problem]:
                 yield f"phases[{i}]: hidden scores not checked: {error}", "rebuild the bundle"
                 continue
             kept = [c.get("key") for c in config.get("columns", [])
-                    if c.get("statistic") in FULL_STATISTICS]
+                    if c.get("statistic") in worker_rules.private_statistics()]
             public = sorted(set(kept) & columns)
             if public:
                 yield (f"leaderboards: columns {public[:3]} would hold figures kept from "

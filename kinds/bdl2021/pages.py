@@ -143,7 +143,7 @@ def _baseline_table(plan, results: dict | None) -> dict:
         trained = "trained with each task's budget"
     if not plan.code_submission:
         trained += " on the organizers' machine (this phase takes prediction files)"
-    if any(task.public_rows for task in plan.tasks):
+    if any(task.rules.get("public_rows") for task in plan.tasks):
         trained += ("; a task scored on a public part shows that part's figures, as the "
                     "leaderboard does")
     return {"note": f"Baselines of the starting kit, {trained}; ± is the standard deviation over "

@@ -40,23 +40,37 @@ the rules' own field names (two rules may not use one name), read from the confi
 - ``task_notes(fields) -> list[str]``: what the log and the detailed results say of a task,
   from those entries. Default: nothing.
 
+Figures kept from participants (public rows' full figures) and how a task is scored:
+
+- ``PRIVATE_STATISTICS = {statistic: core statistic}``: the statistics of the rule's private
+  columns, each the scorer's own ``value`` or ``weighted_loss`` computed on the private
+  results: the tasks with rules' ``score_options`` scored again without them, the others'
+  results as they are.
+  Their values go to ``private/<PRIVATE_OUTPUT>_scores.txt`` (and ``.json``), with the
+  private results' details in ``private/<PRIVATE_OUTPUT>_results.json``, never to the scores
+  file: every column of it is public on Codabench. Default: none.
+- ``PRIVATE_OUTPUT``: the stem of those files. Required with ``PRIVATE_STATISTICS``.
+- ``score_options(task) -> dict``: keyword arguments the rule adds to the kind's
+  ``score_task`` for what participants see (``TaskConfig``: ``task``). Default: none.
+- ``result_notes(task) -> list[str]``: what the report and the log add to a task's result.
+  Default: none.
+
 Hooks the other rules would add when they move here (each is still spread over the
 ingestion and the scorer today; see ``docs/architecture.md``, "Rules"):
 
 - the gate: ``task_problem(task, outcome)`` after a task (main.py's ``_gate_problem``),
   ``exit_status(config, outcomes)`` for the ingestion and the scorer's failure on a gated
   phase whose code never ran;
-- public rows: ``COLUMN_STATISTICS`` = full_value / full_weighted_loss with a phase-level
-  ``phase_values(config, results, full_results)``, and ``private_outputs`` for the full figures;
 - units: ``task_runner(task, contract)`` choosing ``units.run_in_units`` over ``run_task``.
 """
 from __future__ import annotations
 
-from . import epoch_budgets, sd_columns
+from . import epoch_budgets, public_rows, sd_columns
 
 RULES = (
     sd_columns,
     epoch_budgets,
+    public_rows,
 )
 
 
@@ -135,6 +149,8 @@ def scoring_config_fields(raw: dict, where: str) -> dict:
     return _merged("scoring_config_fields", raw, where)
 
 
+
+
 def record_fields(task) -> dict:
     """``TaskRun.rules``: the rules' entries in a task's run record, from the task as it ran
     (after ``task_budget``); the scorer's detailed results repeat them (none by default)."""
@@ -144,4 +160,33 @@ def record_fields(task) -> dict:
 def task_notes(fields: dict) -> list[str]:
     """What the ingestion's log and the detailed results say of a task, from its run record's
     rule entries (``TaskRun.rules``), in ``RULES`` order (none by default)."""
-    return [note for rule in RULES if hasattr(rule, "task_notes") for note in rule.task_notes(fields)]
+    return _listed("task_notes", fields)
+
+
+def _listed(hook: str, *args) -> list:
+    """Every registered rule's ``hook(*args)`` list, joined in ``RULES`` order."""
+    return [item for rule in RULES if hasattr(rule, hook) for item in getattr(rule, hook)(*args)]
+
+
+def private_statistics() -> dict[str, str]:
+    """Every private statistic of a registered rule, and the core statistic it is computed as."""
+    merged: dict[str, str] = {}
+    for rule in RULES:
+        merged.update(getattr(rule, "PRIVATE_STATISTICS", {}))
+    return merged
+
+
+def private_output(statistic: str) -> str:
+    """The stem of the private files that hold the columns of a private statistic."""
+    return next(rule.PRIVATE_OUTPUT for rule in RULES
+                if statistic in getattr(rule, "PRIVATE_STATISTICS", {}))
+
+
+def score_options(task) -> dict:
+    """The keyword arguments of the kind's ``score_task`` for what participants see."""
+    return _merged("score_options", task)
+
+
+def result_notes(task) -> list[str]:
+    """What the rules say of a task's result in the report and the log, in ``RULES`` order."""
+    return _listed("result_notes", task)

@@ -19,12 +19,12 @@ from runtime.scoring import TaskConfig
 
 CONFIG_NAME = "scoring_config.json"
 CONFIG_FORMAT = "scoring-config/2"
-# A competition rule's own statistics (runtime/rules/) follow the core's.
-STATISTICS = ("value", "train_seconds", "weighted_loss", "full_value",
-              "full_weighted_loss") + rules.column_statistics()
-# Figures on all test rows of a task scored on a public part: they go to $output/private/,
-# never to the scores file (every score column is public on Codabench, whatever its hidden flag).
-FULL_STATISTICS = ("full_value", "full_weighted_loss")
+# A competition rule's own statistics (runtime/rules/) follow the core's; a rule's private
+# ones go to $output/private/, never to the scores file (every score column is public on
+# Codabench, whatever its hidden flag).
+STATISTICS = (("value", "train_seconds", "weighted_loss") + rules.column_statistics()
+              + tuple(rules.private_statistics()))
+PRIVATE_FOLDER = "private"     # organizers only (codalab_v1.md §4.6, codabench_v2.md §3.9)
 RECORD_RULES = ("optional", "required", "signed")
 
 
@@ -34,9 +34,15 @@ class ConfigError(ValueError):
 
 def scores_file_keys(raw: dict) -> list[str]:
     """The keys a generated config makes the scorer write to scores.txt / scores.json: every
-    column's, but the full figures, which go to the private output."""
+    column's, but the rules' private ones, which go to the private output."""
     return [column["key"] for column in raw["columns"]
-            if column["statistic"] not in FULL_STATISTICS]
+            if column["statistic"] not in rules.private_statistics()]
+
+
+def private_files(output: str) -> tuple[str, str]:
+    """A rule's private output (its ``PRIVATE_OUTPUT``) as files of the private folder: the
+    scores file's stem (``.txt`` and ``.json``, as ``scores``) and the details file's name."""
+    return f"{output}_scores", f"{output}_results.json"
 
 
 @dataclass(frozen=True)
@@ -63,8 +69,17 @@ class ScoringConfig:
     rules: dict = field(default_factory=dict)
 
     @property
-    def full_columns(self) -> tuple["Column", ...]:
-        return tuple(c for c in self.columns if c.statistic in FULL_STATISTICS)
+    def private_columns(self) -> tuple["Column", ...]:
+        """The rules' figures kept from participants."""
+        return tuple(c for c in self.columns if c.statistic in rules.private_statistics())
+
+    @property
+    def private_keys(self) -> dict[str, list[str]]:
+        """The private columns' keys by the rules' private output they belong to."""
+        kept: dict[str, list[str]] = {}
+        for column in self.private_columns:
+            kept.setdefault(rules.private_output(column.statistic), []).append(column.key)
+        return kept
 
     def task(self, name: str) -> TaskConfig:
         return next(task for task in self.tasks if task.name == name)
@@ -94,17 +109,12 @@ def _task(raw: dict, scoring: ScoringRuntime, where: str) -> TaskConfig:
                                           f"{where}.settings")
     except ValueError as error:
         raise ConfigError(str(error)) from None
-    public_rows = raw.get("public_rows")
-    if public_rows is not None and (not isinstance(public_rows, int) or public_rows < 1):
-        raise ConfigError(f"{where}.public_rows: expected a positive integer, found {public_rows!r}")
-    if public_rows is not None and not scoring.SCORES_PUBLIC_ROWS:
-        raise ConfigError(f"{where}.public_rows: this kind does not score a part of the rows")
     try:
         rule_fields = rules.scoring_task_fields(raw, where)
     except rules.RuleError as error:
         raise ConfigError(str(error)) from None
     return TaskConfig(_require(raw, "name", str, where), task_type, weights,
-                      raw.get("budget_seconds"), settings, public_rows, rule_fields)
+                      raw.get("budget_seconds"), settings, rule_fields)
 
 
 def _column(raw: dict, tasks: dict[str, TaskConfig], where: str) -> Column:
@@ -112,15 +122,17 @@ def _column(raw: dict, tasks: dict[str, TaskConfig], where: str) -> Column:
                     raw.get("task"), raw.get("metric"))
     if column.statistic not in STATISTICS:
         raise ConfigError(f"{where}.statistic: expected one of {STATISTICS}, found {column.statistic!r}")
-    if column.statistic not in ("weighted_loss", "full_weighted_loss") and column.task not in tasks:
+    # a rule's private figure is checked as the core statistic it is computed as
+    statistic = rules.private_statistics().get(column.statistic, column.statistic)
+    if statistic != "weighted_loss" and column.task not in tasks:
         raise ConfigError(f"{where}.task: {column.task!r} is not a task of this phase")
-    by_rule = column.statistic in rules.column_statistics()
-    if by_rule or column.statistic in ("value", "full_value"):
+    by_rule = statistic in rules.column_statistics()
+    if by_rule or statistic == "value":
         if column.metric not in tasks[column.task].metric_names:
             raise ConfigError(f"{where}.metric: {column.metric!r} is not a metric of task "
                               f"{column.task!r}")
     if by_rule:
-        problem = rules.column_problem(column.statistic, tasks[column.task])
+        problem = rules.column_problem(statistic, tasks[column.task])
         if problem:
             raise ConfigError(f"{where}: {problem}")
     return column

@@ -29,14 +29,13 @@ from runtime.formats import (RECORD_KEY_NAME, RECORD_NAME, FormatError, RunRecor
 from runtime import rules
 from runtime.scoring import ReferenceDataError, result_summary
 
-from .config import CONFIG_NAME, ConfigError, load_config
+from .config import CONFIG_NAME, PRIVATE_FOLDER, ConfigError, load_config, private_files
 from .parallel_scoring import score_all
 from .report import render_report
 from .scores_file import column_values, weighted_loss, write_scores
 
 USAGE = "usage: score.py INPUT_DIR OUTPUT_DIR   (INPUT_DIR holds ref/ and res/)"
 REPORT_NAME = "detailed_results.html"
-PRIVATE_FOLDER = "private"     # organizers only (codalab_v1.md §4.6, codabench_v2.md §3.9)
 DETAILS_NAME = "detailed_results.json"     # the report's numbers, for scripts
 
 
@@ -99,13 +98,10 @@ def _rule_fields(result, record) -> dict:
 
 def _with_notes(result, record):
     """The report says what a budget in epochs came to on the worker that ran the code, and
-    which rows a task's figures cover where only a public part is shown."""
+    what the rules say of the task's figures."""
     notes = []
     notes += rules.task_notes(_rule_fields(result, record))
-    if result.task.public_rows:
-        notes.append(f"scored on its first {result.task.public_rows} test rows, the public "
-                     "part; the figures on all rows stay hidden until the organizers reveal "
-                     "them")
+    notes += rules.result_notes(result.task)
     return dataclasses.replace(result, notes=(*result.notes, *notes)) if notes else result
 
 
@@ -136,7 +132,7 @@ def score(input_dir: Path, output_dir: Path, program_dir: Path) -> int:
              "count toward the limits")
         return GATE_FAILED
     results = [_with_notes(result, record) for result in score_all(config, ref, res, record)]
-    full = _full_results(config, ref, res, record, results)
+    private = _private_results(config, ref, res, record, results)
     for result in results:
         if result.penalised:
             _say(f"task {result.task.name} penalised: {result.penalty}")
@@ -155,7 +151,7 @@ def score(input_dir: Path, output_dir: Path, program_dir: Path) -> int:
     _write_details(output_dir / DETAILS_NAME, config, results, problems, record)
     for problem in problems:
         _say(problem)
-    text = _write_scores(output_dir, config, column_values(config, results, full), full,
+    text = _write_scores(output_dir, config, column_values(config, results, private), private,
                          record)
     print(f"scored {len(usable)} of {len(results)} task(s) of phase {config.phase}:\n{text}", end="")
     return 0
@@ -169,26 +165,30 @@ def _write_details(path: Path, config, results, problems, record) -> None:
                    for r in results}}, indent=1) + "\n", encoding="utf-8")
 
 
-def _full_results(config, ref: Path, res: Path, record, results) -> list | None:
-    """Every task on all its rows, where some task's leaderboard figures are a public part:
-    those tasks are scored again in full, the others' results serve as they are."""
-    if not config.full_columns:
+def _private_results(config, ref: Path, res: Path, record, results) -> list | None:
+    """Every task as the rules' private columns read it, where the phase has any: the tasks
+    the rules score with options of theirs (a public part of the rows) are scored again
+    without them, the others' results serve as they are."""
+    if not config.private_columns:
         return None
-    partial = dataclasses.replace(config, tasks=tuple(t for t in config.tasks if t.public_rows))
-    rescored = {r.task.name: r for r in score_all(partial, ref, res, record, full=True)}
+    restricted = dataclasses.replace(config, tasks=tuple(
+        task for task in config.tasks if rules.score_options(task)))
+    rescored = {r.task.name: r for r in score_all(restricted, ref, res, record, private=True)}
     return [rescored.get(result.task.name, result) for result in results]
 
 
-def _write_scores(output_dir: Path, config, values: dict, full, record) -> str:
-    """The leaderboard's values; the full figures, with their details, where only the
-    organizers can read them: the private output (CodaLab v1.5's private_output.zip; on
+def _write_scores(output_dir: Path, config, values: dict, private_results, record) -> str:
+    """The leaderboard's values; the rules' private figures, with their details, where only
+    the organizers can read them: the private output (CodaLab v1.5's private_output.zip; on
     Codabench the scoring output, which the phase hides). Returns what may be shown."""
-    hidden = [column.key for column in config.full_columns]
-    if hidden:
+    kept = config.private_keys
+    for output, keys in kept.items():
+        stem, details = private_files(output)
         private = output_dir / PRIVATE_FOLDER
         private.mkdir(exist_ok=True)
-        write_scores(private, {key: values[key] for key in hidden}, stem="full_scores")
-        _write_details(private / "full_results.json", config, full, [], record)
+        write_scores(private, {key: values[key] for key in keys}, stem=stem)
+        _write_details(private / details, config, private_results, [], record)
+    hidden = {key for keys in kept.values() for key in keys}
     return write_scores(output_dir, {key: value for key, value in values.items()
                                      if key not in hidden})
 

@@ -13,6 +13,7 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
+from runtime import rules
 from runtime.formats import RunRecord
 from kinds.kind import scoring_runtime
 from runtime.scoring import TaskConfig, TaskResult
@@ -32,14 +33,13 @@ def worker_count(tasks: tuple[TaskConfig, ...]) -> int:
 
 
 def score_one(kind: str, task: TaskConfig, ref: Path, res: Path,
-              record: RunRecord | None, full: bool = False) -> TaskResult:
+              record: RunRecord | None, private: bool = False) -> TaskResult:
     """The kind's runtime scores the task (named, not passed: each worker looks its record
-    up): on its public part of the test rows, if it has one, unless ``full``."""
+    up) as participants see it, with the rules' options (a public part of the rows), or
+    without them for the rules' ``private`` columns."""
     run = record.tasks.get(task.name) if record else None
-    scoring = scoring_runtime(kind)
-    if task.public_rows and not full:
-        return scoring.score_task(task, ref, res, run, rows=task.public_rows)
-    return scoring.score_task(task, ref, res, run)
+    options = {} if private else rules.score_options(task)
+    return scoring_runtime(kind).score_task(task, ref, res, run, **options)
 
 
 def _file_size(scoring, task: TaskConfig, res: Path) -> int:
@@ -49,22 +49,22 @@ def _file_size(scoring, task: TaskConfig, res: Path) -> int:
 
 
 def score_all(config: ScoringConfig, ref: Path, res: Path, record: RunRecord | None,
-              full: bool = False) -> list[TaskResult]:
-    """Every task's result, in config order: what participants see (a task's public part,
-    where it has one), or with ``full`` every task on all its rows."""
+              private: bool = False) -> list[TaskResult]:
+    """Every task's result, in config order: what participants see, or with ``private`` as
+    the rules' private columns read it (``score_one``)."""
     tasks, scoring = config.tasks, config.scoring
     workers = worker_count(tasks)
     if workers == 1 or "fork" not in multiprocessing.get_all_start_methods():
-        return [score_one(config.kind, task, ref, res, record, full) for task in tasks]
+        return [score_one(config.kind, task, ref, res, record, private) for task in tasks]
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
         largest_first = sorted(tasks, key=lambda task: _file_size(scoring, task, res),
                                reverse=True)
-        futures = {task.name: pool.submit(score_one, config.kind, task, ref, res, record, full)
+        futures = {task.name: pool.submit(score_one, config.kind, task, ref, res, record, private)
                    for task in largest_first}
         results = []
         for task in tasks:
             try:
                 results.append(futures[task.name].result())
             except (BrokenProcessPool, MemoryError):
-                results.append(score_one(config.kind, task, ref, res, record, full))
+                results.append(score_one(config.kind, task, ref, res, record, private))
         return results

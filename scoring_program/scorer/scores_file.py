@@ -41,26 +41,25 @@ def weighted_loss(results: list[TaskResult]) -> float:
 
 
 def column_values(config: ScoringConfig, results: list[TaskResult],
-                  full_results: list[TaskResult] | None = None) -> dict[str, float]:
+                  private_results: list[TaskResult] | None = None) -> dict[str, float]:
     """Every leaderboard value. A task without a scored prediction gets the worst value of
     every column, derived from the column's declared direction and bounds: its metrics (and a
     rule's figures of them, set by ``evaluate.penalised``) and, here, the whole budget as its
-    train_seconds, so a run that crashed after 0.1 s never ranks best on time."""
-    by_task = {result.task.name: result for result in results}
-    full_by_task = {result.task.name: result for result in full_results or results}
+    train_seconds, so a run that crashed after 0.1 s never ranks best on time. A rule's
+    private column is the core statistic it stands for, on the private results."""
+    private = rules.private_statistics()
     values = {}
     for column in config.columns:
-        if column.statistic in ("weighted_loss", "full_weighted_loss"):
-            values[column.key] = weighted_loss(
-                results if column.statistic == "weighted_loss" else list(full_by_task.values()))
+        statistic = private.get(column.statistic, column.statistic)
+        scored = (private_results or results) if column.statistic in private else results
+        if statistic == "weighted_loss":
+            values[column.key] = weighted_loss(scored)
             continue
-        result = by_task[column.task]
-        if column.statistic == "full_value":
-            values[column.key] = full_by_task[column.task].metrics[column.metric].value
-        elif column.statistic == "value":
+        result = next(result for result in scored if result.task.name == column.task)
+        if statistic == "value":
             values[column.key] = result.metrics[column.metric].value
-        elif column.statistic in rules.column_statistics():
-            values[column.key] = rules.column_value(column.statistic, result, column.metric)
+        elif statistic in rules.column_statistics():
+            values[column.key] = rules.column_value(statistic, result, column.metric)
         else:
             values[column.key] = _train_seconds(result)
     return values
