@@ -61,12 +61,13 @@ def test_a_gate_shares_no_task_and_its_budgets_count_in_the_time_limit(tmp_path)
 
 def test_the_gate_runs_first_in_the_ingestion_config_and_is_not_scored():
     plan = phase_plan(load_spec(SPEC), "phase2")
-    assert [t.name for t in plan.gate] == [GATE_TASK] and plan.gate_label == "Phase 1"
+    gate = plan.rules["gate"]
+    assert [t.name for t in gate.tasks] == [GATE_TASK] and gate.label == "Phase 1"
     assert GATE_TASK not in [t.name for t in plan.tasks]
     config = ingestion_config(plan)
     assert [t["name"] for t in config["gate"]["tasks"]] == [GATE_TASK]
     assert sorted(t["name"] for t in config["tasks"]) == ["digits_deep", "wine_mlp"]
-    assert phase_plan(load_spec(SPEC), "phase1").gate == ()
+    assert phase_plan(load_spec(SPEC), "phase1").rules["gate"] is None
 
 
 def _local(tmp_path, code):

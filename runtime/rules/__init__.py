@@ -3,8 +3,9 @@
 A competition rule (a phase's gate, public rows with full scores kept private, budgets in
 epochs, units with their own hard limit, sd columns) is one module here, shipped in both
 programs with the rest of ``runtime/``, and one module of the same name under
-``bundle/competition_rules/`` on the build side. Standard library only (this runs on the
-platform's worker; a kind's own values reach a rule through the kind's records).
+``bundle/competition_rules/`` on the build side, where it has anything to build (units do not:
+the kind's own hook decides). Standard library and numpy only (this runs on the platform's
+worker; a kind's own values reach a rule through the kind's records).
 
 The scorer and the ingestion ask this registry, never a rule module, so the hooks' defaults
 (what a rule without the hook means) live here and nowhere else. A rule module defines the
@@ -36,23 +37,45 @@ the rules' own field names (two rules may not use one name), read from the confi
   the budget converted to seconds here); raises ``RuleError`` when the organizer must fix the
   bundle. Default: the task unchanged.
 
+A rule may run tasks of its own before the phase's, and fail the submission (the gate):
+
+- ``config_tasks(raw, where, parse_tasks) -> dict``: ``IngestionConfig.rules`` entries that
+  hold tasks, each list read by ``parse_tasks(raw_list, where)`` as the phase's are.
+  Default: none.
+- ``extra_tasks(config)``: the ``TaskSpec``s it runs besides the phase's (the run's worst
+  case counts them). Default: none.
+- ``run_first(config, contract, run_tasks) -> dict``: runs its tasks before the phase's,
+  through ``run_tasks(tasks) -> [(task, outcome, run)]`` (the core's own run of a task,
+  writing no output; ``run``: the task's run as the record states it), and returns its
+  entries in the run record (``RunRecord.rules``, top-level keys of the signed record).
+  Default: none.
+- ``record_fields(raw, where) -> dict``: its entries of a run record as read back (raise
+  ``RuleError`` on a malformed one). Default: none.
+- ``record_failure(entries) -> str | None``: why the submission fails, by those entries; the
+  ingestion then runs none of the phase's tasks and both programs exit ``RULE_FAILED``.
+  Default: none.
+- ``unrun_failure(config) -> str | None``: why, in this phase (a ``ScoringConfig``), a
+  submission whose code never ran fails rather than being scored at the worst. Default: none.
+- ``outcome_problems(task, outcome) -> list[str]``: what the rule finds wrong with a task's
+  ``TaskOutcome`` that ended ok (units: a unit not done in time), for a rule that needs the
+  task complete. Default: none.
+
 Hooks the other rules would add when they move here (each is still spread over the
 ingestion and the scorer today; see ``docs/architecture.md``, "Rules"):
 
-- the gate: ``task_problem(task, outcome)`` after a task (main.py's ``_gate_problem``),
-  ``exit_status(config, outcomes)`` for the ingestion and the scorer's failure on a gated
-  phase whose code never ran;
 - public rows: ``COLUMN_STATISTICS`` = full_value / full_weighted_loss with a phase-level
   ``phase_values(config, results, full_results)``, and ``private_outputs`` for the full figures;
 - units: ``task_runner(task, contract)`` choosing ``units.run_in_units`` over ``run_task``.
 """
 from __future__ import annotations
 
-from . import epoch_budgets, sd_columns
+from . import epoch_budgets, gate, sd_columns, units
 
 RULES = (
     sd_columns,
     epoch_budgets,
+    gate,
+    units,
 )
 
 
@@ -129,3 +152,48 @@ def scoring_task_fields(raw_task: dict, where: str) -> dict:
 def scoring_config_fields(raw: dict, where: str) -> dict:
     """``ScoringConfig.rules``: the rules' fields of the scoring config."""
     return _merged("scoring_config_fields", raw, where)
+
+
+RULE_FAILED = 3     # both programs' exit status when a rule fails the submission
+
+
+def config_tasks(raw: dict, where: str, parse_tasks) -> dict:
+    """The ``IngestionConfig.rules`` entries that hold tasks, read by ``parse_tasks``."""
+    return _merged("config_tasks", raw, where, parse_tasks)
+
+
+def extra_tasks(config) -> tuple:
+    """The tasks the rules run besides the phase's (none by default)."""
+    return tuple(task for rule in RULES if hasattr(rule, "extra_tasks")
+                 for task in rule.extra_tasks(config))
+
+
+def run_first(config, contract, run_tasks) -> dict:
+    """What the rules run before the phase's tasks: their entries in the run record."""
+    return _merged("run_first", config, contract, run_tasks)
+
+
+def record_fields(raw: dict, where: str) -> dict:
+    """``RunRecord.rules``: the rules' entries of a run record as read."""
+    return _merged("record_fields", raw, where)
+
+
+def record_failure(entries: dict) -> str | None:
+    """Why the rules fail the submission, by their run record entries; None: they do not."""
+    return _first("record_failure", entries)
+
+
+def unrun_failure(config) -> str | None:
+    """Why a submission whose code never ran fails in this phase rather than scoring worst."""
+    return _first("unrun_failure", config)
+
+
+def outcome_problems(task, outcome) -> list[str]:
+    """What the rules find wrong with a task's outcome that ended ok (none by default)."""
+    return [problem for rule in RULES if hasattr(rule, "outcome_problems")
+            for problem in rule.outcome_problems(task, outcome)]
+
+
+def _first(hook: str, *args):
+    return next((found for rule in RULES if hasattr(rule, hook)
+                 for found in [getattr(rule, hook)(*args)] if found), None)
