@@ -35,6 +35,12 @@ GATE_WORDS = re.compile(r"(?<!convergence )\bgat(e|ed|es)\b|\bgate_\w+|_gate\b",
                         re.IGNORECASE)
 GATE_ALLOWED = {"bundle/competition_rules/gate.py", "runtime/rules/gate.py", "kinds/kind.py",
                 "bundle/competition_rules/__init__.py", "runtime/rules/__init__.py"}
+# Units' loop, checks and log lines: planning a task in units, asking the kind for them,
+# the states of units not done. The child protocol's unit window (ingest/supervisor.py:
+# UnitWindow, units_done, a unit's own kill) and the fields the outcome and the run record
+# carry (``units``) are not among these words.
+UNIT_WORDS = re.compile(r"\brun_in_units\b|\bunit_plan\b|\bnot_reached\b|\.units\(|\bunits\[")
+UNIT_ALLOWED = {"runtime/rules/units.py", "kinds/kind.py"}
 
 
 def _names(registry):
@@ -62,6 +68,12 @@ def test_the_epoch_rules_words_stand_only_in_its_modules_and_the_kind_records():
 def test_the_gates_words_stand_only_in_its_modules_the_registries_and_the_kind_records():
     hits = [f"{where}: {line.strip()}" for where, line in _lines(core_files())
             if GATE_WORDS.search(line) and where.split(":")[0] not in GATE_ALLOWED]
+    assert not hits, "\n".join(hits)
+
+
+def test_the_units_words_stand_only_in_its_module_and_the_kind_records():
+    hits = [f"{where}: {line.strip()}" for where, line in _lines(core_files())
+            if UNIT_WORDS.search(line) and where.split(":")[0] not in UNIT_ALLOWED]
     assert not hits, "\n".join(hits)
 
 

@@ -41,8 +41,7 @@ from .confine import LANDLOCK_FILES
 from .sandbox import Protections, describe, lock_down, probe
 from .scratch import force_remove, new_staging_folder, remove_abandoned_staging
 from .submission_metadata import own_command_problem
-from .supervisor import Staging, TaskOutcome, clean_workdir, run_task
-from .units import run_in_units, unit_plan
+from .supervisor import Staging, TaskOutcome, UnitWindow, clean_workdir, run_task
 
 USAGE = ("usage: ingestion.py INPUT_DIR OUTPUT_DIR INGESTION_PROGRAM_DIR SUBMISSION_DIR "
          "[HIDDEN_DIR]")
@@ -200,11 +199,8 @@ def _report(task: TaskSpec, outcome: TaskOutcome, protections: Protections, limi
         _say(f"[{task.name}]   {line}")
     if outcome.calibration:
         _say(f"[{task.name}]   {calibration_text(outcome.calibration)}")
-    if outcome.units:
-        counts = ", ".join(f"{len(outcome.units[state])} {state.replace('_', ' ')}"
-                           for state in ("timed_out", "failed", "not_reached"))
-        _say(f"[{task.name}]   run one unit at a time, each killed after "
-             f"{outcome.units['seconds']:g} s: {counts}")
+    for line in rules.outcome_lines(task, outcome):
+        _say(f"[{task.name}]   {line}")
     if outcome.scratch:
         _say(f"[{task.name}]   {outcome.scratch}")
     for line in filter(None, [outcome.message, *outcome.notes]):
@@ -253,11 +249,7 @@ def _run_tasks(tasks: tuple[TaskSpec, ...], config: IngestionConfig, base: Path,
                               forbidden, contract)
         modes.add(staging.workdir.parent)
         task = rules.task_budget(task, staging.data, contract)
-        entry = (config.entry_module, config.entry_function)
-        units = unit_plan(task, contract)
-        outcome = (run_in_units(task, staging, protections, config.limits, entry, contract, units)
-                   if units else run_task(task, staging, protections, config.limits, entry,
-                                          contract))
+        outcome = _run_task(task, config, staging, protections, contract)
         outcome.calibration = task.calibration
         restored = modes.restore()         # the child may have changed them: see modes.py
         if not clean_workdir(staging.workdir):
@@ -271,6 +263,18 @@ def _run_tasks(tasks: tuple[TaskSpec, ...], config: IngestionConfig, base: Path,
         overhead = time.monotonic() - started - outcome.wall_seconds
         _say(f"[{task.name}]   staging, validation and writing took {overhead:.2f} s")
     return done
+
+
+def _run_task(task: TaskSpec, config: IngestionConfig, staging: Staging,
+              protections: Protections, contract) -> TaskOutcome:
+    """In one child, or as a rule runs it (units: a child per stretch of units)."""
+    entry = (config.entry_module, config.entry_function)
+
+    def run_child(**window) -> TaskOutcome:
+        return run_task(task, staging, protections, config.limits, entry, contract,
+                        UnitWindow(**window) if window else None)
+    runner = rules.task_runner(task, contract)
+    return runner(run_child) if runner else run_child()
 
 
 def _run_first(config: IngestionConfig, base: Path, dirs: dict[str, Path | None],

@@ -60,12 +60,20 @@ A rule may run tasks of its own before the phase's, and fail the submission (the
   ``TaskOutcome`` that ended ok (units: a unit not done in time), for a rule that needs the
   task complete. Default: none.
 
+A rule may run a task its own way, each child the core's:
+
+- ``task_runner(task, contract)``: how the task runs, a function of ``run_child`` returning
+  its ``TaskOutcome``, where ``run_child(**window)`` runs one child over the task, within the
+  supervisor's ``UnitWindow(**window)`` if given (units: one child per stretch of units, each
+  unit under its own limit); None: the core runs the task in one child. Default: None.
+- ``outcome_lines(task, outcome) -> list[str]``: what the ingestion's log says of a task's
+  outcome besides the core's lines (units: how many were not done). Default: none.
+
 Hooks the other rules would add when they move here (each is still spread over the
 ingestion and the scorer today; see ``docs/architecture.md``, "Rules"):
 
 - public rows: ``COLUMN_STATISTICS`` = full_value / full_weighted_loss with a phase-level
   ``phase_values(config, results, full_results)``, and ``private_outputs`` for the full figures;
-- units: ``task_runner(task, contract)`` choosing ``units.run_in_units`` over ``run_task``.
 """
 from __future__ import annotations
 
@@ -197,3 +205,14 @@ def outcome_problems(task, outcome) -> list[str]:
 def _first(hook: str, *args):
     return next((found for rule in RULES if hasattr(rule, hook)
                  for found in [getattr(rule, hook)(*args)] if found), None)
+
+
+def task_runner(task, contract):
+    """How a rule runs this task (a function of the core's ``run_child``), or None: whole."""
+    return _first("task_runner", task, contract)
+
+
+def outcome_lines(task, outcome) -> list[str]:
+    """The rules' lines on a task's outcome in the ingestion's log, in ``RULES`` order."""
+    return [line for rule in RULES if hasattr(rule, "outcome_lines")
+            for line in rule.outcome_lines(task, outcome)]
