@@ -13,6 +13,7 @@ import numpy as np
 
 from kinds.kind import kind
 
+from . import competition_rules
 from .phase_plan import PhasePlan
 from .record_key import write_record_key
 
@@ -22,7 +23,7 @@ def stage_input_data(plan: PhasePlan, destination: Path) -> Path:
     destination = Path(destination)
     destination.mkdir(parents=True, exist_ok=True)
     definition = kind(plan.kind)
-    for task in (*plan.gate, *plan.tasks):
+    for task in (*competition_rules.extra_tasks(plan), *plan.tasks):
         definition.stage_inputs(task, destination)
     return destination
 

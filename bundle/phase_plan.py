@@ -39,11 +39,8 @@ class PhasePlan:
     tasks: tuple[PlannedTask, ...]
     code_submission: bool                      # training code run by the ingestion program
     weights: dict[str, float] = field(default_factory=dict)
-    # Tasks of an earlier phase the code must complete first (the spec's ``gate``); run by
-    # the ingestion only, never scored in this phase.
-    gate: tuple[PlannedTask, ...] = ()
-    gate_label: str | None = None
-    # The competition rules' fields of this phase, under their own names (competition_rules)
+    # The competition rules' fields of this phase, under their own names (competition_rules),
+    # tasks they run besides the phase's included
     rules: dict = field(default_factory=dict)
 
 
@@ -118,19 +115,20 @@ def phase_plan(spec, phase_key: str, track_key: str | None = None, *,
                               (budget_seconds or spec.budgets[name]) if code else None),
             rules=competition_rules.plan_task(spec, name, bool(code and not budget_seconds)))
                      for name in names)
-    gate = spec.phase(phase.gate) if phase.gate and code else None   # never with tracks
-    return PhasePlan(phase_key, spec.kind, planned(names), code, dict(spec.weights),
-                     planned(gate.tasks) if gate else (), gate.label if gate else None,
-                     competition_rules.plan_phase(spec, phase_key, bool(code)))
+    rules = {**competition_rules.plan_phase(spec, phase_key, bool(code)),
+             **competition_rules.plan_phase_tasks(spec, phase_key, bool(code), planned)}
+    return PhasePlan(phase_key, spec.kind, planned(names), code, dict(spec.weights), rules)
 
 
 def with_budget(plan: PhasePlan, seconds: float) -> PhasePlan:
-    """Every task of the plan, its gate's included, with this budget (local runs, tests)."""
+    """Every task of the plan, those the rules run besides it included, with this budget
+    (local runs, tests)."""
     def budgeted(tasks):
         return tuple(dataclasses.replace(task, budget_seconds=seconds,
                                          rules=competition_rules.seconds_budget(task.rules))
                      for task in tasks)
-    return dataclasses.replace(plan, tasks=budgeted(plan.tasks), gate=budgeted(plan.gate))
+    return dataclasses.replace(plan, tasks=budgeted(plan.tasks),
+                               rules=competition_rules.replace_tasks(plan.rules, budgeted))
 
 
 def code_variant(spec, plan: PhasePlan) -> PhasePlan:

@@ -50,7 +50,6 @@ def scoring_config(plan: PhasePlan, platform: str = DEFAULT_PLATFORM) -> dict:
               # a code phase's res/ holds a record signed by its ingestion (scorer/config.py)
               "record": (platforms.platform(platform).record_rule if plan.code_submission
                          else "optional"),
-              **({"gated": True} if plan.gate else {}),
               **competition_rules.scoring_config_entries(plan)}
     parse_config(config, "generated scoring config")      # the scorer must accept what we emit
     return config
@@ -117,10 +116,9 @@ def ingestion_config(plan: PhasePlan, limits: dict | None = None) -> dict:
               "tasks": [_ingestion_task(definition, task) for task in plan.tasks],
               "entry_module": module, "entry_function": function,
               "limits": {**DEFAULT_LIMITS, **(limits or {})},
-              **competition_rules.ingestion_config_entries(plan)}
-    if plan.gate:
-        config["gate"] = {"label": plan.gate_label,
-                          "tasks": [_ingestion_task(definition, task) for task in plan.gate]}
+              **competition_rules.ingestion_config_entries(plan),
+              **competition_rules.ingestion_config_tasks(
+                  plan, lambda task: _ingestion_task(definition, task))}
     parse_ingestion_config(config, "generated ingestion config")
     return config
 

@@ -93,25 +93,12 @@ def _phase_facts(spec: CompetitionSpec, phases: list[PhaseSpec], index: int,
         facts.append(("Training time budget per task", "; ".join(filter(None, [
             ", ".join(f"{task.name} {task.budget_text()}" for task in plan.tasks),
             *competition_rules.budget_facts(plan.tasks)]))))
-        if plan.gate:
-            facts.append(("Runs first", _gate_fact(plan)))
     else:
         facts.append(("Execution time limit", f"{phase.execution_time_limit} s for the scoring of "
                       "each submission"))
     facts += competition_rules.phase_facts(plan)
     facts.append(("Metric weights in the weighted loss", _weights(plan)))
     return facts
-
-
-def _gate_fact(plan: PhasePlan) -> str:
-    """The same on both platforms: CodaLab fails the submission at the ingestion's exit
-    status, Codabench at the scorer's, and neither counts failed submissions."""
-    tasks = ", ".join(f"{task.name} ({task.budget_text()})" for task in plan.gate)
-    tasks += "".join(f" ({fact})" for fact in competition_rules.budget_facts(plan.gate))
-    return (f"your code first runs on the tasks of {plan.gate_label}: {tasks}, under the same "
-            "rules; only if it completes every one of them is it run on this phase's tasks. "
-            "Otherwise the submission fails and the log says why; failed submissions do not "
-            f"count toward the limits. The tasks of {plan.gate_label} are not scored here")
 
 
 # What the ingestion enforces on each platform (docs/sandbox.md); one text for both

@@ -77,7 +77,6 @@ class PhaseSpec:
     execution_time_limit: int
     max_submissions: int
     max_submissions_per_day: int
-    gate: str | None = None        # an earlier code phase whose tasks must complete first
 
 
 @dataclass(frozen=True)
@@ -269,40 +268,20 @@ def _budget_problems(raw: dict) -> list[str]:
 
 def _time_limit_problems(raw: dict, key: str, grace: float, startup: float,
                          margin: float) -> list[str]:
-    """A code phase's limit covers one run of its tasks (with the gate's) and the scoring."""
+    """A code phase's limit covers one run of its tasks (with those the rules run besides
+    them) and the scoring."""
     phase, tasks = raw["phases"][key], raw["tasks"]
-    gate = raw["phases"].get(phase.get("gate"), {}).get("tasks", [])
-    budgets = [tasks[t]["budget_seconds"] for t in [*gate, *phase["tasks"]] if t in tasks]
+    extra = competition_rules.spec_extra_tasks(raw, key)
+    names = [*(name for names in extra.values() for name in names), *phase["tasks"]]
+    budgets = [tasks[t]["budget_seconds"] for t in names if t in tasks]
     needed = worst_case_seconds(budgets, grace, startup) + margin
     if phase["execution_time_limit"] >= needed:
         return []
-    what = f"task budgets{' with the gate' if gate else ''}"
+    what = "task budgets" + "".join(f" with {what}" for what in extra)
     return [f"phases.{key}.execution_time_limit: found {phase['execution_time_limit']}, "
             f"expected at least {needed:.0f} s ({what} + {startup:g} s start-up allowance + "
             f"{grace:g} s grace + {OVERHEAD_SECONDS_PER_TASK:g} s staging per task + "
             f"{margin:g} s for scoring)"]
-
-
-def _gate_problems(raw: dict, key: str) -> list[str]:
-    """A gate is an earlier code phase, gating a code phase, with tasks of its own."""
-    phases, gate = raw["phases"], raw["phases"][key].get("gate")
-    if gate is None:
-        return []
-    where, order = f"phases.{key}.gate", list(phases)
-    if phases[key]["submission"] != "code":
-        return [f"{where}: only a code phase can have a gate (this phase scores uploaded files)"]
-    if raw.get("tracks"):
-        return [f"{where}: not with tracks (a track's code phases all run the track's tasks, "
-                "so the gate would run them twice)"]
-    if gate not in phases or order.index(gate) >= order.index(key):
-        return [f"{where}: found {gate!r}, expected an earlier phase "
-                f"({', '.join(order[:order.index(key)]) or 'there is none'})"]
-    if phases[gate]["submission"] != "code":
-        return [f"{where}: phase {gate!r} scores uploaded files; the gate runs code, so it "
-                "must be a code phase"]
-    shared = sorted(set(phases[gate]["tasks"]) & set(phases[key]["tasks"]))
-    return [f"{where}: tasks {shared} are in both phases; the gate's tasks run first and are "
-            "not scored here"] if shared else []
 
 
 def _leak_problems(raw: dict, data_root: Path) -> list[str]:
@@ -373,7 +352,6 @@ def _meaning_problems(raw: dict, data_root: Path, spec_folder: Path) -> list[str
                 problems.append(f"phases.{key}.tasks: {task!r} is not in tasks "
                                 f"({', '.join(tasks)})")
         starts.append((key, _date(phase["start"])))
-        problems += _gate_problems(raw, key)
         if phase["submission"] == "code":
             problems += _time_limit_problems(raw, key, grace, startup, margin)
     for (before, first), (after, second) in zip(starts, starts[1:]):
@@ -456,7 +434,7 @@ def load_spec(path: Path = DEFAULT_SPEC, data_root: Path | None = None) -> Compe
         phases=tuple(PhaseSpec(key, p["label"], p["description"], _date(p["start"]),
                                p["submission"] == "code", tuple(p["tasks"]),
                                p["execution_time_limit"], p["max_submissions"],
-                               p["max_submissions_per_day"], p.get("gate"))
+                               p["max_submissions_per_day"])
                      for key, p in spec["phases"].items()),
         tracks=tuple(TrackSpec(key, t["label"], tuple(t["tasks"]))
                      for key, t in spec["tracks"].items()),

@@ -205,15 +205,7 @@ KEYS: dict[str, Key] = {
                 number(minimum=1, integer=True),
                 "How many submissions a participant may make in this phase per day; at most "
                 "`max_submissions`.",
-                default=lambda spec, phase: min(5, phase["max_submissions"])),
-            "gate": Key(
-                {"type": "string"},
-                "An earlier code phase whose tasks a submission to this code phase runs first, "
-                "under their budgets (PGDL's final phase rule); only if it completes every one "
-                "of them does it run on this phase's tasks. Otherwise the submission fails on "
-                "both platforms, and failed submissions do not count toward the limits. The "
-                "gate's tasks are not scored here; `execution_time_limit` must cover them too. "
-                "Not with `tracks`.", default=None, shown="no gate", example="phase1")})}),
+                default=lambda spec, phase: min(5, phase["max_submissions"]))})}),
     "tracks": Key(MAPPING, "Tracks: other task sets for the code phases, each built as its own "
                            "competition (`--track <track>`) with its own leaderboard.",
                   default={}, shown="no tracks", keys={

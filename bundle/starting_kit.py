@@ -19,6 +19,7 @@ from pathlib import Path
 
 from kinds.kind import kind
 
+from . import competition_rules
 from .phase_data import stage_input_data, stage_reference_data
 from .leaderboard import written_keys
 from .phase_plan import PhasePlan, phase_plan
@@ -91,8 +92,10 @@ def stand_in_plan(spec, code_plan: PhasePlan, work: Path) -> tuple[PhasePlan, li
                  "phase's kit holds too" for task, phase in found]
     if not tasks:
         return None
+    # The stand-in runs its own tasks only: those the rules run besides a phase's are hidden.
     return dataclasses.replace(code_plan, name=f"{code_plan.name}-stand-in", tasks=tuple(tasks),
-                               gate=(), gate_label=None), about
+                               rules=competition_rules.replace_tasks(code_plan.rules,
+                                                                     lambda tasks: ())), about
 
 
 def stage_stand_in(spec, code_plan: PhasePlan, destination: Path, limits: dict,

@@ -9,9 +9,11 @@ import zipfile
 import pytest
 import yaml
 
-from bundle.phase_plan import phase_plan
+from bundle.phase_plan import phase_plan, with_budget
 from bundle.programs import ingestion_config
 from bundle.spec import SpecError, load_spec
+from ingestion_program.ingest.config import ConfigError, parse_config, worst_case_seconds
+from runtime.formats import RECORD_NAME, FormatError, RunRecord, read_run_record, write_run_record
 from local_runs import REPO, run_local
 from test_pgdl_kind import build
 
@@ -61,12 +63,43 @@ def test_a_gate_shares_no_task_and_its_budgets_count_in_the_time_limit(tmp_path)
 
 def test_the_gate_runs_first_in_the_ingestion_config_and_is_not_scored():
     plan = phase_plan(load_spec(SPEC), "phase2")
-    assert [t.name for t in plan.gate] == [GATE_TASK] and plan.gate_label == "Phase 1"
+    gate = plan.rules["gate"]
+    assert [t.name for t in gate.tasks] == [GATE_TASK] and gate.label == "Phase 1"
     assert GATE_TASK not in [t.name for t in plan.tasks]
     config = ingestion_config(plan)
     assert [t["name"] for t in config["gate"]["tasks"]] == [GATE_TASK]
     assert sorted(t["name"] for t in config["tasks"]) == ["digits_deep", "wine_mlp"]
-    assert phase_plan(load_spec(SPEC), "phase1").gate == ()
+    assert phase_plan(load_spec(SPEC), "phase1").rules["gate"] is None
+
+
+def test_a_budget_in_seconds_reaches_the_gates_tasks_and_the_runs_worst_case():
+    plan = with_budget(phase_plan(load_spec(SPEC), "phase2"), 5)
+    assert [task.budget_seconds for task in plan.rules["gate"].tasks] == [5]
+    config = parse_config(ingestion_config(plan))
+    assert [task.name for task in config.rules["gate"].tasks] == [GATE_TASK]
+    # the gate's task counts in the worst case with the phase's two
+    assert config.total_seconds() == worst_case_seconds(
+        [5, 5, 5], config.limits.grace_seconds, config.limits.startup_seconds)
+
+
+@pytest.mark.parametrize("gate, message", [
+    ("phase1", "gate must be an object with a string 'label' and a list 'tasks'"),
+    ({"label": "Phase 1", "tasks": [{"name": GATE_TASK}]}, "gate.tasks[0]: missing key"),
+])
+def test_a_malformed_gate_in_the_ingestion_config_is_refused_by_name(gate, message):
+    raw = {**ingestion_config(phase_plan(load_spec(SPEC), "phase2")), "gate": gate}
+    with pytest.raises(ConfigError, match=message.replace("[", r"\[")):
+        parse_config(raw)
+
+
+def test_a_run_record_keeps_the_gate_and_refuses_a_malformed_one(tmp_path):
+    path = tmp_path / RECORD_NAME
+    gate = {"label": "Phase 1", "passed": False, "reason": "r", "tasks": {}}
+    write_run_record(path, RunRecord({}, rules={"gate": gate}))
+    assert read_run_record(path).rules == {"gate": gate}
+    path.write_text(json.dumps({**json.loads(path.read_text()), "gate": {"passed": "no"}}))
+    with pytest.raises(FormatError, match="'gate' must be an object with a boolean 'passed'"):
+        read_run_record(path)
 
 
 def _local(tmp_path, code):

@@ -5,7 +5,8 @@ A competition rule is what a competition asks beyond scoring predictions: a phas
 private, budgets in epochs, units each under their own hard limit, sd columns. Each is one
 module here and one module of the same name in the shipped ``runtime/rules/`` (the worker
 side: what the ingestion and the scorer do), so a new rule is its two modules plus one line in
-each ``RULES``, and its kind's values (hooks on the ``Kind`` record) where it needs any.
+each ``RULES``, and its kind's values (hooks on the ``Kind`` record) where it needs any. A rule
+with nothing to build (units) has its worker module only.
 
 The core asks this registry, never a rule module, for every registered rule; the hooks'
 defaults (what a rule without the hook means) live here and nowhere else. The core holds a
@@ -57,20 +58,43 @@ name). A rule module defines the hooks it needs, all optional:
 - ``aggregate_columns(plan, aggregate)``: columns to put after the weighted loss column
   (``aggregate``), as ``task_columns``. Default: none.
 - ``phase_facts(plan) -> list[tuple[str, str]]``: (label, text) facts the pages add to a
-  phase's facts, before its metric weights. Default: none.
+  phase's facts, before its metric weights (the gate: what runs first; public rows: what is
+  scored during the phase). Default: none.
 - ``withholds_figures(spec) -> bool``: whether the built bundles keep figures from
   participants until the organizer rebuilds (the build's summary then says how to reveal
   them, in the platform's words). Default: False.
+
+A rule that runs tasks of its own besides the phase's (the gate: an earlier phase's, first)
+holds them in ``PhasePlan.rules`` and is given the core's own way with tasks, so they are
+planned, written and staged as the phase's are:
+
+- ``plan_phase_tasks(spec, phase_key, code, planned) -> dict``: the rule's entries in
+  ``PhasePlan.rules`` that hold tasks, made with ``planned(names)`` (the phase's own task
+  planning). Default: none.
+- ``replace_tasks(rules, change) -> dict``: a phase's ``PhasePlan.rules`` with each task list
+  the rule holds passed through ``change(tasks) -> tasks`` (a budget given in seconds; the
+  kit's stand-in runs none); an empty list is no such tasks. Default: unchanged.
+- ``extra_tasks(plan)``: the ``PlannedTask``s the ingestion runs besides the phase's, whose
+  inputs are staged with theirs. Default: none.
+- ``spec_extra_tasks(raw, phase_key) -> {what: [task names]}``: the same from a spec that
+  passed the schema, for the phase's time limit check. Default: none.
+- ``ingestion_config_tasks(plan, entry) -> dict``: the rule's top-level entries in the
+  ingestion's config that hold tasks, each written by ``entry(task)`` as the phase's are
+  (read back by the worker half's ``config_tasks``). Default: none.
+- ``ingestion_config_extra_tasks(config) -> list[dict]``: the task entries of a written
+  ingestion config (a bundle's) that the rule runs besides the phase's, for the platform
+  rules' time limit checks. Default: none.
 
 The rules still to move (see ``docs/architecture.md``, "Rules") would use these hooks.
 """
 from __future__ import annotations
 
-from . import epoch_budgets, public_rows, sd_columns
+from . import epoch_budgets, gate, public_rows, sd_columns
 
 RULES = (
     sd_columns,
     epoch_budgets,
+    gate,
     public_rows,
 )
 
@@ -195,3 +219,37 @@ def phase_facts(plan) -> list[tuple[str, str]]:
 def withholds_figures(spec) -> bool:
     """Whether a rule keeps figures from participants until the organizer rebuilds."""
     return any(rule.withholds_figures(spec) for rule in RULES if hasattr(rule, "withholds_figures"))
+
+
+def plan_phase_tasks(spec, phase_key: str, code: bool, planned) -> dict:
+    """The entries of ``PhasePlan.rules`` that hold tasks, planned by ``planned(names)``."""
+    return _merged("plan_phase_tasks", spec, phase_key, code, planned)
+
+
+def replace_tasks(rules: dict, change) -> dict:
+    """A phase's ``PhasePlan.rules`` with every task list the rules hold passed through
+    ``change(tasks) -> tasks`` (default: unchanged)."""
+    for rule in RULES:
+        if hasattr(rule, "replace_tasks"):
+            rules = rule.replace_tasks(rules, change)
+    return rules
+
+
+def extra_tasks(plan) -> tuple:
+    """The tasks the ingestion runs besides the phase's, in ``RULES`` order (none by default)."""
+    return tuple(_listed("extra_tasks", plan))
+
+
+def spec_extra_tasks(raw: dict, phase_key: str) -> dict[str, list[str]]:
+    """{what they are: task names} the rules add to a run of a phase of a valid spec."""
+    return _merged("spec_extra_tasks", raw, phase_key)
+
+
+def ingestion_config_tasks(plan, entry) -> dict:
+    """The rules' top-level ingestion config entries that hold tasks, each by ``entry(task)``."""
+    return _merged("ingestion_config_tasks", plan, entry)
+
+
+def ingestion_config_extra_tasks(config: dict) -> list[dict]:
+    """The task entries of a written ingestion config that run besides the phase's."""
+    return _listed("ingestion_config_extra_tasks", config)

@@ -14,6 +14,7 @@ from ingestion_program.ingest.config import (DEFAULT_STARTUP_SECONDS, OVERHEAD_S
                                              worst_case_seconds)
 from scoring_program.scorer.config import CONFIG_NAME as SCORING_CONFIG, scores_file_keys
 
+from .. import competition_rules
 from .codabench_yaml import items
 from .codalab_yaml import phases, program_members
 from .framework import CODABENCH, CODALAB, Bundle, CannotCheck, Problem, is_int, rule
@@ -24,8 +25,8 @@ DEFAULT_TIME_LIMIT = 300                 # CodaLab's default execution_time_limi
 def _ingestion_seconds(config: dict) -> tuple[float, str]:
     grace = config["limits"]["grace_seconds"]
     startup = config["limits"].get("startup_seconds", DEFAULT_STARTUP_SECONDS)
-    gate = config.get("gate", {}).get("tasks", [])      # an earlier phase's, run first
-    budgets = [task["budget_seconds"] for task in [*gate, *config["tasks"]]]
+    tasks = [*competition_rules.ingestion_config_extra_tasks(config), *config["tasks"]]
+    budgets = [task["budget_seconds"] for task in tasks]
     if not budgets or not all(isinstance(x, int | float) and not isinstance(x, bool)
                               for x in [*budgets, grace, startup]):
         raise ValueError(f"budgets {budgets}, grace_seconds {grace!r} and startup_seconds "

@@ -88,16 +88,14 @@ class IngestionConfig:
     limits: Limits
     entry_module: str = "submission"
     entry_function: str = "predict"
-    # An earlier phase's tasks the code must complete before this phase's run (PGDL's final
-    # phase rule); they are not scored here.
-    gate_tasks: tuple[TaskSpec, ...] = ()
-    gate_label: str | None = None
-    # The competition rules' fields of this phase, under their own names (runtime/rules/)
+    # The competition rules' fields of this phase, under their own names (runtime/rules/),
+    # tasks they run besides the phase's included
     rules: dict = field(default_factory=dict)
 
     def total_seconds(self) -> float:
         """Worst case wall time of a whole ingestion run."""
-        return worst_case_seconds([t.budget_seconds for t in (*self.gate_tasks, *self.tasks)],
+        tasks = (*rules.extra_tasks(self), *self.tasks)
+        return worst_case_seconds([t.budget_seconds for t in tasks],
                                   self.limits.grace_seconds, self.limits.startup_seconds)
 
 
@@ -137,16 +135,13 @@ def parse_config(raw: dict, source: str = CONFIG_NAME) -> IngestionConfig:
     if not tasks:
         raise ConfigError(f"{source}: no tasks")
     try:
-        rule_fields = rules.config_fields(raw, source)
+        rule_fields = {**rules.config_fields(raw, source),
+                       **rules.config_tasks(raw, source, _tasks)}
     except rules.RuleError as error:
         raise ConfigError(str(error)) from None
-    gate = _field(raw, "gate", dict, source) if "gate" in raw else None
-    gate_tasks = _tasks(_field(gate, "tasks", list, f"{source}: gate"),
-                        f"{source}: gate.tasks") if gate else ()
     return IngestionConfig(_field(raw, "phase", str, source), _field(raw, "kind", str, source),
                            tasks, limits,
                            raw.get("entry_module", "submission"), raw.get("entry_function", "predict"),
-                           gate_tasks, _field(gate, "label", str, f"{source}: gate") if gate else None,
                            rule_fields)
 
 

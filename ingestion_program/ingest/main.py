@@ -6,12 +6,12 @@ For each task of the phase: stage its inputs (as the competition kind says) and 
 copy of the submission, run the participant's function in a sandboxed child under the task's
 budget through the kind's contract, validate what comes back (the kind's checks), write
 ``<output>/<stem>.npy`` and the run record ``ingestion_record.json`` that the scorer reads.
-One task's failure never stops the others. A phase with a gate first runs an earlier phase's
-tasks the same way, writing nothing of them but the record, and runs its own only if the code
-completed every one.
+One task's failure never stops the others. A competition rule may first run tasks of its own
+the same way, writing nothing of them but its entries in the record, and fail the submission
+(``runtime/rules/``: ``run_first``, ``record_failure``); then none of the phase's tasks run.
 Exit status: 0 when the run completed (even if tasks failed: the scorer penalises them),
-1 for an unusable config or input, 2 for bad arguments or an internal error, 3 when the code
-did not complete the gate's tasks (the platform then marks the submission failed, and failed
+1 for an unusable config or input, 2 for bad arguments or an internal error, 3 when a
+competition rule fails the submission (the platform then marks it failed, and failed
 submissions do not count toward the limits), 4 when the submission carries a command of its own
 (``submission_metadata.py``) and nothing of it was run.
 """
@@ -41,15 +41,13 @@ from .confine import LANDLOCK_FILES
 from .sandbox import Protections, describe, lock_down, probe
 from .scratch import force_remove, new_staging_folder, remove_abandoned_staging
 from .submission_metadata import own_command_problem
-from .supervisor import Staging, TaskOutcome, clean_workdir, run_task
-from .units import run_in_units, unit_plan
+from .supervisor import Staging, TaskOutcome, UnitWindow, clean_workdir, run_task
 
 USAGE = ("usage: ingestion.py INPUT_DIR OUTPUT_DIR INGESTION_PROGRAM_DIR SUBMISSION_DIR "
          "[HIDDEN_DIR]")
 RUNTIME_PACKAGE = "ingest_runtime"
 RUNTIME_FILES = ("frames.py", "child_main.py", "confine.py")
 CONTRACT_FILE = "participant.py"         # the kind's child side, staged next to them
-GATE_FAILED = 3
 SUBMISSION_REFUSED = 4
 STOPPING_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
@@ -201,11 +199,8 @@ def _report(task: TaskSpec, outcome: TaskOutcome, protections: Protections, limi
         _say(f"[{task.name}]   {line}")
     for note in rules.task_notes(rules.record_fields(task)):
         _say(f"[{task.name}]   {note}")
-    if outcome.units:
-        counts = ", ".join(f"{len(outcome.units[state])} {state.replace('_', ' ')}"
-                           for state in ("timed_out", "failed", "not_reached"))
-        _say(f"[{task.name}]   run one unit at a time, each killed after "
-             f"{outcome.units['seconds']:g} s: {counts}")
+    for line in rules.outcome_lines(task, outcome):
+        _say(f"[{task.name}]   {line}")
     if outcome.scratch:
         _say(f"[{task.name}]   {outcome.scratch}")
     for line in filter(None, [outcome.message, *outcome.notes]):
@@ -254,11 +249,7 @@ def _run_tasks(tasks: tuple[TaskSpec, ...], config: IngestionConfig, base: Path,
                               forbidden, contract)
         modes.add(staging.workdir.parent)
         task = rules.task_budget(task, staging.data, contract)
-        entry = (config.entry_module, config.entry_function)
-        units = unit_plan(task, contract)
-        outcome = (run_in_units(task, staging, protections, config.limits, entry, contract, units)
-                   if units else run_task(task, staging, protections, config.limits, entry,
-                                          contract))
+        outcome = _run_task(task, config, staging, protections, contract)
         restored = modes.restore()         # the child may have changed them: see modes.py
         if not clean_workdir(staging.workdir):
             outcome.notes.append("its working folder could not be removed")
@@ -273,38 +264,27 @@ def _run_tasks(tasks: tuple[TaskSpec, ...], config: IngestionConfig, base: Path,
     return done
 
 
-def _gate_problem(task: TaskSpec, outcome: TaskOutcome, contract) -> str | None:
-    """Why a gate task was not completed: it must end ok with its final output, every unit
-    done within its limit, and pass the kind's own test (PGDL: every network measured)."""
-    if outcome.status != "ok" or outcome.prediction != "final":
-        return (f"{task.name}: {outcome.status.replace('_', ' ')}"
-                + (f" ({outcome.message})" if outcome.message else ""))
-    units = outcome.units or {}
-    stuck = [f"{state.replace('_', ' ')}: {', '.join(units[state])}"
-             for state in ("timed_out", "failed", "not_reached") if units.get(state)]
-    if stuck:
-        return f"{task.name}: {'; '.join(stuck)}"
-    problem = contract.gate_problem(outcome.predictions, task)
-    return f"{task.name}: {problem}" if problem else None
+def _run_task(task: TaskSpec, config: IngestionConfig, staging: Staging,
+              protections: Protections, contract) -> TaskOutcome:
+    """In one child, or as a rule runs it (units: a child per stretch of units)."""
+    entry = (config.entry_module, config.entry_function)
+
+    def run_child(**window) -> TaskOutcome:
+        return run_task(task, staging, protections, config.limits, entry, contract,
+                        UnitWindow(**window) if window else None)
+    runner = rules.task_runner(task, contract)
+    return runner(run_child) if runner else run_child()
 
 
-def _run_gate(config: IngestionConfig, base: Path, dirs: dict[str, Path | None],
-              protections: Protections, contract, shared) -> dict | None:
-    """The gate's tasks, run as this phase's are; None when the phase has no gate."""
-    if not config.gate_tasks:
-        return None
-    names = ", ".join(task.name for task in config.gate_tasks)
-    _say(f"gate: your code first runs on the tasks of {config.gate_label} ({names}); it runs "
-         "on this phase's tasks only if it completes every one of them")
-    done = _run_tasks(config.gate_tasks, config, base, dirs, protections, contract, shared,
-                      write=False)
-    problems = list(filter(None, (_gate_problem(task, outcome, contract)
-                                  for task, outcome in done)))
-    _say("gate: passed" if not problems else
-         f"gate: NOT passed ({'; '.join(problems)}): this phase's tasks were not run")
-    return {"label": config.gate_label, "passed": not problems, "reason": "; ".join(problems),
-            "tasks": {task.name: asdict(_task_run(task, outcome, config.limits))
-                      for task, outcome in done}}
+def _run_first(config: IngestionConfig, base: Path, dirs: dict[str, Path | None],
+               protections: Protections, contract, shared) -> dict:
+    """What the rules run before the phase's tasks, run as theirs are but writing no output;
+    the rules' entries in the run record."""
+    def run_tasks(tasks):
+        done = _run_tasks(tasks, config, base, dirs, protections, contract, shared, write=False)
+        return [(task, outcome, asdict(_task_run(task, outcome, config.limits)))
+                for task, outcome in done]
+    return rules.run_first(config, contract, run_tasks)
 
 
 def ingest(input_dir: Path, output_dir: Path, program_dir: Path, submission_dir: Path,
@@ -332,8 +312,9 @@ def ingest(input_dir: Path, output_dir: Path, program_dir: Path, submission_dir:
                   _stage_common(base, dirs["submission"]),
                   ModeGuard([dirs[name] for name in ("input", "output", "program", "hidden")]
                             + [base]))
-        gate = _run_gate(config, base, dirs, protections, contract, shared)
-        if gate is None or gate["passed"]:
+        first = _run_first(config, base, dirs, protections, contract, shared)
+        failure = rules.record_failure(first)
+        if failure is None:
             done = _run_tasks(config.tasks, config, base, dirs, protections, contract, shared)
     finally:
         if not force_remove(base):
@@ -345,12 +326,11 @@ def ingest(input_dir: Path, output_dir: Path, program_dir: Path, submission_dir:
     files = {f"{task.prediction_stem}.npy": file_digest(output_dir / f"{task.prediction_stem}.npy")
              for task, outcome in done if outcome.predictions is not None}
     key = _record_key(program_dir, hidden_dir)
-    write_run_record(output_dir / RECORD_NAME, RunRecord(runs, hardware, files, gate=gate), key)
-    if gate is not None and not gate["passed"]:
-        print(f"your code did not complete the tasks of {config.gate_label}, which it must "
-              f"before it runs on this phase's: {gate['reason']}. The submission fails; failed "
-              "submissions do not count toward the limits", file=sys.stderr)
-        return GATE_FAILED
+    write_run_record(output_dir / RECORD_NAME, RunRecord(runs, hardware, files, rules=first), key)
+    if failure is not None:
+        print(f"{failure}. The submission fails; failed submissions do not count toward the "
+              "limits", file=sys.stderr)
+        return rules.RULE_FAILED
     ok = sum(run.status == "ok" for run in runs.values())
     _say(f"done: {ok} of {len(runs)} task(s) ok; record written to {RECORD_NAME}, "
          + ("signed with the phase's key" if key else

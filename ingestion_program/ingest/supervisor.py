@@ -169,7 +169,7 @@ class TaskOutcome:
     deadline_to_gone_seconds: float | None = None   # kill latency, when the budget ran out
     protections: list | None = None      # (name, installed, detail) as the child reported them
     scratch: str | None = None           # what it left in /tmp, /var/tmp, /dev/shm, removed
-    units_done: int = 0                  # checkpoints received: units finished (see units.py)
+    units_done: int = 0                  # checkpoints received: units finished (rules/units.py)
     resumable: bool = False              # it stopped inside a unit, at that unit's cost only
     units: dict | None = None            # per-unit statuses, for a task run in units
     startup_seconds: float = 0.0         # from its start to its function's call (or its end)
@@ -189,10 +189,10 @@ class Staging:
 
 @dataclass(frozen=True)
 class UnitWindow:
-    """One child's share of a task run in units (``units.py``): the units from ``first`` on,
-    each with ``seconds``, all before the task's ``deadline`` (monotonic clock). The first
-    child has none yet: its start-up has the allowance, and the task's budget begins when it
-    calls the participant's function; a later child starts up within that budget."""
+    """One child's share of a task run in units (``runtime/rules/units.py``): the units from
+    ``first`` on, each with ``seconds``, all before the task's ``deadline`` (monotonic clock).
+    The first child has none yet: its start-up has the allowance, and the task's budget begins
+    when it calls the participant's function; a later child starts up within that budget."""
     names: tuple[str, ...]
     seconds: float
     first: int

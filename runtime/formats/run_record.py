@@ -17,6 +17,8 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from runtime import rules
+
 from .json_files import read_json_object
 from .matrix_files import FormatError, PathLike
 
@@ -76,19 +78,12 @@ class RunRecord:
     hardware: dict = field(default_factory=dict)
     files: dict[str, str] = field(default_factory=dict)     # prediction file -> SHA-256
     signature: str | None = None
-    # A phase with a gate: {"label": the earlier phase, "passed": bool, "reason": why not,
-    # "tasks": {name: run}}; the code ran on this phase's tasks only if it passed.
-    gate: dict | None = None
+    # The competition rules' entries, top-level keys of the record under their own names
+    # (runtime/rules/: ``run_first`` writes them, ``record_entries`` reads them back)
+    rules: dict = field(default_factory=dict)
     # Why the ingestion ran none of the submission (it carries a command the platform starts
     # outside the sandbox); the submission fails.
     refused: str | None = None
-
-    @property
-    def gate_failure(self) -> str | None:
-        """Why the code was not run on this phase's tasks, when its gate stopped it."""
-        if self.gate is None or self.gate.get("passed") is True:
-            return None
-        return str(self.gate.get("reason") or "it did not complete the gate's tasks")
 
 
 def file_digest(path: PathLike) -> str:
@@ -121,8 +116,7 @@ def write_run_record(path: PathLike, record: RunRecord, key: bytes | None = None
     content = {"format": RECORD_FORMAT, "hardware": record.hardware,
                "tasks": {name: asdict(run) for name, run in sorted(record.tasks.items())},
                "files": dict(sorted(record.files.items()))}
-    if record.gate is not None:
-        content["gate"] = record.gate
+    content.update(record.rules)
     if record.refused is not None:
         content["refused"] = record.refused
     if key is not None:
@@ -189,11 +183,13 @@ def read_run_record(path: PathLike) -> RunRecord:
     files = raw.get("files") or {}
     if not isinstance(files, dict) or not all(isinstance(v, str) for v in files.values()):
         raise FormatError(f"{path}: 'files' must map file names to SHA-256 digests")
-    gate = raw.get("gate")
-    if gate is not None and not (isinstance(gate, dict) and isinstance(gate.get("passed"), bool)):
-        raise FormatError(f"{path}: 'gate' must be an object with a boolean 'passed'")
+    try:
+        rule_entries = rules.record_entries(raw, str(path))
+    except rules.RuleError as error:
+        raise FormatError(str(error)) from None
     refused = raw.get("refused")
     if refused is not None and not isinstance(refused, str):
         raise FormatError(f"{path}: 'refused' must be a string, found {type(refused).__name__}")
     return RunRecord({name: _task_run(path, name, run) for name, run in tasks.items()},
-                     raw.get("hardware") or {}, files, raw.get("signature"), gate, refused)
+                     raw.get("hardware") or {}, files, raw.get("signature"), rule_entries,
+                     refused)

@@ -3,8 +3,9 @@
 A competition rule (a phase's gate, public rows with full scores kept private, budgets in
 epochs, units with their own hard limit, sd columns) is one module here, shipped in both
 programs with the rest of ``runtime/``, and one module of the same name under
-``bundle/competition_rules/`` on the build side. Standard library only (this runs on the
-platform's worker; a kind's own values reach a rule through the kind's records).
+``bundle/competition_rules/`` on the build side, where it has anything to build (units do not:
+the kind's own hook decides). Standard library and numpy only (this runs on the platform's
+worker; a kind's own values reach a rule through the kind's records).
 
 The scorer and the ingestion ask this registry, never a rule module, so the hooks' defaults
 (what a rule without the hook means) live here and nowhere else. A rule module defines the
@@ -55,22 +56,49 @@ Figures kept from participants (public rows' full figures) and how a task is sco
 - ``result_notes(task) -> list[str]``: what the report and the log add to a task's result.
   Default: none.
 
-Hooks the other rules would add when they move here (each is still spread over the
-ingestion and the scorer today; see ``docs/architecture.md``, "Rules"):
+A rule may run tasks of its own before the phase's, and fail the submission (the gate):
 
-- the gate: ``task_problem(task, outcome)`` after a task (main.py's ``_gate_problem``),
-  ``exit_status(config, outcomes)`` for the ingestion and the scorer's failure on a gated
-  phase whose code never ran;
-- units: ``task_runner(task, contract)`` choosing ``units.run_in_units`` over ``run_task``.
+- ``config_tasks(raw, where, parse_tasks) -> dict``: ``IngestionConfig.rules`` entries that
+  hold tasks, each list read by ``parse_tasks(raw_list, where)`` as the phase's are.
+  Default: none.
+- ``extra_tasks(config)``: the ``TaskSpec``s it runs besides the phase's (the run's worst
+  case counts them). Default: none.
+- ``run_first(config, contract, run_tasks) -> dict``: runs its tasks before the phase's,
+  through ``run_tasks(tasks) -> [(task, outcome, run)]`` (the core's own run of a task,
+  writing no output; ``run``: the task's run as the record states it), and returns its
+  entries in the run record (``RunRecord.rules``, top-level keys of the signed record).
+  Default: none.
+- ``record_entries(raw, where) -> dict``: its entries of a run record as read back (raise
+  ``RuleError`` on a malformed one). Default: none.
+- ``record_failure(entries) -> str | None``: why the submission fails, by those entries; the
+  ingestion then runs none of the phase's tasks and both programs exit ``RULE_FAILED``.
+  Default: none.
+- ``unrun_failure(config) -> str | None``: why, in this phase (a ``ScoringConfig``), a
+  submission whose code never ran fails rather than being scored at the worst. Default: none.
+- ``outcome_problems(task, outcome) -> list[str]``: what the rule finds wrong with a task's
+  ``TaskOutcome`` that ended ok (units: a unit not done in time), for a rule that needs the
+  task complete. Default: none.
+
+A rule may run a task its own way, each child the core's:
+
+- ``task_runner(task, contract)``: how the task runs, a function of ``run_child`` returning
+  its ``TaskOutcome``, where ``run_child(**window)`` runs one child over the task, within the
+  supervisor's ``UnitWindow(**window)`` if given (units: one child per stretch of units, each
+  unit under its own limit); None: the core runs the task in one child. Default: None.
+- ``outcome_lines(task, outcome) -> list[str]``: what the ingestion's log says of a task's
+  outcome besides the core's lines (units: how many were not done). Default: none.
+
 """
 from __future__ import annotations
 
-from . import epoch_budgets, public_rows, sd_columns
+from . import epoch_budgets, gate, public_rows, sd_columns, units
 
 RULES = (
     sd_columns,
     epoch_budgets,
+    gate,
     public_rows,
+    units,
 )
 
 
@@ -190,3 +218,59 @@ def score_options(task) -> dict:
 def result_notes(task) -> list[str]:
     """What the rules say of a task's result in the report and the log, in ``RULES`` order."""
     return _listed("result_notes", task)
+
+
+RULE_FAILED = 3     # both programs' exit status when a rule fails the submission
+
+
+def config_tasks(raw: dict, where: str, parse_tasks) -> dict:
+    """The ``IngestionConfig.rules`` entries that hold tasks, read by ``parse_tasks``."""
+    return _merged("config_tasks", raw, where, parse_tasks)
+
+
+def extra_tasks(config) -> tuple:
+    """The tasks the rules run besides the phase's (none by default)."""
+    return tuple(task for rule in RULES if hasattr(rule, "extra_tasks")
+                 for task in rule.extra_tasks(config))
+
+
+def run_first(config, contract, run_tasks) -> dict:
+    """What the rules run before the phase's tasks: their entries in the run record."""
+    return _merged("run_first", config, contract, run_tasks)
+
+
+def record_entries(raw: dict, where: str) -> dict:
+    """``RunRecord.rules``: the rules' entries of a run record as read."""
+    return _merged("record_entries", raw, where)
+
+
+def record_failure(entries: dict) -> str | None:
+    """Why the rules fail the submission, by their run record entries; None: they do not."""
+    return _first("record_failure", entries)
+
+
+def unrun_failure(config) -> str | None:
+    """Why a submission whose code never ran fails in this phase rather than scoring worst."""
+    return _first("unrun_failure", config)
+
+
+def outcome_problems(task, outcome) -> list[str]:
+    """What the rules find wrong with a task's outcome that ended ok (none by default)."""
+    return [problem for rule in RULES if hasattr(rule, "outcome_problems")
+            for problem in rule.outcome_problems(task, outcome)]
+
+
+def _first(hook: str, *args):
+    return next((found for rule in RULES if hasattr(rule, hook)
+                 for found in [getattr(rule, hook)(*args)] if found), None)
+
+
+def task_runner(task, contract):
+    """How a rule runs this task (a function of the core's ``run_child``), or None: whole."""
+    return _first("task_runner", task, contract)
+
+
+def outcome_lines(task, outcome) -> list[str]:
+    """The rules' lines on a task's outcome in the ingestion's log, in ``RULES`` order."""
+    return [line for rule in RULES if hasattr(rule, "outcome_lines")
+            for line in rule.outcome_lines(task, outcome)]

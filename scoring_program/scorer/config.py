@@ -62,9 +62,6 @@ class ScoringConfig:
     # What res/ must hold besides predictions: nothing (results phases), the ingestion's
     # record, or the record signed with the key in ref/ (where the ingestion can read it).
     record: str = "optional"
-    # The phase has a gate (a final phase with one submission): a zip whose code never ran
-    # must fail there, not finish, since a finished submission uses up the phase's limit.
-    gated: bool = False
     # The competition rules' fields of this phase, under their own names (runtime/rules/)
     rules: dict = field(default_factory=dict)
 
@@ -158,15 +155,12 @@ def parse_config(raw: dict, source: str = CONFIG_NAME) -> ScoringConfig:
     record = raw.get("record", "optional")
     if record not in RECORD_RULES:
         raise ConfigError(f"{source}: record must be one of {RECORD_RULES}, found {record!r}")
-    gated = raw.get("gated", False)
-    if not isinstance(gated, bool):
-        raise ConfigError(f"{source}: gated must be true or false, found {gated!r}")
     try:
         rule_fields = rules.scoring_config_fields(raw, source)
     except rules.RuleError as error:
         raise ConfigError(str(error)) from None
     return ScoringConfig(_require(raw, "phase", str, source), kind, tasks, columns, record,
-                         gated, rule_fields)
+                         rule_fields)
 
 
 def load_config(path: Path) -> ScoringConfig:

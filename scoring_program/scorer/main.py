@@ -4,13 +4,12 @@ Reads ``$input/ref`` (hidden references) and ``$input/res`` (the submission's fi
 what the ingestion program wrote) by name only: the worker leaves other files in both
 (codalab_v1.md G21). Writes ``$output/scores.txt`` and ``$output/detailed_results.html``.
 Exit status: 0 scored; 1 reference data or config broken (the organizer's to fix); 2 bad
-arguments or an internal error; 3 the code did not complete the phase's gate (an earlier
-phase's tasks it must finish first: the submission fails, as it would have on CodaLab, whose
-worker fails it at the ingestion's exit), or, in such a phase, the code never ran at all (a zip
-CodaLab took for prediction files: finishing would use up the phase's submissions); 4 the ingestion refused the submission (it carries a
-command of its own, which the platform runs outside the sandbox). Apart from these, a
-participant's failure never
-fails the run: a task with no
+arguments or an internal error; 3 a competition rule fails the submission (``runtime/rules/``:
+by the run record, as it would have on CodaLab, whose worker fails it at the ingestion's exit,
+or, in a phase whose rule says so, because the code never ran at all: a zip CodaLab took for
+prediction files, whose finishing would use up the phase's submissions); 4 the ingestion
+refused the submission (it carries a command of its own, which the platform runs outside the
+sandbox). Apart from these, a participant's failure never fails the run: a task with no
 usable prediction gets the worst value of every column, even when it is the only task (the
 light track), so the platform shows a score and the report says why. Every failure is
 explained on stderr in one line first.
@@ -86,7 +85,6 @@ def _refused_record(config, reason: str) -> RunRecord:
                                          message=reason) for task in config.tasks})
 
 
-GATE_FAILED = 3      # the code did not complete the gate's tasks: the submission must fail
 SUBMISSION_REFUSED = 4   # the ingestion ran nothing of it (it carries a command of its own)
 
 
@@ -114,23 +112,22 @@ def score(input_dir: Path, output_dir: Path, program_dir: Path) -> int:
     problems: list[str] = []
     record = _run_record(res, problems)
     refusal = record_refusal(config, ref, res, record)
-    if refusal and config.gated:
-        _say(f"not scored: {refusal}. In a phase with a gate the submission fails rather than "
-             "finishing with the worst scores, so it does not use up the phase's submissions "
-             "(failed submissions do not count toward the limits)")
-        return GATE_FAILED
+    unrun_failure = rules.unrun_failure(config) if refusal else None
+    if unrun_failure:
+        _say(f"not scored: {refusal}. {unrun_failure} (failed submissions do not count toward "
+             "the limits)")
+        return rules.RULE_FAILED
+    rule_failure = rules.record_failure(record.rules) if record is not None else None
     if refusal:
         record = _refused_record(config, refusal)
     elif record is not None and record.refused:
         _say(f"not scored: the ingestion refused the submission: {record.refused}. The "
              "submission fails; failed submissions do not count toward the limits")
         return SUBMISSION_REFUSED
-    elif record is not None and record.gate_failure:
-        _say(f"not scored: your code did not complete the tasks of "
-             f"{record.gate.get('label', 'the gate')}, which it must before it runs on this "
-             f"phase's ({record.gate_failure}). The submission fails; failed submissions do not "
+    elif rule_failure:
+        _say(f"not scored: {rule_failure}. The submission fails; failed submissions do not "
              "count toward the limits")
-        return GATE_FAILED
+        return rules.RULE_FAILED
     results = [_with_notes(result, record) for result in score_all(config, ref, res, record)]
     private = _private_results(config, ref, res, record, results)
     for result in results:

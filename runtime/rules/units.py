@@ -1,35 +1,56 @@
-"""Tasks run in units, each unit under its own hard time limit.
+"""Tasks run in units, each unit under its own hard time limit, worker side (PGDL: one unit per
+trained network). No builder half: the kind's own hook decides.
 
-A kind may split a task into units (PGDL: one per trained network): its ingestion record's
-``units(task)`` gives their names and the seconds each may take. One child runs the units in
-order and sends a checkpoint after each, holding the whole output so far (one row per unit,
-rows not yet measured as the kind fills them). A unit that runs past its seconds is killed
-with its child, and a child that dies inside a unit without reporting an error costs that unit
-too; either way a fresh child goes on with the next unit, until every unit was tried or the
-task's own budget is spent. So one hung or crashing network costs that network, not the zoo.
-The task has one start-up allowance, its first child's: the budget begins when that child
-calls the participant's function, and a fresh child starts up within the budget.
+A kind may split a task into units: its ingestion record's ``units(task)`` gives their names
+and the seconds each may take. One child runs the units in order and sends a checkpoint after
+each, holding the whole output so far (one row per unit, rows not yet measured as the kind
+fills them). A unit that runs past its seconds is killed with its child, and a child that dies
+inside a unit without reporting an error costs that unit too; either way a fresh child goes on
+with the next unit, until every unit was tried or the task's own budget is spent. So one hung
+or crashing network costs that network, not the zoo. The task has one start-up allowance, its
+first child's: the budget begins when that child calls the participant's function, and a
+fresh child starts up within the budget.
+
+The children are the ingestion's (``ingest/supervisor.py``): this rule runs each through the
+``run_child`` the core passes, with the unit window the supervisor enforces (``UnitWindow``:
+checkpoints, a unit's own kill), and never imports the ingestion.
 """
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 
 import numpy as np
 
-from runtime.formats import FormatError
-
-from .config import Limits, TaskSpec
-from .sandbox import Protections
-from .supervisor import Staging, TaskOutcome, UnitWindow, run_task
+from runtime.formats.matrix_files import FormatError
 
 DONE, TIMED_OUT, FAILED, NOT_REACHED = "done", "timed_out", "failed", "not_reached"
+UNDONE = (TIMED_OUT, FAILED, NOT_REACHED)
 
 
-def unit_plan(task: TaskSpec, contract) -> tuple[tuple[str, ...], float] | None:
-    """(unit names, seconds per unit) when the kind runs this task in units, else None."""
+def task_runner(task, contract):
+    """How the task runs when the kind runs it in units, else None (the core runs it whole)."""
     names, seconds = contract.units(task)
-    return (tuple(names), float(seconds)) if names else None
+    if not names:
+        return None
+    return functools.partial(_run_in_units, task, contract, (tuple(names), float(seconds)))
+
+
+def outcome_problems(task, outcome) -> list[str]:
+    """The units a task's outcome did not get done, by how."""
+    units = outcome.units or {}
+    return [f"{state.replace('_', ' ')}: {', '.join(units[state])}"
+            for state in UNDONE if units.get(state)]
+
+
+def outcome_lines(task, outcome) -> list[str]:
+    """What the ingestion's log says of a task run in units."""
+    if not outcome.units:
+        return []
+    counts = ", ".join(f"{len(outcome.units[state])} {state.replace('_', ' ')}"
+                       for state in UNDONE)
+    return [f"run one unit at a time, each killed after {outcome.units['seconds']:g} s: {counts}"]
 
 
 def _merge(merged: np.ndarray | None, rows: np.ndarray | None, first: int):
@@ -43,17 +64,16 @@ def _merge(merged: np.ndarray | None, rows: np.ndarray | None, first: int):
     return merged
 
 
-def run_in_units(task: TaskSpec, staging: Staging, protections: Protections, limits: Limits,
-                 entry: tuple[str, str], contract, plan: tuple[tuple[str, ...], float]
-                 ) -> TaskOutcome:
+def _run_in_units(task, contract, plan: tuple[tuple[str, ...], float], run_child):
+    """``run_child(names=, seconds=, first=, deadline=)``: one child of the task, over the
+    units from ``first`` on (the supervisor's ``UnitWindow``), its ``TaskOutcome``."""
     names, seconds = plan
     deadline = None         # the first child's start-up is not the budget's
     states = [NOT_REACHED] * len(names)
-    children: list[tuple[int, TaskOutcome]] = []
+    children: list[tuple[int, object]] = []
     merged, first = None, 0
     while first < len(names) and (deadline is None or time.monotonic() < deadline):
-        outcome = run_task(task, staging, protections, limits, entry, contract,
-                           UnitWindow(names, seconds, first, deadline))
+        outcome = run_child(names=names, seconds=seconds, first=first, deadline=deadline)
         deadline = outcome.budget_ends if deadline is None else deadline
         children.append((first, outcome))
         merged = _merge(merged, outcome.predictions, first)
@@ -70,7 +90,7 @@ def run_in_units(task: TaskSpec, staging: Staging, protections: Protections, lim
     return _combined(task, contract, children, states, merged, plan)
 
 
-def _unit_notes(children: list[tuple[int, TaskOutcome]], names) -> list[str]:
+def _unit_notes(children: list[tuple[int, object]], names) -> list[str]:
     """One line per child that ended inside a unit: which unit, and how."""
     notes = []
     for first, child in children:
@@ -82,8 +102,8 @@ def _unit_notes(children: list[tuple[int, TaskOutcome]], names) -> list[str]:
     return notes
 
 
-def _combined(task: TaskSpec, contract, children: list[tuple[int, TaskOutcome]],
-              states: list[str], merged, plan) -> TaskOutcome:
+def _combined(task, contract, children: list[tuple[int, object]],
+              states: list[str], merged, plan):
     """The task's outcome from its children's: complete when every unit was tried."""
     names, seconds = plan
     outcomes = [child for _, child in children]

@@ -1,0 +1,110 @@
+"""A phase's gate, worker side (PGDL's final phase rule): before the phase's tasks, the ingestion
+runs the gate's (an earlier phase's) the same way, writing nothing of them but the run record,
+and runs the phase's only if the code completed every one: each ended ok with its final
+output, nothing else the rules check went wrong (units: every unit done in time), and the
+kind's own test passed (its ingestion record's ``gate_problem``; PGDL: every network
+measured). Otherwise the submission fails on both platforms (CodaLab at the ingestion's exit
+status, Codabench at the scorer's), since failed submissions do not count toward the limits
+and a final phase allows one. The scorer fails it too when the code never ran at all.
+
+The ingestion config's ``gate`` holds the earlier phase's label and tasks, the scoring config's
+``gated`` says the phase has one, the run record's ``gate`` says what happened. The builder's
+half is ``bundle/competition_rules/gate.py``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Gate:
+    label: str                  # the earlier phase's, as participants see it
+    tasks: tuple                # its TaskSpecs, run first, never scored in this phase
+
+
+def _error(message: str):
+    from . import RuleError     # here: the registry imports this module before defining it
+    return RuleError(message)
+
+
+def config_tasks(raw: dict, where: str, parse_tasks) -> dict:
+    gate = raw.get("gate")
+    if gate is None:
+        return {"gate": None}
+    if not isinstance(gate, dict) or not isinstance(gate.get("label"), str) \
+            or not isinstance(gate.get("tasks"), list):
+        raise _error(f"{where}: gate must be an object with a string 'label' and a list "
+                     f"'tasks', found {gate!r}")
+    return {"gate": Gate(gate["label"], parse_tasks(gate["tasks"], f"{where}: gate.tasks"))}
+
+
+def extra_tasks(config) -> tuple:
+    gate = config.rules.get("gate")
+    return gate.tasks if gate else ()
+
+
+def _say(message: str) -> None:
+    print(message, flush=True)
+
+
+def run_first(config, contract, run_tasks) -> dict:
+    """The gate's tasks, run by ``run_tasks`` as the phase's are; the record's ``gate``."""
+    gate = config.rules.get("gate")
+    if gate is None:
+        return {}
+    names = ", ".join(task.name for task in gate.tasks)
+    _say(f"gate: your code first runs on the tasks of {gate.label} ({names}); it runs "
+         "on this phase's tasks only if it completes every one of them")
+    done = run_tasks(gate.tasks)
+    problems = [problem for task, outcome, _ in done
+                for problem in [_task_problem(task, outcome, contract)] if problem]
+    _say("gate: passed" if not problems else
+         f"gate: NOT passed ({'; '.join(problems)}): this phase's tasks were not run")
+    return {"gate": {"label": gate.label, "passed": not problems, "reason": "; ".join(problems),
+                     "tasks": {task.name: run for task, _, run in done}}}
+
+
+def _task_problem(task, outcome, contract) -> str | None:
+    """Why a gate task was not completed: it must end ok with its final output, pass the
+    other rules' checks of its outcome, and pass the kind's own test."""
+    if outcome.status != "ok" or outcome.prediction != "final":
+        return (f"{task.name}: {outcome.status.replace('_', ' ')}"
+                + (f" ({outcome.message})" if outcome.message else ""))
+    from . import outcome_problems      # here: the registry imports this module before defining it
+    problems = outcome_problems(task, outcome)
+    if problems:
+        return f"{task.name}: {'; '.join(problems)}"
+    problem = contract.gate_problem(outcome.predictions, task)
+    return f"{task.name}: {problem}" if problem else None
+
+
+def record_entries(raw: dict, where: str) -> dict:
+    gate = raw.get("gate")
+    if gate is not None and not (isinstance(gate, dict) and isinstance(gate.get("passed"), bool)):
+        raise _error(f"{where}: 'gate' must be an object with a boolean 'passed'")
+    return {"gate": gate} if gate is not None else {}
+
+
+def record_failure(entries: dict) -> str | None:
+    """Why the code was not run on this phase's tasks, when its gate stopped it."""
+    gate = entries.get("gate")
+    if gate is None or gate.get("passed") is True:
+        return None
+    reason = str(gate.get("reason") or "it did not complete the gate's tasks")
+    return (f"your code did not complete the tasks of {gate.get('label', 'the gate')}, which it "
+            f"must before it runs on this phase's ({reason})")
+
+
+def scoring_config_fields(raw: dict, where: str) -> dict:
+    gated = raw.get("gated", False)
+    if not isinstance(gated, bool):
+        raise _error(f"{where}: gated must be true or false, found {gated!r}")
+    return {"gated": gated}
+
+
+def unrun_failure(config) -> str | None:
+    # A final phase allows one submission: a zip whose code never ran (CodaLab takes a zip
+    # without metadata for results) must fail there, not finish with the worst scores.
+    return ("In a phase with a gate the submission fails rather than finishing with the worst "
+            "scores, so it does not use up the phase's submissions"
+            if config.rules.get("gated") else None)
