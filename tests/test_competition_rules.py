@@ -68,34 +68,15 @@ def test_each_rule_has_a_build_half_and_a_worker_half():
     assert _names(competition_rules) == [name for name in _names(rules) if name not in worker_only]
 
 
-def test_the_sd_rules_words_stand_only_in_its_modules_and_the_kind_records():
+@pytest.mark.parametrize("words, allowed", [
+    (SD_WORDS, SD_ALLOWED), (EPOCH_WORDS, EPOCH_ALLOWED), (ROWS_WORDS, ROWS_ALLOWED),
+    (GATE_WORDS, GATE_ALLOWED), (UNIT_WORDS, UNIT_ALLOWED),
+], ids=["sd_columns", "epoch_budgets", "public_rows", "gate", "units"])
+def test_a_rules_words_stand_only_in_its_modules_and_the_kind_records(words, allowed):
+    """Besides the lines that register a rule, and the few places each rule's list allows."""
     hits = [f"{where}: {line.strip()}" for where, line in _lines(core_files())
-            if SD_WORDS.search(line) and where.split(":")[0] not in SD_ALLOWED]
-    assert not hits, "\n".join(hits)
-
-
-def test_the_epoch_rules_words_stand_only_in_its_modules_and_the_kind_records():
-    hits = [f"{where}: {line.strip()}" for where, line in _lines(core_files())
-            if EPOCH_WORDS.search(line) and where.split(":")[0] not in EPOCH_ALLOWED]
-    assert not hits, "\n".join(hits)
-
-
-def test_the_public_rows_rules_words_stand_only_in_its_modules_and_the_kind_records():
-    hits = [f"{where}: {line.strip()}" for where, line in _lines(core_files())
-            if ROWS_WORDS.search(line) and where.split(":")[0] not in ROWS_ALLOWED
+            if words.search(line) and where.split(":")[0] not in allowed
             and not REGISTRATION.match(line)]
-    assert not hits, "\n".join(hits)
-
-
-def test_the_gates_words_stand_only_in_its_modules_the_registries_and_the_kind_records():
-    hits = [f"{where}: {line.strip()}" for where, line in _lines(core_files())
-            if GATE_WORDS.search(line) and where.split(":")[0] not in GATE_ALLOWED]
-    assert not hits, "\n".join(hits)
-
-
-def test_the_units_words_stand_only_in_its_module_and_the_kind_records():
-    hits = [f"{where}: {line.strip()}" for where, line in _lines(core_files())
-            if UNIT_WORDS.search(line) and where.split(":")[0] not in UNIT_ALLOWED]
     assert not hits, "\n".join(hits)
 
 

@@ -85,9 +85,12 @@ planned, written and staged as the phase's are:
   ingestion config (a bundle's) that the rule runs besides the phase's, for the platform
   rules' time limit checks. Default: none.
 
-The rules still to move (see ``docs/architecture.md``, "Rules") would use these hooks.
+Every rule named above is on this seam; ``docs/architecture.md``, "Rules", says which hooks
+each uses and what adding one touches.
 """
 from __future__ import annotations
+
+from runtime.rules import listed_hook, merged_hook
 
 from . import epoch_budgets, gate, public_rows, sd_columns
 
@@ -100,22 +103,11 @@ RULES = (
 
 
 def _listed(hook: str, *args) -> list:
-    """Every registered rule's ``hook(*args)`` list, joined in ``RULES`` order."""
-    return [item for rule in RULES if hasattr(rule, hook) for item in getattr(rule, hook)(*args)]
+    return listed_hook(RULES, hook, *args)
 
 
 def _merged(hook: str, *args) -> dict:
-    """Every registered rule's ``hook(*args)`` mapping, in one; two rules may not set one name
-    (each rule's fields are its own, so the core can hold them all in one mapping)."""
-    merged: dict = {}
-    for rule in RULES:
-        if hasattr(rule, hook):
-            entries = getattr(rule, hook)(*args)
-            clash = sorted(set(entries) & set(merged))
-            if clash:
-                raise ValueError(f"rule {rule.__name__}: {hook} sets {clash}, set by another rule")
-            merged.update(entries)
-    return merged
+    return merged_hook(RULES, hook, *args)
 
 
 def spec_keys() -> list[tuple[str, dict]]:

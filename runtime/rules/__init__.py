@@ -102,11 +102,12 @@ RULES = (
 )
 
 
-def _merged(hook: str, *args) -> dict:
-    """Every registered rule's ``hook(*args)`` mapping, in one; two rules may not set one name
-    (each rule's fields are its own, so the core holds them all in one mapping)."""
+def merged_hook(registered, hook: str, *args) -> dict:
+    """Every rule's ``hook(*args)`` mapping among ``registered``, in one; two rules may not
+    set one name (each rule's fields are its own, so the core holds them all in one mapping).
+    The build side's registry gathers its hooks with it too."""
     merged: dict = {}
-    for rule in RULES:
+    for rule in registered:
         if hasattr(rule, hook):
             entries = getattr(rule, hook)(*args)
             clash = sorted(set(entries) & set(merged))
@@ -114,6 +115,20 @@ def _merged(hook: str, *args) -> dict:
                 raise RuleError(f"rule {rule.__name__}: {hook} sets {clash}, set by another rule")
             merged.update(entries)
     return merged
+
+
+def listed_hook(registered, hook: str, *args) -> list:
+    """Every rule's ``hook(*args)`` list among ``registered``, joined in their order."""
+    return [item for rule in registered if hasattr(rule, hook)
+            for item in getattr(rule, hook)(*args)]
+
+
+def _merged(hook: str, *args) -> dict:
+    return merged_hook(RULES, hook, *args)
+
+
+def _listed(hook: str, *args) -> list:
+    return listed_hook(RULES, hook, *args)
 
 
 def column_statistics() -> tuple[str, ...]:
@@ -189,11 +204,6 @@ def task_notes(fields: dict) -> list[str]:
     """What the ingestion's log and the detailed results say of a task, from its run record's
     rule entries (``TaskRun.rules``), in ``RULES`` order (none by default)."""
     return _listed("task_notes", fields)
-
-
-def _listed(hook: str, *args) -> list:
-    """Every registered rule's ``hook(*args)`` list, joined in ``RULES`` order."""
-    return [item for rule in RULES if hasattr(rule, hook) for item in getattr(rule, hook)(*args)]
 
 
 def private_statistics() -> dict[str, str]:
