@@ -77,6 +77,8 @@ def unknown_key(comp):
     (long_key, "v2-leaderboards", "'kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk' (37 characters), expected 1 to 36 characters"),
     (two_phases, "v2-phases", "phases[0]: no end, but a phase follows"),
     (unknown_key, "v2-phases", "phases[0]: unknown key 'max_submissions_per_person'; Codabench silently drops it"),
+    (lambda c: c["phases"][0].update(accepts_only_result_submissions=True), "v2-phases",
+     "phases[0]: 'accepts_only_result_submissions' is in Codabench's documentation, but Codabench ignores it"),
     (lambda c: c.update(version="2"), "v2-structure", "version: found '2', expected the integer 2"),
     (lambda c: c["phases"][0].update(start=__import__("datetime").datetime(2027, 4, 1, 13)),
      "v2-phases", "an unquoted date loses its time of day"),

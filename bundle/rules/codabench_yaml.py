@@ -41,9 +41,22 @@ IMAGE_MAGIC = {b"\x89PNG": "png", b"\xff\xd8\xff": "jpeg", b"GIF8": "gif", b"RIF
 Problem = tuple[str, str]        # (message, fix): every problem here names its own fix
 
 
+# Keys Codabench's documentation names but its source reads nowhere (codabench_v2.md §1.1):
+# what does the job instead.
+DOCUMENTED_BUT_IGNORED = {
+    "accepts_only_result_submissions": (
+        "a phase takes result submissions only when its tasks have no ingestion_program; "
+        "build it as a results phase (the spec's submission: results)"),
+}
+
+
 def _unknown(where: str, item, known: set) -> Iterator[Problem]:
     if isinstance(item, dict):
         for key in sorted(set(item) - known):
+            if key in DOCUMENTED_BUT_IGNORED:
+                yield (f"{where}: {key!r} is in Codabench's documentation, but Codabench ignores "
+                       "it (no source file reads it)", f"remove it: {DOCUMENTED_BUT_IGNORED[key]}")
+                continue
             yield (f"{where}: unknown key {key!r}; Codabench silently drops it",
                    f"remove it or use one of {', '.join(sorted(known))}")
 
