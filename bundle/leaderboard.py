@@ -137,12 +137,12 @@ def _ranking(column: LeaderboardColumn, ranks: bool) -> LeaderboardColumn:
 
 
 def codabench_columns(columns: list[LeaderboardColumn]) -> list[LeaderboardColumn]:
-    """The leaderboard as Codabench holds it: scored columns only, the ranking one first (index
-    0 ranks, codabench_v2.md §1.5) and marked so. Codabench's ``avg`` averages values, not
-    ranks, so CodaLab's average-rank column has no Codabench form: the weighted loss ranks.
-    The hidden figures are no column of it (see ``LeaderboardColumn.hidden``)."""
-    scored = [c for c in columns if not c.computed and not c.hidden]
-    ranking_key = "weighted_loss" if any(c.computed for c in columns) else next(
-        c.key for c in columns if c.selection_default)
-    ordered = sorted(scored, key=lambda c: c.key != ranking_key)
+    """The leaderboard as Codabench holds it: the ranking column first (index 0 ranks,
+    codabench_v2.md §1.5) and marked so. The average rank is the site's own ``avg_rank``
+    (v1.29), computed as it serves the leaderboard over the same columns, each a task's own
+    key, so ranks are per task as on CodaLab. The hidden figures are no column of it (see
+    ``LeaderboardColumn.hidden``)."""
+    shown = [c for c in columns if not c.hidden]
+    ranking_key = next(c.key for c in shown if c.selection_default)
+    ordered = sorted(shown, key=lambda c: c.key != ranking_key)
     return [_ranking(c, c.key == ranking_key) for c in ordered]

@@ -1,4 +1,6 @@
 """Codabench (version: 2) bundles from the same spec: built, checked, dry-run, and refused."""
+import io
+import json
 import subprocess
 import sys
 import zipfile
@@ -42,9 +44,20 @@ def test_version_2_yaml_follows_codabench_rules(built):
     board = comp["leaderboards"][0]
     assert board["submission_rule"] == "Force_Last"
     columns = board["columns"]
-    assert columns[0]["index"] == 0 and columns[0]["key"] == "weighted_loss"
     assert all(len(c["key"]) <= 36 and len(c["title"]) <= 36 for c in columns)
-    assert "average_rank" not in [c["key"] for c in columns]    # ranks have no Codabench form
+    # Ranked as on CodaLab, by the average over the tasks of each one's rank on its primary
+    # metric: the site's avg_rank, over columns each of which one task alone writes.
+    ranking = columns[0]
+    assert ranking["index"] == 0 and ranking["key"] == "average_rank"
+    assert ranking["computation"] == "avg_rank" and ranking["sorting"] == "asc"
+    averaged = [c["key"] for c in columns if c["index"] in ranking["computation_indexes"]]
+    with zipfile.ZipFile(built / "bdl-approx-inference-evaluation-extended-codabench.zip") as bundle:
+        scorer = zipfile.ZipFile(io.BytesIO(bundle.read(comp["tasks"][0]["scoring_program"])))
+        config = json.loads(scorer.read("scoring_config.json"))
+    written = {c["key"]: c["task"] for c in config["columns"]}
+    assert "average_rank" not in written and all(key in written for key in averaged)
+    assert sorted(written[key] for key in averaged) == sorted(t["name"] for t in config["tasks"])
+    assert len(averaged) > 1
 
 
 def rewrite_yaml(bundle: Path, target: Path, change) -> Path:

@@ -102,16 +102,15 @@ def test_per_phase_pages_name_the_other_phases_as_separate_competitions(tmp_path
 
 
 def test_codabench_pages_describe_codabench_s_leaderboard(tmp_path):
-    """Codabench has no average-rank column (its avg averages values): its pages must not
-    promise one, and must say what ranks there."""
+    """Codabench (v1.29 on) computes the average rank itself (avg_rank): its pages promise the
+    same ranking as CodaLab's, and say how the site computes it."""
     spec = load_spec(DEFAULT_SPEC)
     built = build_competition(spec, ["evaluation"], "extended", tmp_path, platform="codabench")
     members = _bundle(built.path)
     evaluation = members["pages/evaluation.html"].decode()
     columns = yaml.safe_load(members["competition.yaml"])["leaderboards"][0]["columns"]
-    assert "average_rank" not in evaluation and "average_rank" not in str(columns)
-    assert columns[0]["key"] == "weighted_loss"
-    assert "Ranking: the weighted loss column." in evaluation
-    assert "Codabench averages values, not ranks" in evaluation
+    assert columns[0]["key"] == "average_rank" and columns[0]["computation"] == "avg_rank"
+    assert "Ranking: mean over tasks of the rank" in evaluation
+    assert "Codabench computes the average rank as it shows the leaderboard" in evaluation
     codalab = _bundle(build_competition(spec, ["evaluation"], "extended", tmp_path / "v1").path)
     assert "Ranking: mean over tasks of the rank" in codalab["evaluation.html"].decode()

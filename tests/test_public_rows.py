@@ -144,7 +144,7 @@ def test_no_full_figure_is_readable_by_participants_on_codabench(tmp_path):
         codabench = yaml.safe_load(archive.read("competition.yaml"))
         page = archive.read("pages/evaluation.html").decode()
     columns = [c["key"] for c in codabench["leaderboards"][0]["columns"]]
-    assert columns[0] == "weighted_loss" and not [key for key in columns if "_full" in key]
+    assert columns[0] == "average_rank" and not [key for key in columns if "_full" in key]
     assert all(phase["hide_score_output"] is True for phase in codabench["phases"])
     assert "which this phase hides from participants, and to no leaderboard column" in page
 

@@ -4,9 +4,9 @@ texts, worker and rules.
 Facts from codabench_v2.md: phases, tasks and leaderboards are lists; dates are quoted UTC
 strings (an unquoted timestamp loses its time of day); keys and titles of columns are at
 most 36 characters; a column of index 0 ranks; ``submission_rule`` is set explicitly
-(``Add``, the default, is manual). Codabench's ``avg`` computation averages values, not
-ranks, so CodaLab's average-rank column has no Codabench form: the weighted loss (several
-tasks) or the task's primary metric (one task) ranks instead.
+(``Add``, the default, is manual). Since v1.29 the site computes an average of ranks
+itself (``computation: avg_rank``, ``codabench_site.average_rank_scores``), which serves for
+CodaLab's average-rank column.
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ from ..rules.codabench_yaml import items
 from ..spec import CompetitionSpec, PhaseSpec
 from .worker import NO_OUTPUT_FAILURE, NO_PREDICTIONS_FAILURE
 from . import Platform
-from .codabench_site import hidden_figure_leaks, leaderboard_problem
+from .codabench_site import AVERAGE_RANK_COMPUTATION, hidden_figure_leaks, leaderboard_problem
 
 LEADERBOARD_KEY = "results"
 SUBMISSION_RULE = "Force_Last"
@@ -121,10 +121,7 @@ def competition_yaml_v2(spec: CompetitionSpec, phases: list[PhaseSpec], files: l
                    for index, phase_files in enumerate(files)],
         "leaderboards": [{"title": "Results", "key": LEADERBOARD_KEY,
                           "submission_rule": SUBMISSION_RULE,
-                          "columns": [{"index": index, "title": _scalar(c.label),
-                                       "key": _scalar(c.key), "sorting": _scalar(c.sort),
-                                       "precision": _scalar(c.numeric_format)}
-                                      for index, c in enumerate(codabench_columns(columns))]}],
+                          "columns": _columns(codabench_columns(columns))}],
     }
     text = HEADER.format(spec_name=spec.path.name) + yaml.safe_dump(
         competition, sort_keys=False, allow_unicode=True, width=float("inf"))
@@ -180,6 +177,18 @@ def _hidden_figures_kept(step: StepResult, phase: dict, competition: dict, keys:
             + "\n".join(leaks)
 
 
+def _columns(columns: list[LeaderboardColumn]) -> list[dict]:
+    """The leaderboard's columns; a computed one (the average rank) is the site's ``avg_rank``
+    over the indexes of the columns it averages the ranks of."""
+    index_of = {column.key: index for index, column in enumerate(columns)}
+    return [{"index": index, "title": _scalar(c.label), "key": _scalar(c.key),
+             "sorting": _scalar(c.sort), "precision": _scalar(c.numeric_format),
+             **({"computation": AVERAGE_RANK_COMPUTATION,
+                 "computation_indexes": [index_of[key] for key in c.computed_fields]}
+                if c.computed else {})}
+            for index, c in enumerate(columns)]
+
+
 def _leaderboard_step(competition: dict, phase: dict, scored: dict[str, dict]) -> StepResult:
     """§3.10: what the leaderboard's rule keeps of a participant's two submissions of this
     phase's zip, each scored as above on every task."""
@@ -219,9 +228,10 @@ class Codabench(Platform):
         "leaderboard column. At the end the organizers re-score every submission "
         "on all rows for the final ranking. Your detailed results and logs show "
         "the public part only.")
-    ranking_text = ("Codabench averages values, not ranks, so the average rank over tasks that "
-                    "ranks this competition on CodaLab cannot be expressed here: the weighted "
-                    "loss ranks instead.")
+    ranking_text = ("Codabench computes the average rank as it shows the leaderboard: each "
+                    "task's column ranks the submissions shown (tied scores share the mean "
+                    "rank; a submission without a score on it ranks last), and a submission's "
+                    "ranks are averaged.")
     timeout_message = "Execution Time Limit exceeded. Limit was {limit:g} seconds"
     record_rule = "signed"
     # Codabench mounts no reference data in the prediction step and gives each container only

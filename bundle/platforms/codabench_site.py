@@ -194,3 +194,68 @@ def leaderboard_problem(rule: str, primary: tuple[str, str], tasks: list[str],
                 f"submission's {len(tasks)} on the leaderboard: {why} "
                 "(leaderboards/strategies.py)")
     return None
+
+
+# ---- avg_rank: the average of ranks the site computes as it serves a leaderboard ------------
+# leaderboards/ranking.py (release v1.29, 2026-06-18; migration 0010_alter_column_computation
+# adds the choice), taken from codalab/codabench at 70f08ef.
+
+AVERAGE_RANK_COMPUTATION = "avg_rank"
+
+
+def fractional_ranks(values: list[float]) -> list[float]:
+    """Rank 1 for the smallest; tied values share the mean of the ranks they span
+    (``[1, 1, 2]`` -> ``[1.5, 1.5, 3]``)."""
+    positions: dict[float, list[int]] = {}
+    for rank, value in enumerate(sorted(values), start=1):
+        positions.setdefault(value, []).append(rank)
+    return [sum(positions[value]) / len(positions[value]) for value in values]
+
+
+def _column_score(scores: list) -> float | None:
+    """An entry's figure for one column: the sum of its numeric scores from all the phase's
+    tasks (several tasks writing one key add up), None when none is a number."""
+    numbers = []
+    for score in scores:
+        try:
+            numbers.append(float(score))
+        except (TypeError, ValueError):
+            continue
+    return sum(numbers) if numbers else None
+
+
+def average_rank_scores(entries: list[dict[int, list]], sorting: dict[int, str],
+                        indexes: list[int], precision: int = 2) -> list[float | None]:
+    """The ``avg_rank`` column's value for each leaderboard entry, in order.
+
+    ``entries``: per entry, {column index: the scores the phase's tasks uploaded for it};
+    ``sorting``: each column's ``asc``/``desc``; ``indexes``: the column's
+    ``computation_indexes``. For each of those columns that some entry has a figure for, the
+    entries with a figure are ranked among themselves (``desc`` columns negated, so the
+    highest ranks 1; ties share the mean rank) and an entry without one gets rank n, the
+    number of entries; the value is the mean of an entry's ranks, rounded to ``precision``.
+    None (no value shown) where no column had a figure."""
+    count = len(entries)
+    per_column = []
+    for index in indexes:
+        if index not in sorting:
+            continue
+        figures = [_column_score(entry.get(index, [])) for entry in entries]
+        scored = [i for i, figure in enumerate(figures) if figure is not None]
+        if not scored:
+            continue
+        sign = -1.0 if sorting[index] == "desc" else 1.0
+        ranks = dict(zip(scored, fractional_ranks([sign * figures[i] for i in scored])))
+        per_column.append([ranks.get(i, float(count)) for i in range(count)])
+    if not per_column:
+        return [None] * count
+    return [round(sum(ranks[i] for ranks in per_column) / len(per_column), precision)
+            for i in range(count)]
+
+
+def rank_order(values: list[float | None], sorting: str) -> list[int]:
+    """The entries' order on the leaderboard when ``values`` are its ranking column's: ascending
+    for ``asc``, else descending, ties in their given order, entries without a value last."""
+    missing = float("inf") if sorting == "asc" else float("-inf")
+    keyed = [missing if value is None else value for value in values]
+    return sorted(range(len(values)), key=lambda i: keyed[i], reverse=sorting != "asc")

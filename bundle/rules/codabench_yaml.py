@@ -33,6 +33,8 @@ PHASE_KEYS = {"index", "name", "description", "start", "end", "tasks", "max_subm
 BOARD_KEYS = {"title", "key", "columns", "hidden", "primary_index", "submission_rule"}
 COLUMN_KEYS = {"title", "key", "index", "sorting", "computation", "computation_indexes",
                "precision", "hidden"}
+# leaderboards/models.py, Column.COMPUTATION_CHOICES; avg_rank since v1.29 (migration 0010)
+COMPUTATIONS = ("avg", "sum", "min", "max", "avg_rank")
 SUBMISSION_RULES = ("Add", "Add_And_Delete", "Add_And_Delete_Multiple", "Force_Last",
                     "Force_Latest_Multiple", "Force_Best")
 KEY_LIMIT, TITLE_LIMIT, BOARD_TITLE_LIMIT = 36, 36, 64
@@ -213,7 +215,7 @@ def _column_problems(where: str, columns: list) -> Iterator[Problem]:
         if column.get("computation") is not None:
             chosen = column.get("computation_indexes")
             others = set(indexes) - {column.get("index")}
-            if column["computation"] not in ("avg", "sum", "min", "max") \
+            if column["computation"] not in COMPUTATIONS \
                     or not isinstance(chosen, list) or not chosen or not set(chosen) <= others:
                 yield (f"{label}: computation {column['computation']!r} over {chosen!r} needs a "
                        "list of other columns' indexes", "emit computation_indexes as a YAML list")

@@ -135,6 +135,20 @@ def _codalab_ranking_keys(columns: dict) -> list:
     return [chosen[1]]
 
 
+def _v2_ranking_keys(boards: list) -> list:
+    """The keys the ranking column (index 0) reads: its own, or, for a computed one (the site's
+    avg_rank), those of the columns at its computation_indexes."""
+    columns = [c for board in boards for c in board.get("columns", []) if isinstance(c, dict)]
+    ranking = next((c for c in columns if c.get("index") == 0), None)
+    if ranking is None:
+        return []
+    if ranking.get("computation") is None:
+        return [ranking.get("key")]
+    chosen = ranking.get("computation_indexes")
+    chosen = chosen if isinstance(chosen, list) else []     # malformed: the leaderboard rule's
+    return [c.get("key") for c in columns if c.get("index") in chosen]
+
+
 def _v2_time_problems(bundle: Bundle, where: str, limit, member: str) -> Iterator[Problem]:
     needed, detail = _ingestion_seconds(bundle.read_json(member, INGESTION_CONFIG))
     needed += bundle.margin
@@ -161,8 +175,7 @@ def check_time_and_keys_v2(bundle: Bundle) -> Iterator[Problem]:
     expected = [c.get("key") for board in items(comp, "leaderboards")[:1]
                 for c in board.get("columns", [])
                 if isinstance(c, dict) and c.get("computation") is None]
-    ranking = [c.get("key") for board in items(comp, "leaderboards")[:1]
-               for c in board.get("columns", []) if isinstance(c, dict) and c.get("index") == 0]
+    ranking = _v2_ranking_keys(items(comp, "leaderboards")[:1])
     written: set = set()
     fix = "derive the columns and the scoring config from the same plan"
     for i, phase in enumerate(items(comp, "phases")):
