@@ -32,6 +32,7 @@ from bundle.rules import check_bundle
 from bundle.datasets import keys_block, local_copies
 from bundle.dry_run import StepResult, not_checked, table
 from bundle.platforms import DEFAULT_PLATFORM, PLATFORMS, Platform, platform, platform_of
+from bundle.platforms import codabench_importer
 from bundle.record_key import secret_path
 from bundle.spec import DEFAULT_SPEC, SpecError, load_spec
 
@@ -83,6 +84,10 @@ def _parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
                         help="CodaLab Competitions v1.5 (default) or Codabench (version: 2)")
     parser.add_argument("--check", nargs="?", const=True, default=None, metavar="ZIP",
                         help="dry-run the bundles just built, or the given bundle zip")
+    parser.add_argument("--via-codabench-importer", action="store_true",
+                        help="with --check of a CodaLab v1.5 bundle: dry-run it as Codabench "
+                             "imports it (its v1.5 importer), naming every key the importer "
+                             "drops or changes")
     parser.add_argument("--submission", type=Path, default=None, metavar="ZIP",
                         help="with --check: dry-run this submission zip instead of the kit's sample")
     return parser
@@ -150,10 +155,15 @@ def _local_datasets(zip_path: Path) -> tuple[dict[str, Path], list[str]]:
     return found, problems
 
 
-def _check(zip_path: Path, margin: float, submission: Path | None = None) -> bool:
+def _check(zip_path: Path, margin: float, submission: Path | None = None,
+           via_importer: bool = False) -> bool:
     python = str(IMAGE_PYTHON if IMAGE_PYTHON.exists() else sys.executable)
     site = platform_of(_competition(zip_path))
-    print(f"\ndry run of {zip_path} as {site.title} would run it (programs run with {python}):")
+    if via_importer and site.name != "codalab":
+        raise UsageError(f"--via-codabench-importer: {zip_path} is a {site.title} bundle, not "
+                         "a CodaLab v1.5 one")
+    how = "Codabench would import and run it" if via_importer else f"{site.title} would run it"
+    print(f"\ndry run of {zip_path} as {how} (programs run with {python}):")
     datasets, dataset_problems = _local_datasets(zip_path)
     for problem in dataset_problems:
         print(f"  {problem}", file=sys.stderr)
@@ -165,7 +175,14 @@ def _check(zip_path: Path, margin: float, submission: Path | None = None) -> boo
     for failure in failures:
         print(f"  rule {failure.rule}: {failure.message} (fix: {failure.fix})", file=sys.stderr)
     try:
-        results = site.dry_run(zip_path, python, submission, datasets)
+        if via_importer:
+            results, changes = codabench_importer.dry_run(zip_path, python, submission, datasets)
+            print("Codabench's v1.5 importer (codabench_v2.md §2) drops or changes:")
+            for change in changes:
+                print(f"  - {change}")
+            site = platform("codabench")
+        else:
+            results = site.dry_run(zip_path, python, submission, datasets)
     except Exception as error:      # noqa: BLE001 - a bundle too broken to run is a finding
         results = [StepResult("(bundle)", "dry run", 0.0, "failed",
                               f"could not run the bundle: {type(error).__name__}: {error}")]
@@ -174,7 +191,9 @@ def _check(zip_path: Path, margin: float, submission: Path | None = None) -> boo
     for result in bad:
         print(f"\n{result.phase} / {result.step}: {result.status}\n{result.detail}", file=sys.stderr)
     print("not reproduced by this dry run (check these on the platform):")
-    for line in not_checked(site, _image(zip_path, site)):
+    image = (codabench_importer.imported(_competition(zip_path))[0]["docker_image"]
+             if via_importer else _image(zip_path, site))
+    for line in not_checked(site, image):
         print(f"  - {line}")
     ok = not failures and not bad and not dataset_problems
     print(f"dry run {'passed' if ok else 'FAILED'}: {len(results)} step(s), "
@@ -261,6 +280,8 @@ def _main(argv: list[str] | None) -> int:
     args = _parser(argv).parse_args(argv)
     if args.submission and not args.check:
         raise UsageError("--submission goes with --check")
+    if args.via_codabench_importer and not args.check:
+        raise UsageError("--via-codabench-importer goes with --check")
     if args.submission:
         problem = _zip_usage_problem(args.submission, "the submission")
         if problem:
@@ -269,7 +290,8 @@ def _main(argv: list[str] | None) -> int:
         problem = _zip_usage_problem(Path(args.check), "the bundle to check")
         if problem:
             raise UsageError(problem)
-        return 0 if _check(Path(args.check), 60.0, args.submission) else 1
+        return 0 if _check(Path(args.check), 60.0, args.submission,
+                           args.via_codabench_importer) else 1
     try:
         spec = load_spec(args.config, args.data_root)
     except SpecError as error:
@@ -286,7 +308,8 @@ def _main(argv: list[str] | None) -> int:
             _summary(ready, args.out, args.platform, spec)
         if pending:
             _waiting_summary(pending, args.out, args.platform, spec)
-        if args.check and not all(_check(b.path, spec.scoring_margin_seconds, args.submission)
+        if args.check and not all(_check(b.path, spec.scoring_margin_seconds, args.submission,
+                                         args.via_codabench_importer)
                                   for b in ready + pending):
             return 1
     return WAITING_FOR_KEYS if pending else 0

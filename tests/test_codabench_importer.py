@@ -1,0 +1,110 @@
+"""A v1.5 bundle through Codabench's v1.5 importer (unpackers/v1.py, codabench_v2.md §2): the
+competition it becomes, every key it drops or changes named, and the dry run of the result on
+Codabench's worker model (build_bundle.py --check --via-codabench-importer)."""
+import datetime as dt
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bundle.platforms.codabench_importer import DEFAULT_IMAGE, imported
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def v15(**top) -> dict:
+    board = {"label": "Results", "rank": 1}
+    return {
+        "title": "T", "html": {"overview": "overview.html", "terms": "terms.html"},
+        "image": "logo.png", "competition_docker_image": "codalab/codalab-legacy:py312",
+        "end_date": dt.datetime(2027, 12, 31),
+        "force_submission_to_leaderboard": True,
+        "phases": {
+            2: {"phasenumber": 2, "label": "Final", "start_date": dt.datetime(2027, 6, 1),
+                "scoring_program": "s2.zip", "reference_data": "r2.zip", "color": "blue"},
+            1: {"phasenumber": 1, "label": "Development", "start_date": dt.datetime(2027, 1, 1),
+                "max_submissions": 7, "scoring_program": "s1.zip", "reference_data": "r1.zip",
+                "ingestion_program": "i1.zip", "input_data": "d1.zip", "starting_kit": "k1.zip"},
+        },
+        "leaderboard": {"leaderboards": {"results": board}, "columns": {
+            "loss": {"leaderboard": board, "label": "Loss", "rank": 2, "sort": "asc",
+                     "numeric_format": 4},
+            "acc": {"leaderboard": board, "label": "Accuracy", "rank": 1},
+            "average_rank": {"leaderboard": board, "label": "Average rank", "rank": 3,
+                             "selection_default": 1,
+                             "computed": {"operation": "Avg", "fields": "acc,loss"}}}},
+        **top}
+
+
+def test_the_importer_makes_one_task_per_phase_in_phase_number_order():
+    competition, _ = imported(v15())
+    assert [p["name"] for p in competition["phases"]] == ["Development", "Final"]
+    assert [t["name"] for t in competition["tasks"]] == ["Development Task", "Final Task"]
+    first = competition["tasks"][0]
+    assert first["ingestion_program"] == "i1.zip" and first["scoring_program"] == "s1.zip"
+    assert competition["phases"][0]["max_submissions"] == 7
+    assert competition["phases"][1]["max_submissions"] == 100        # the importer's default
+    assert competition["terms"] == "terms.html"
+    assert competition["pages"] == [{"title": "overview", "file": "overview.html"}]
+
+
+def test_every_change_is_named():
+    competition, changes = imported(v15())
+    text = "\n".join(changes)
+    assert "force_submission_to_leaderboard: not read by the importer" in text
+    assert "phases.2.color: not read by the importer" in text
+    # a phase ends a day before the next starts; the last at the competition's end
+    assert competition["phases"][0]["end"] == "2027-05-31 00:00:00"
+    assert competition["phases"][1]["end"] == "2027-12-31 00:00:00"
+    assert "phases.1: ends 2027-05-31 00:00:00, a day before the next phase starts" in text
+    # the computed column is not converted; the first column by rank ranks
+    assert [c["key"] for c in competition["leaderboards"][0]["columns"]] == ["acc", "loss"]
+    assert "average_rank: its computed Avg is not converted" in text
+    assert "ranks by acc (the first column by rank), not by average_rank" in text
+    assert competition["leaderboards"][0]["submission_rule"] == "Add"
+    assert "submission_rule Add (the importer sets none)" in text
+    assert "code phases (Development)" in text and "every code submission fails scoring" in text
+
+
+def test_a_blank_image_becomes_the_importers_default():
+    competition, changes = imported(v15(competition_docker_image=""))
+    assert competition["docker_image"] == DEFAULT_IMAGE
+    assert any(DEFAULT_IMAGE in change for change in changes)
+
+
+def test_a_v18_parent_phase_is_dropped():
+    raw = v15()
+    raw["phases"][0] = {"phasenumber": 0, "label": "Parent", "is_parallel_parent": True,
+                        "start_date": dt.datetime(2026, 12, 1)}
+    competition, changes = imported(raw)
+    assert [p["name"] for p in competition["phases"]] == ["Development", "Final"]
+    assert any("v1.8 parent phase, Parent, is dropped" in change for change in changes)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["bdl2021", "pgdl2020", "retina"])
+def test_each_kinds_v15_bundle_through_the_importer(tmp_path, kind):
+    """Results phases run and score on Codabench as imported; a code phase fails scoring there,
+    as it would on the site: the record's key stays in the reference data, which Codabench
+    does not mount where the ingestion runs. The output says so, with every change."""
+    result = subprocess.run(
+        [sys.executable, str(REPO / "build_bundle.py"), "--platform", "codalab", "--config",
+         str(REPO / "kinds" / kind / "default_spec.yaml"), "--phase", "all", "--check",
+         "--via-codabench-importer", "--out", str(tmp_path)],
+        cwd=REPO, capture_output=True, text=True, timeout=900)
+    output = result.stdout + result.stderr
+    assert "as Codabench would import and run it" in output
+    assert "Codabench's v1.5 importer (codabench_v2.md §2) drops or changes:" in output
+    assert "submission_rule Add (the importer sets none)" in output
+    rows = [(" ".join(cells[:-3]), cells[-3], cells[-1]) for cells in
+            (line.split() for line in result.stdout.splitlines())
+            if len(cells) > 3 and cells[-1] in ("ok", "failed", "timeout")]
+    code_phases = {phase for phase, step, _ in rows if step == "ingestion"}
+    scored = {phase: status for phase, step, status in rows if step == "scoring"}
+    assert scored and set(scored) >= code_phases, rows
+    for phase, status in scored.items():
+        assert status == ("failed" if phase in code_phases else "ok"), (phase, output[-3000:])
+    if code_phases:
+        assert "is not signed" in output and "every code submission fails scoring" in output
+    assert result.returncode == (1 if code_phases else 0), output[-3000:]
