@@ -190,6 +190,11 @@ def check_phases(bundle: Bundle) -> Iterator[Problem]:
         for key in ("public_data", "starting_kit"):
             if key in phase and phase[key] not in names and not _dataset_key(key, phase[key]):
                 yield f"{where}.{key}: {phase[key]!r} is not a member", "ship the zip"
+        if phase.get("auto_migrate_to_this_phase") is True and len(phase.get("tasks") or []) > 1:
+            yield (f"{where}: auto_migrate_to_this_phase into a phase of "
+                   f"{len(phase['tasks'])} tasks: Codabench's migration of submissions into a "
+                   "phase of several tasks is broken (codabench issue #2247, open as of "
+                   "2026-09)", "leave it off, and ask participants to submit again in this phase")
 
 
 def _column_problems(where: str, columns: list) -> Iterator[Problem]:
