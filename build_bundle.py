@@ -159,7 +159,7 @@ def _check(zip_path: Path, margin: float, submission: Path | None = None,
            via_importer: bool = False) -> bool:
     python = str(IMAGE_PYTHON if IMAGE_PYTHON.exists() else sys.executable)
     site = platform_of(_competition(zip_path))
-    if via_importer and site.name != "codalab":
+    if via_importer and not codabench_importer.importable(_competition(zip_path)):
         raise UsageError(f"--via-codabench-importer: {zip_path} is a {site.title} bundle, not "
                          "a CodaLab v1.5 one")
     how = "Codabench would import and run it" if via_importer else f"{site.title} would run it"

@@ -67,6 +67,11 @@ def test_every_change_is_named():
     assert "code phases (Development)" in text and "every code submission fails scoring" in text
 
 
+def test_only_a_v15_yaml_goes_through_the_importer(tmp_path):
+    from bundle.platforms.codabench_importer import importable
+    assert importable(v15()) and importable(v15(version=1.5)) and not importable(v15(version=2))
+
+
 def test_a_blank_image_becomes_the_importers_default():
     competition, changes = imported(v15(competition_docker_image=""))
     assert competition["docker_image"] == DEFAULT_IMAGE

@@ -32,6 +32,11 @@ PROGRAMS_AND_DATA = ("ingestion_program", "input_data", "scoring_program", "refe
 COLUMN_READ = {"label", "rank", "sort", "numeric_format", "hidden", "leaderboard"}
 
 
+def importable(competition: dict) -> bool:
+    """The importer takes a yaml whose ``version`` is absent, 1 or 1.5 (codabench_v2.md §2)."""
+    return str(competition.get("version", "1")) in ("1", "1.5")
+
+
 def _date(value) -> dt.datetime:
     return value if isinstance(value, dt.datetime) else dt.datetime.fromisoformat(str(value))
 
