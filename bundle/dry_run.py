@@ -200,9 +200,10 @@ def _scoring_failed(step: StepResult, site) -> None:
     """A scoring program's non-zero exit fails the submission on both sites (codabench_v2.md
     §3.7, codalab_v1.md §4.7): say so before the scorer's own reason."""
     if step.exit_code is not None:
-        step.detail = (f"the submission fails on {site.title}: its scoring program exited "
-                       f"{step.exit_code} (failed submissions do not count toward the limits); "
-                       f"the scorer's reason, last:\n{step.detail.split(chr(10), 1)[-1]}")
+        tail = step.detail.split("\n", 1)[-1]
+        step.detail = (f"exit {step.exit_code}: the submission fails on {site.title}, its "
+                       "scoring program having exited non-zero (failed submissions do not "
+                       f"count toward the limits); the scorer's reason, last:\n{tail}")
 
 
 def _private_keys(program: Path) -> dict[str, list[str]]:

@@ -47,8 +47,9 @@ def test_nothing_scorable_fails_the_submission_in_the_dry_run(bundles, tmp_path,
         opened.writestr("notes.txt", "my predictions are elsewhere\n")
     result = cli("--check", str(bundles[platform]), "--submission", str(archive))
     assert result.returncode == 1 and "dry run FAILED" in result.stdout, result.stdout
-    assert (f"the submission fails on {title}: its scoring program exited 5 (failed "
-            "submissions do not count toward the limits)") in result.stderr, result.stderr
+    assert (f"scoring: failed\nexit 5: the submission fails on {title}, its scoring program "
+            "having exited non-zero (failed submissions do not count toward the limits)"
+            ) in result.stderr, result.stderr
     assert "not scored: no task could be scored" in result.stderr
     for task in ("digits", "iris"):             # every reason still reaches the participant
         assert f"task {task} penalised: " in result.stderr
