@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from bundle.platforms import platform as platform_named
+from local_runs import run_local
 from test_build import kit_member, zip_without
 
 REPO = Path(__file__).resolve().parents[1]
@@ -83,3 +84,18 @@ def scored(bundle: Path, platform: str, submission: Path) -> dict:
     scoring = [step for step in steps if step.step == "scoring"]
     assert [step.status for step in scoring] == ["ok"], [step.detail for step in scoring]
     return scoring[0].scores
+
+
+@pytest.mark.parametrize("platform", BUNDLES)
+def test_a_local_run_with_nothing_scorable_ends_with_the_scorers_reason(tmp_path, platform):
+    predictions = tmp_path / "predictions"
+    predictions.mkdir()
+    (predictions / "notes.txt").write_text("my predictions are elsewhere\n")
+    result = run_local("--platform", platform, "--phase", "development", "--results",
+                       str(predictions), "--out", str(tmp_path / "run"))
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert ("error: scoring failed (exit 5), so the platform would fail the submission: not "
+            "scored: no task could be scored") in result.stderr, result.stderr
+    for task in ("digits", "iris"):
+        assert f"task {task} penalised: " in result.stderr
+    assert "Traceback" not in result.stderr
