@@ -90,8 +90,8 @@ def _refused_record(config, reason: str) -> RunRecord:
 
 SUBMISSION_REFUSED = 4   # the ingestion ran nothing of it (it carries a command of its own)
 NOTHING_SCORED = 5       # every task penalised: failed, so that it uses up no submission
-NOTHING_SCORED_REASON = ("no task could be scored (every task was penalised; the reasons are "
-                         "above and in the detailed results)")
+NOTHING_SCORED_REASON = ("no task could be scored (every task was penalised; each task's reason "
+                         "is given with it)")
 
 
 def _rule_fields(result, record) -> dict:
