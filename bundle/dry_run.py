@@ -79,6 +79,7 @@ class StepResult:
     scores: dict[str, float] = field(default_factory=dict)
     log: str = ""                  # what the program printed: the site shows it as its logs
     notes: list[str] = field(default_factory=list)     # printed, not failures
+    exit_code: int | None = None   # a program's non-zero exit status
 
 
 def unzip(archive: Path, destination: Path) -> Path:
@@ -104,7 +105,7 @@ def timed(site, phase: str, step: str, program: Path, variables: dict, python: s
     if result.returncode != 0:
         tail = "\n".join((result.stderr or result.stdout).strip().splitlines()[-15:])
         return StepResult(phase, step, seconds, "failed", f"exit {result.returncode}:\n{tail}",
-                          log=log)
+                          log=log, exit_code=result.returncode)
     return StepResult(phase, step, seconds, "ok", log=log)
 
 
@@ -171,11 +172,21 @@ def phase_keys(program: Path, leaderboard_keys: list[str]) -> list[str]:
     return keys if set(keys) <= set(leaderboard_keys) else leaderboard_keys
 
 
-def score_step(name: str, step: StepResult, output: Path, keys: list[str], site) -> None:
+def score_step(name: str, step: StepResult, output: Path, keys: list[str], site,
+               sample: bool = True) -> None:
+    """What the site makes of the scoring step. A penalised task fails the dry run of the
+    kit's own sample, which must score on every task; a participant's submission with some
+    tasks penalised is Finished on the site, each penalty noted."""
     if step.status != "ok":
+        _scoring_failed(step, site)
         return
     step.scores, problems = read_scores(output, keys, site.name)
-    problems += [f"task {line}" for line in penalised_tasks(output)]
+    penalised = [f"task {line}" for line in penalised_tasks(output)]
+    if sample:
+        problems += penalised
+    else:
+        step.notes += [f"{line} (the submission is Finished, this task with the worst value of "
+                       "every column)" for line in penalised]
     report = output / "detailed_results.html"
     if not report.is_file() or report.stat().st_size == 0:
         problems.append("detailed_results.html is empty: the participants' detailed results "
@@ -183,6 +194,16 @@ def score_step(name: str, step: StepResult, output: Path, keys: list[str], site)
     if problems:
         step.status, step.detail = "failed", "\n".join(problems)
     step.notes += competition_rules.dry_run_notes(output)
+
+
+def _scoring_failed(step: StepResult, site) -> None:
+    """A scoring program's non-zero exit fails the submission on both sites (codabench_v2.md
+    §3.7, codalab_v1.md §4.7): say so before the scorer's own reason."""
+    if step.exit_code is not None:
+        tail = step.detail.split("\n", 1)[-1]
+        step.detail = (f"exit {step.exit_code}: the submission fails on {site.title}, its "
+                       "scoring program having exited non-zero (failed submissions do not "
+                       f"count toward the limits); the scorer's reason, last:\n{tail}")
 
 
 def _private_keys(program: Path) -> dict[str, list[str]]:

@@ -16,7 +16,8 @@ A folder is first zipped by submission_zip.py, as you would before uploading, an
 is what runs (its path is printed: upload that file). Scores are printed with exactly the
 leaderboard's keys, then the detailed results page's path. The run exits with status 1
 when the platform would not score your submission as you intend: a zip it would take for
-something else, a task that failed or was penalised, scores it would refuse.
+something else, a task that failed or was penalised, no task scored (the platform fails such
+a submission), scores it would refuse.
 
 The programs and data of the kit's phase are in programs/ and data/; where the phase's
 references are public, tasks are scored; where they are hidden, the run checks that your code
@@ -211,7 +212,11 @@ def _score(layout: Layout, predictions: Path, work: Path) -> Path | None:
                                  env=versions.program_environment())
     print(result.stderr, file=sys.stderr, end="")      # penalties and notes
     if result.returncode != 0:
-        raise LocalRunError(f"scoring failed (exit {result.returncode}); reasons above")
+        # the platform fails a submission whose scoring exits non-zero; the scorer's last line
+        # says why (no task scored, a rule, a refused submission)
+        reason = (result.stderr.strip().splitlines() or ["reasons above"])[-1]
+        raise LocalRunError(f"scoring failed (exit {result.returncode}), so the platform would "
+                            f"fail the submission: {reason}")
     return run / "output"
 
 

@@ -74,3 +74,12 @@ def run_scoring(run: Path) -> subprocess.CompletedProcess:
 def read_scores(run: Path) -> dict[str, float]:
     lines = (run / "output" / "scores.txt").read_text().splitlines()
     return {key.strip(): float(value) for key, value in (line.split(":") for line in lines)}
+
+
+def read_unscored(run: Path) -> dict[str, float]:
+    """A submission with no task scored has no scores file (the scorer exits NOTHING_SCORED):
+    the values its report gives each task's metrics, keyed as the scores file's columns."""
+    assert not (run / "output" / "scores.txt").exists()
+    tasks = json.loads((run / "output" / "detailed_results.json").read_text())["tasks"]
+    return {f"{task}_{name}": metric["value"] for task, entry in tasks.items()
+            for name, metric in entry["metrics"].items()}

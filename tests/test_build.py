@@ -245,7 +245,8 @@ def test_check_names_what_it_cannot_reproduce(built):
 
 
 def test_check_fails_a_submission_whose_tasks_are_penalised(built, tmp_path):
-    """What --check accepts must score on the worker: a penalised task fails the dry run."""
+    """What --check accepts must score on the worker: the light track's one task penalised,
+    nothing is scored and the submission fails, with the task's reason."""
     out, _ = built
     archive = tmp_path / "no_model.zip"
     with zipfile.ZipFile(archive, "w") as opened:
@@ -255,3 +256,4 @@ def test_check_fails_a_submission_whose_tasks_are_penalised(built, tmp_path):
                  "--submission", str(archive))
     assert result.returncode == 1
     assert "task breast_cancer" in result.stderr and "declared_model" in result.stderr
+    assert "no task could be scored" in result.stderr

@@ -416,7 +416,8 @@ def test_scorer_refuses_output_that_is_not_the_ingestions(prepared, tmp_path, ta
     are: in a code phase the scorer accepts only what the ingestion signed."""
     from plans import embedded_phase
     from bundle.programs import assemble_scoring_program
-    from scoring_harness import new_run as new_scoring_run, read_scores, run_scoring
+    from scoring_harness import new_run as new_scoring_run, read_unscored, run_scoring
+    from scoring_program.scorer.main import NOTHING_SCORED
     import shutil
     run, _, record = ingest(prepared, tmp_path / "ingest", submission("return uniform(task)"))
     assert record.signature and set(record.files) == {"iris_probs.npy", "digits_probs.npy"}
@@ -428,9 +429,10 @@ def test_scorer_refuses_output_that_is_not_the_ingestions(prepared, tmp_path, ta
     shutil.copytree(run / "run" / "output", scoring / "input" / "res")
     tamper(scoring / "input" / "res")
     outcome = run_scoring(scoring)
-    assert outcome.returncode == 0, outcome.stderr
+    # no task scored: the submission fails (and uses up no submission)
+    assert outcome.returncode == NOTHING_SCORED, outcome.stderr
     for task in ("iris", "digits"):
         assert f"task {task} penalised: training run invalid: this phase scores what your code" \
             in outcome.stderr
     assert message in outcome.stderr and "prediction files are not accepted" in outcome.stderr
-    assert read_scores(scoring)["iris_agreement"] == 0.0
+    assert read_unscored(scoring)["iris_agreement"] == 0.0

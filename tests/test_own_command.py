@@ -121,13 +121,13 @@ def test_the_dry_run_runs_the_command_beside_the_ingestion_and_fails_it(
     if platform == "codabench":          # scored whatever the ingestion's exit status
         scoring = by_step["scoring"]
         assert scoring.status == "failed" and "FORGED" in by_step["command"].detail
-        # Whichever record was written last: the command's is refused (unsigned) and every
-        # task gets the worst values; the ingestion's refusal fails the submission.
+        # Whichever record was written last: the command's is refused (unsigned), so no task
+        # is scored and the submission fails; the ingestion's refusal fails it too.
+        assert not scoring.scores
         if "is not signed" in scoring.detail:
-            assert scoring.scores["weighted_loss"] == 1.0
+            assert "no task could be scored" in scoring.detail, scoring.detail
         else:
             assert "the ingestion refused the submission" in scoring.detail, scoring.detail
-            assert not scoring.scores
     else:                                # a failed predict step is never scored
         assert "scoring" not in by_step
 

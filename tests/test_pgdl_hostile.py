@@ -21,7 +21,8 @@ from bundle.programs import assemble_scoring_program
 from bundle.spec import load_spec
 from ingestion_harness import kind_plan, new_kind_run, prepare_kind, run_ingestion
 from kinds.pgdl2020.runtime.formats import read_model_configs
-from scoring_harness import new_run, read_scores, run_scoring
+from scoring_harness import new_run, read_unscored, run_scoring
+from scoring_program.scorer.main import NOTHING_SCORED
 
 SETTINGS = [pytest.param(False, id="root"), pytest.param(True, id="no-capabilities")]
 can_drop = os.geteuid() == 0 and shutil.which("setpriv")
@@ -82,12 +83,13 @@ def test_a_hostile_predict_file_penalises_its_task_naming_file_and_line(results_
     text = _predict_text(zoo.ids, value)
     run, result = _score_results(results_phase, tmp_path, text)
     log = result.stdout + result.stderr
-    assert result.returncode == 0 and "Traceback" not in log, log[-3000:]
+    # the phase's one task penalised: nothing scored, the submission fails
+    assert result.returncode == NOTHING_SCORED and "Traceback" not in log, log[-3000:]
     line = text[:text.index(value)].count("\n") + 1
     pattern = (rf"task {task} penalised: {task}\.predict: line {line}\b.*"
                + expected.format(model=zoo.ids[1]))
     assert re.search(pattern, log), log[-3000:]
-    scores = read_scores(run)
+    scores = read_unscored(run)
     assert scores[f"{task}_cmi"] == 0.0 and scores[f"{task}_kendall_tau"] == -1.0
 
 
@@ -95,7 +97,7 @@ def test_a_nested_file_instead_of_an_object_is_refused_at_line_one(results_phase
     _, task, _ = results_phase
     run, result = _score_results(results_phase, tmp_path, "[" * DEPTH + "]" * DEPTH)
     log = result.stdout + result.stderr
-    assert result.returncode == 0 and "Traceback" not in log, log[-3000:]
+    assert result.returncode == NOTHING_SCORED and "Traceback" not in log, log[-3000:]
     assert (f"task {task} penalised: {task}.predict: line 1 column 1: expected a JSON object "
             "{model_id: value}, found '['") in log
 
@@ -123,8 +125,9 @@ def _ingest(code_phase, tmp_path, code: str, unprivileged: bool):
     return run, record, result.stdout + result.stderr
 
 
-def _score_ingestion(code_phase, run: Path, tmp_path: Path):
-    """The real scorer on what the ingestion wrote, as the worker runs it next."""
+def _score_failed_ingestion(code_phase, run: Path, tmp_path: Path):
+    """The real scorer on what the ingestion wrote, as the worker runs it next: the phase's
+    one task failed, so nothing is scored and the submission fails; the report's values."""
     root, _ = code_phase
     scoring = tmp_path / "scoring"
     shutil.copytree(root / "scoring_program", scoring / "program")
@@ -133,8 +136,8 @@ def _score_ingestion(code_phase, run: Path, tmp_path: Path):
     for folder in ("output", "temp"):
         (scoring / folder).mkdir()
     result = run_scoring(scoring)
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    return read_scores(scoring), result.stdout + result.stderr
+    assert result.returncode == NOTHING_SCORED, result.stdout[-3000:] + result.stderr[-3000:]
+    return read_unscored(scoring), result.stdout + result.stderr
 
 
 def _zoo_ids(code_phase):
@@ -162,7 +165,7 @@ def test_a_zoo_where_every_network_crashed_is_recorded_failed(code_phase, tmp_pa
         f"{ids[0]}: exited with code 3 before returning predictions"), record["message"]
     _, task = code_phase
     assert not (run / "run" / "output" / f"{task}.npy").exists()
-    scores, scored = _score_ingestion(code_phase, run, tmp_path)
+    scores, scored = _score_failed_ingestion(code_phase, run, tmp_path)
     assert f"task {task} penalised: training run failed: none of the {len(ids)}" in scored
     assert scores[f"{task}_cmi"] == 0.0
 
@@ -191,7 +194,7 @@ def test_a_zoo_split_between_processes_with_no_value_is_recorded_failed(code_pha
         f"none of the {len(ids)} units got a value (1 failed, {len(ids) - 1} finished without "
         f"one); the first error: {ids[0]}: exited with code 3"), record["message"]
     _, task = code_phase
-    scores, scored = _score_ingestion(code_phase, run, tmp_path)
+    scores, scored = _score_failed_ingestion(code_phase, run, tmp_path)
     assert f"task {task} penalised: training run failed: none of the {len(ids)}" in scored
     assert scores[f"{task}_cmi"] == 0.0
 

@@ -185,7 +185,11 @@ def test_impossible_probabilities_penalise_the_task_with_the_row_named(tmp_path)
     assert result.returncode == 1
     assert ("severity_test penalised: training run invalid: the returned predictions: row 1, "
             "probability: 7.0; expected a value in [0, 1]") in result.stdout + result.stderr
-    assert scores_of(result.stdout)["severity_test_auroc_in"] == 0.0
+    # both tasks penalised: nothing scored, the submission fails; the report keeps the values
+    assert "the platform would fail the submission: not scored: no task could be scored" \
+        in result.stderr
+    from scoring_harness import read_unscored
+    assert read_unscored(tmp_path / "run" / "scoring" / "run")["severity_test_auroc_in"] == 0.0
 
 
 def test_code_killed_at_its_budget_is_scored_on_its_last_checkpoint(tmp_path):

@@ -373,6 +373,7 @@ class Codabench(Platform):
         if not competition.get("queue"):     # the default queue caps it (§3.1)
             limit = min(limit, DEFAULT_QUEUE_LIMIT_SECONDS)
         kit = unzip(bundle / phase["starting_kit"], work / "starting_kit")
+        sample = submission_zip is None
         submission_zip = submission_zip or kit / SAMPLES[bool(task.get("ingestion_program"))]
         # Exit codes of the prediction step are not checked: scoring always follows (§3.7).
         results, predictions = self._predict(bundle, name, task, submission_zip, python, work,
@@ -387,7 +388,8 @@ class Codabench(Platform):
         step = self._timed(name, "scoring", score, "scoring_program", python, limit)
         if step.status == "ok" and (score / "output" / "metadata").exists():
             step.status, step.detail = "failed", "the scorer wrote output/metadata: Codabench fails the step"
-        score_step(name, step, score / "output", phase_keys(score / "program", keys), self)
+        score_step(name, step, score / "output", phase_keys(score / "program", keys), self,
+                   sample)
         _hidden_figures_kept(step, phase, competition, keys, score)
         private_scores_kept(step, score / "program", score / "output")
         return results + [step]

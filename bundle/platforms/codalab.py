@@ -245,6 +245,7 @@ class CodaLab(Platform):
         limit = float(phase.get("execution_time_limit", 300))
         kit = unzip(bundle / phase["starting_kit"], work / "starting_kit")
         code_phase = phase.get("is_scoring_only", True) is False
+        sample = submission_zip is None
         submission_zip = submission_zip or kit / SAMPLES[code_phase]
         results: list[StepResult] = []
         if code_phase:
@@ -265,7 +266,7 @@ class CodaLab(Platform):
         step = timed(self, name, "scoring", run / "program",
                      self.worker_variables("scoring_program", work), python, run, limit,
                      env=worker_env())
-        score_step(name, step, run / "output", phase_keys(run / "program", keys), self)
+        score_step(name, step, run / "output", phase_keys(run / "program", keys), self, sample)
         private_scores_kept(step, run / "program", run / "output")
         return results + [step]
 

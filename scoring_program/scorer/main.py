@@ -9,10 +9,13 @@ by the run record, as it would have on CodaLab, whose worker fails it at the ing
 or, in a phase whose rule says so, because the code never ran at all: a zip CodaLab took for
 prediction files, whose finishing would use up the phase's submissions); 4 the ingestion
 refused the submission (it carries a command of its own, which the platform runs outside the
-sandbox). Apart from these, a participant's failure never fails the run: a task with no
-usable prediction gets the worst value of every column, even when it is the only task (the
-light track), so the platform shows a score and the report says why. Every failure is
-explained on stderr in one line first.
+sandbox); 5 no task could be scored (every task penalised: missing or malformed predictions,
+every training run failed, prediction files in a code phase, an empty zip): the report is
+written, the scores file is not, and both platforms fail the submission, which then counts
+toward no limit (codabench_v2.md §3.7, codalab_v1.md §4.7), where a Finished all-worst
+submission would use one up. A task with no usable prediction beside scored ones gets the
+worst value of every column and the submission is scored; the report says why. Every failure
+is explained on stderr in one line first.
 """
 from __future__ import annotations
 
@@ -86,6 +89,9 @@ def _refused_record(config, reason: str) -> RunRecord:
 
 
 SUBMISSION_REFUSED = 4   # the ingestion ran nothing of it (it carries a command of its own)
+NOTHING_SCORED = 5       # every task penalised: failed, so that it uses up no submission
+NOTHING_SCORED_REASON = ("no task could be scored (every task was penalised; each task's reason "
+                         "is given with it)")
 
 
 def _rule_fields(result, record) -> dict:
@@ -139,8 +145,8 @@ def score(input_dir: Path, output_dir: Path, program_dir: Path) -> int:
     usable = [r for r in results if not r.penalised]
     loss = weighted_loss(results)
     if not usable:
-        problems.append("no task could be scored: every task got the worst value of every "
-                        "column; reasons above")
+        problems.append(f"not scored: {NOTHING_SCORED_REASON}. The submission fails; failed "
+                        "submissions do not count toward the limits")
     (output_dir / REPORT_NAME).write_text(
         render_report(results, config.scoring, phase=config.phase, weighted_loss=loss,
                       problems=problems),
@@ -148,6 +154,8 @@ def score(input_dir: Path, output_dir: Path, program_dir: Path) -> int:
     _write_details(output_dir / DETAILS_NAME, config, results, problems, record)
     for problem in problems:
         _say(problem)
+    if not usable:
+        return NOTHING_SCORED
     text = _write_scores(output_dir, config, column_values(config, results, private), private,
                          record)
     print(f"scored {len(usable)} of {len(results)} task(s) of phase {config.phase}:\n{text}", end="")
