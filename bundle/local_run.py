@@ -12,10 +12,8 @@ the kind publishes the phase's references, the kit holds them and code is scored
 --score-hidden stages hidden ones too (organizers only: a kit a participant downloads never
 holds them). Exit status: the kit's run_local's (2 for a spec or phase that does not exist).
 
---baseline is scored as the phase's participants submit it: in a results phase, the kit's
-predictions_zip.py makes its prediction files first (``run_code``); --code is the zip itself,
-checked as the site takes it. The kinds' organizer scripts (``kinds/*/kit/baseline_results.py``,
-``sensitivity.py``) build their kits with ``build_kit`` and run them with ``run_code``.
+The kinds' organizer scripts (``kinds/*/kit/baseline_results.py``, ``sensitivity.py``) build
+their kits with ``build_kit`` and run them with ``run_kit``.
 """
 from __future__ import annotations
 
@@ -33,9 +31,7 @@ from .build import phase_kit
 from .phase_data import stage_reference_data
 from .phase_plan import code_variant, phase_plan, with_budget
 from .platforms import DEFAULT_PLATFORM, PLATFORMS
-from .render import PREDICTIONS_TOOL
 from .spec import DEFAULT_SPEC, CompetitionSpec, SpecError, load_spec
-from .starting_kit import KIT_CONFIG
 
 KIT_RUN_LOCAL = "run_local.py"
 KIT_REFERENCES = Path("data") / "reference"     # where the kit's run_local looks for them
@@ -104,44 +100,16 @@ def build_kit(spec: CompetitionSpec, phase: str | None, destination: Path,
 
 
 def run_kit(kit: Path, work: Path, code: Path | str | None = None,
-            results: Path | str | None = None, log: Path | None = None,
-            append: bool = False) -> int:
+            results: Path | str | None = None, log: Path | None = None) -> int:
     """The kit's run_local.py on ``code`` or ``results``, run in the kit's folder as a
     participant types it (so ``baselines/<file>.py`` names the kit's copy); its output goes to
-    ``log`` when given (after what it holds if ``append``), else here. Returns its exit status;
-    a scored run leaves its output in ``work``/``SCORING_OUTPUT``."""
+    ``log`` when given, else here. Returns its exit status; a scored run leaves its output in
+    ``work``/``SCORING_OUTPUT``."""
     flag, source = ("--code", code) if code is not None else ("--results", results)
-    return _in_kit(kit, [KIT_RUN_LOCAL, flag, str(source), "--out", str(Path(work).absolute())],
-                   log, append)
-
-
-def run_code(kit: Path, work: Path, code: Path | str, log: Path | None = None) -> int:
-    """``code`` run and scored on the kit's phase the way that phase's participants run it: a
-    code phase's kit runs it (``run_kit``); in a results phase the kit's predictions_zip.py
-    turns it into the phase's prediction files, which run_local then scores, since a code zip
-    is not what a results phase takes (Codabench fails it; CodaLab takes its files for
-    predictions). Returns the first failing exit status, else 0; output as ``run_kit``'s."""
-    if _takes_code(kit):
-        return run_kit(kit, work, code=code, log=log)
-    Path(work).mkdir(parents=True, exist_ok=True)
-    predictions = Path(work).absolute() / "predictions.zip"
-    made = _in_kit(kit, [PREDICTIONS_TOOL, str(code), str(predictions)], log, append=False)
-    if made != 0:
-        return made
-    return run_kit(kit, work, results=predictions, log=log, append=True)
-
-
-def _takes_code(kit: Path) -> bool:
-    config = json.loads((Path(kit) / KIT_CONFIG).read_text(encoding="utf-8"))
-    return bool(config["code_submission"])
-
-
-def _in_kit(kit: Path, argv: list[str], log: Path | None, append: bool) -> int:
-    """``python <argv>`` in the kit's folder, its output to ``log`` or here."""
-    command = [sys.executable, *argv]
+    command = [sys.executable, KIT_RUN_LOCAL, flag, str(source), "--out", str(Path(work).absolute())]
     if log is None:
         return subprocess.run(command, cwd=kit).returncode
-    with open(log, "a" if append else "w", encoding="utf-8") as written:
+    with open(log, "w", encoding="utf-8") as written:
         return subprocess.run(command, cwd=kit, stdout=written, stderr=subprocess.STDOUT).returncode
 
 
@@ -162,7 +130,7 @@ def baseline_details(kit: Path, work: Path, baseline: str, what: str) -> dict:
     tasks are still scored), one that scored nothing raises."""
     Path(work).mkdir(parents=True, exist_ok=True)
     log = Path(work) / "run_local.log"
-    if run_code(kit, work, f"baselines/{baseline}.py", log) != 0:
+    if run_kit(kit, work, code=f"baselines/{baseline}.py", log=log) != 0:
         print(f"  note: {what}: {error_line(log)}", file=sys.stderr)
     return scored_details(work, what, log)
 
@@ -218,9 +186,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"built the {args.platform} kit of phase {args.phase or spec.phases[0].key} in {kit}"
           + (", with its hidden references (never give this kit out)"
              if args.score_hidden else ""), flush=True)
-    if args.baseline:       # scored as the phase's participants submit it
-        return run_code(kit, out, f"baselines/{args.baseline}.py")
-    return run_kit(kit, out, code=_absolute(args.code), results=_absolute(args.results))
+    code = f"baselines/{args.baseline}.py" if args.baseline else _absolute(args.code)
+    return run_kit(kit, out, code=code, results=_absolute(args.results))
 
 
 if __name__ == "__main__":

@@ -172,13 +172,11 @@ def test_a_code_zip_in_a_codabench_results_phase_fails_as_the_worker_fails_it(tm
 @pytest.mark.parametrize("platform, refused", [(CODABENCH, True), (CODALAB, False)])
 def test_run_local_says_what_the_worker_does_with_code_in_a_results_phase(tmp_path, platform,
                                                                           refused):
-    """The same worker model decides the kit's local run of a code zip: Codabench fails the
-    zip (above); CodaLab takes it for prediction files, and run_local trains the code instead.
-    (--code: the zip itself; --baseline is scored as the phase takes it, test below.)"""
-    code = LABEL_SPEC.parent / "kit" / "baselines" / "nearest_centroid.py"
+    """The same worker model decides the kit's local run: Codabench fails the zip (above);
+    CodaLab takes it for prediction files, and run_local trains the code instead."""
     done = subprocess.run([sys.executable, "-m", "bundle.local_run", "--config",
                            str(LABEL_SPEC), "--phase", "development", "--platform", platform,
-                           "--code", str(code), "--out", str(tmp_path / "run")],
+                           "--baseline", "nearest_centroid", "--out", str(tmp_path / "run")],
                           cwd=REPO,
                           capture_output=True, text=True, timeout=600)
     output = done.stdout + done.stderr
@@ -188,20 +186,3 @@ def test_run_local_says_what_the_worker_does_with_code_in_a_results_phase(tmp_pa
         assert "'Metadata file not found'" in output and "'Bad or empty zip file'" in output
     else:
         assert done.returncode == 0 and "this run trains your code" in output, output[-2000:]
-
-
-@pytest.mark.parametrize("platform", [CODABENCH, CODALAB])
-def test_a_baseline_in_a_results_phase_is_scored_from_the_prediction_files_it_makes(tmp_path,
-                                                                                  platform):
-    """An organizer's --baseline runs as the phase's participants submit it: the kit's
-    predictions_zip.py, then run_local --results, on either platform."""
-    done = subprocess.run([sys.executable, "-m", "bundle.local_run", "--config",
-                           str(LABEL_SPEC), "--phase", "development", "--platform", platform,
-                           "--baseline", "nearest_centroid", "--out", str(tmp_path / "run")],
-                          cwd=REPO, capture_output=True, text=True, timeout=600)
-    output = done.stdout + done.stderr
-    assert done.returncode == 0, output[-2000:]
-    assert f"wrote {tmp_path / 'run' / 'predictions.zip'}" in output
-    assert "this run trains your code" not in output
-    # this kind hides the phase's references: the prediction files are checked, as on the site
-    assert "predictions were checked, not scored" in done.stdout

@@ -23,7 +23,7 @@ KIT = Path(__file__).resolve().parent
 REPO = KIT.parents[2]
 sys.path.insert(0, str(REPO))
 
-from bundle.local_run import build_kit, organizer_spec, run_code, scored_details  # noqa: E402
+from bundle.local_run import build_kit, organizer_spec, run_kit, scored_details  # noqa: E402
 
 
 def variant(source: str, constant: str, value: str) -> str:
@@ -39,7 +39,7 @@ def scores(code: Path, kit: Path) -> dict:
     with tempfile.TemporaryDirectory(prefix="sensitivity-") as work:
         log = Path(work) / "run_local.log"
         # penalised tasks are still scored, with their worst value: the exit status is not read
-        run_code(kit, Path(work), code, log)
+        run_kit(kit, Path(work), code=code, log=log)
         details = scored_details(Path(work), code.name, log)
     row = {task: next(iter(result["metrics"].items())) for task, result in
            details["tasks"].items()}
