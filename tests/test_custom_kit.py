@@ -111,7 +111,8 @@ def kit_members(bundles: list[Path], phase: str) -> dict[str, bytes]:
             names = set(outer.namelist())
             if f"{phase}_starting_kit.zip" in names:
                 kit_zip = outer.read(f"{phase}_starting_kit.zip")
-            elif bundle.stem.endswith(f"-{phase}") and "starting_kit.zip" in names:
+            elif bundle.stem.removesuffix("-codabench").endswith(f"-{phase}") \
+                    and "starting_kit.zip" in names:
                 kit_zip = outer.read("starting_kit.zip")
             else:
                 continue
