@@ -1,4 +1,5 @@
-"""Build upload-ready CodaLab v1.5 or Codabench bundles from an organizer spec, and dry-run them.
+"""Build upload-ready Codabench (the default) or CodaLab v1.5 bundles from an organizer spec, and
+dry-run them.
 
 A spec with layout "one" (the default) gives one competition holding every phase (one per
 track); "per_phase" gives one per phase and track. Naming a --phase builds that phase alone.
@@ -10,7 +11,8 @@ examples (phase and track names of the default spec):
   python build_bundle.py --check dist/x.zip                dry-run an existing bundle
   python build_bundle.py --check dist/x.zip --submission my.zip   ... with a participant's zip
   python build_bundle.py --config my_spec.yaml --data-root /data/bdl --phase all
-  python build_bundle.py --platform codabench --phase all --check   Codabench (version 2) bundles
+  python build_bundle.py --platform codalab --phase all --check   CodaLab v1.5 bundles (a
+      self-hosted CodaLab server, or Codabench's v1.5 importer)
 """
 from __future__ import annotations
 
@@ -81,7 +83,10 @@ def _parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
                              "folder per task (docs/organizer_data.md); default: the spec's")
     parser.add_argument("--out", type=Path, default=REPO / "dist", help="output folder (dist/)")
     parser.add_argument("--platform", choices=tuple(PLATFORMS), default=DEFAULT_PLATFORM,
-                        help="CodaLab Competitions v1.5 (default) or Codabench (version: 2)")
+                        help="codabench (default): Codabench, version 2, where competitions "
+                             "run now (the public CodaLab server has taken no submissions since "
+                             "2025-12-31); codalab: CodaLab v1.5, for a self-hosted CodaLab "
+                             "server or Codabench's v1.5 importer")
     parser.add_argument("--check", nargs="?", const=True, default=None, metavar="ZIP",
                         help="dry-run the bundles just built, or the given bundle zip")
     parser.add_argument("--via-codabench-importer", action="store_true",

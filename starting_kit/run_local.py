@@ -17,7 +17,9 @@ is what runs (its path is printed: upload that file). Scores are printed with ex
 leaderboard's keys, then the detailed results page's path. The run exits with status 1
 when the platform would not score your submission as you intend: a zip it would take for
 something else, a task that failed or was penalised, no task scored (the platform fails such
-a submission), scores it would refuse.
+a submission), scores it would refuse. In a results phase, code given as a folder or a .py
+file is trained on the phase's tasks and scored (upload the prediction files
+predictions_zip.py makes of it); a code zip is checked as the site takes it there.
 
 The programs and data of the kit's phase are in programs/ and data/; where the phase's
 references are public, tasks are scored; where they are hidden, the run checks that your code
@@ -235,8 +237,10 @@ def run_local(work: Path, code: Path | None = None,
     archive = submission_zip(code if as_code else results, as_code, layout, work)
     submission = _unzipped(archive, work / "submission")
     dispatch = worker.dispatch_submission(submission, layout.platform, has_ingestion=as_code)
-    if dispatch.ok and as_code and not layout.code_phase:
-        # what the site does with the zip itself: this phase has no ingestion program
+    if dispatch.ok and as_code and not layout.code_phase and archive == code:
+        # A zip given is one meant for upload: what the site does with it here, where no
+        # ingestion program runs (Codabench fails a code zip). Code given as a folder or a
+        # .py file is tried locally, as predictions_zip.py runs it for this phase.
         dispatch = worker.dispatch_submission(submission, layout.platform, has_ingestion=False)
     if not dispatch.ok:
         raise LocalRunError(f"{archive}: {dispatch.problem}")
@@ -245,7 +249,8 @@ def run_local(work: Path, code: Path | None = None,
     print("\n".join(versions.report(layout.image_requirements, layout.image, code_folders)))
     if as_code and not layout.code_phase:
         print(f"note: the {layout.phase} phase takes prediction files; this run trains your code "
-              "on its tasks and scores what it returns")
+              "on its tasks and scores what it returns; upload the zip of prediction files that "
+              "predictions_zip.py makes from it, not a code zip")
     if not as_code and layout.code_phase:
         raise LocalRunError(f"the {layout.phase} phase takes code: a zip of prediction files "
                             "is not accepted there (use --code)")

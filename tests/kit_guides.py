@@ -1,5 +1,5 @@
 """What a starting kit's guide (README.md) says, checked against the bundle it ships in: its
-competition.yaml, its pages and the kit's own files (CodaLab v1.5 bundles)."""
+competition.yaml, its pages and the kit's own files (Codabench and CodaLab v1.5 bundles)."""
 import html
 import io
 import json
@@ -81,14 +81,13 @@ def agreement_problems(bundle_path: Path) -> list[str]:
     problems = []
     with zipfile.ZipFile(bundle_path) as bundle:
         competition = yaml.safe_load(bundle.read("competition.yaml"))
-        pages = {name: bundle.read(f"{name}.html").decode() for name in
+        pages = {name: bundle.read(_page_member(competition, name)).decode() for name in
                  ("evaluation", "overview", "starting_kit")}
-        phases = [competition["phases"][number] for number in sorted(competition["phases"])]
+        phases = _phases(competition)
         kits = {phase["label"]: kit_of(bundle, phase["starting_kit"]) for phase in phases}
     labels = [phase["label"] for phase in phases]
     ranking = _text(re.search(r"<p>(Ranking: .*?)</p>", pages["evaluation"], re.DOTALL)[1])
-    (rank_column,) = [column for column in competition["leaderboard"]["columns"].values()
-                      if column.get("selection_default")]
+    rank_column = _rank_column(competition)
     facts = _facts(pages["evaluation"])
     limits = _per_phase(pages["evaluation"], "<h3>Budgets, sandbox and hardware</h3>",
                         "<h3>Leaderboard columns</h3>", labels)
@@ -103,7 +102,8 @@ def agreement_problems(bundle_path: Path) -> list[str]:
         # ranking: the evaluation page's words, and the yaml's ranking column
         if ranking not in flat:
             say(f"lacks the evaluation page's ranking {ranking!r}")
-        if not rank_column.get("computed") and "average rank" in flat:
+        # (the page's ranking, checked above, may say why the average rank is not used)
+        if not rank_column.get("computed") and "average rank" in flat.replace(ranking, ""):
             say(f"speaks of an average rank; the yaml ranks by {rank_column['label']!r}")
         # limits: the yaml's execution time limit, the page's facts and sandbox limits
         if f"{phase['execution_time_limit']} s" not in flat:
@@ -126,6 +126,35 @@ def agreement_problems(bundle_path: Path) -> list[str]:
         problems += [f"{where}: names `{path}`, which the kit lacks"
                      for path in kit_paths_named(guide, kit)]
     return problems
+
+
+# The two platforms' competition.yaml (bundle/platforms/): Codabench's is version 2.
+
+def _page_member(competition: dict, page: str) -> str:
+    if competition.get("version") == 2:
+        return f"pages/{page}.html"
+    return f"{page}.html"
+
+
+def _phases(competition: dict) -> list[dict]:
+    """Each phase's label, starting kit and execution time limit, in order."""
+    if competition.get("version") == 2:
+        return [{**phase, "label": phase["name"]} for phase in competition["phases"]]
+    return [competition["phases"][number] for number in sorted(competition["phases"])]
+
+
+def _rank_column(competition: dict) -> dict:
+    """The column the leaderboard ranks by: its label, and what computes it (``computed``:
+    CodaLab's Avg, or Codabench's avg_rank)."""
+    if competition.get("version") == 2:
+        (board,) = competition["leaderboards"]
+        index = board.get("primary_index", 0)
+        (column,) = [column for column in board["columns"] if column["index"] == index]
+        return {"label": column["title"],
+                **({"computed": column["computation"]} if column.get("computation") else {})}
+    (column,) = [column for column in competition["leaderboard"]["columns"].values()
+                 if column.get("selection_default")]
+    return column
 
 
 def _file_problems(kit: dict[str, bytes], guide: str, pages: dict[str, str]) -> list[str]:

@@ -28,8 +28,18 @@ def cli(*args, timeout=900):
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
+    """Every phase and track, for the default platform (Codabench)."""
     out = tmp_path_factory.mktemp("dist")
     result = cli("--phase", "all", "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    return out, result
+
+
+@pytest.fixture(scope="module")
+def built_codalab(tmp_path_factory):
+    """The evaluation phase's tracks as CodaLab v1.5 bundles: what is CodaLab's own."""
+    out = tmp_path_factory.mktemp("dist-codalab")
+    result = cli("--platform", "codalab", "--phase", "evaluation", "--out", str(out))
     assert result.returncode == 0, result.stderr
     return out, result
 
@@ -37,15 +47,15 @@ def built(tmp_path_factory):
 def test_all_phases_and_tracks_are_built_with_a_summary(built):
     out, result = built
     names = sorted(p.name for p in out.glob("*.zip"))
-    assert names == ["bdl-approx-inference-development.zip",
-                     "bdl-approx-inference-evaluation-extended.zip",
-                     "bdl-approx-inference-evaluation-light.zip"]
+    assert names == ["bdl-approx-inference-development-codabench.zip",
+                     "bdl-approx-inference-evaluation-extended-codabench.zip",
+                     "bdl-approx-inference-evaluation-light-codabench.zip"]
     assert "sha256" in result.stdout and "scoring_program.zip" in result.stdout
     assert "breast_cancer (30 s)" in result.stdout
 
 
-def test_bundle_contents_and_yaml(built):
-    out, _ = built
+def test_bundle_contents_and_yaml(built_codalab):
+    out, _ = built_codalab
     with zipfile.ZipFile(out / "bdl-approx-inference-evaluation-extended.zip") as bundle:
         names = bundle.namelist()
         competition = yaml.safe_load(bundle.read("competition.yaml"))
@@ -70,7 +80,7 @@ def test_rebuild_is_byte_identical(built, tmp_path):
     out, _ = built
     result = cli("--phase", "development", "--out", str(tmp_path))
     assert result.returncode == 0, result.stderr
-    name = "bdl-approx-inference-development.zip"
+    name = "bdl-approx-inference-development-codabench.zip"
     assert (tmp_path / name).read_bytes() == (out / name).read_bytes()
 
 
@@ -102,7 +112,7 @@ def test_check_catches_a_scorer_that_writes_a_wrong_key(built, tmp_path):
         config = json.loads(data)
         config["columns"][0]["key"] = "iris_agreemnt"
         return json.dumps(config).encode()
-    broken = rewrite_member(out / "bdl-approx-inference-development.zip", tmp_path / "b.zip",
+    broken = rewrite_member(out / "bdl-approx-inference-development-codabench.zip", tmp_path / "b.zip",
                             "scoring_program.zip/scoring_config.json", rename_key)
     result = cli("--check", str(broken))
     assert result.returncode == 1
@@ -113,7 +123,7 @@ def test_check_catches_an_ingestion_that_exceeds_the_time_limit(built, tmp_path)
     """A submission that uses its whole 30 s budget cannot finish in a 1 s phase limit,
     however fast the machine."""
     out, _ = built
-    broken = rewrite_member(out / "bdl-approx-inference-evaluation-light.zip", tmp_path / "t.zip",
+    broken = rewrite_member(out / "bdl-approx-inference-evaluation-light-codabench.zip", tmp_path / "t.zip",
                             "competition.yaml",
                             lambda data: data.replace(b"execution_time_limit: 900",
                                                       b"execution_time_limit: 1"))
@@ -124,8 +134,9 @@ def test_check_catches_an_ingestion_that_exceeds_the_time_limit(built, tmp_path)
                                           "    time.sleep(task.seconds)\n")
     result = cli("--check", str(broken), "--submission", str(slow))
     assert result.returncode == 1
-    assert "exceeded the phase's execution_time_limit of 1 s" in result.stderr
-    assert "rule time-limit" in result.stderr
+    # Codabench's worker's words, and its rule of the limit against the budgets
+    assert "Execution Time Limit exceeded. Limit was 1 seconds" in result.stderr
+    assert "rule v2-time-and-keys" in result.stderr
 
 
 def test_leakage_check_catches_planted_leaks(tmp_path):
@@ -189,7 +200,7 @@ def test_downloaded_starting_kit_runs_alone(built, tmp_path):
     """Unzipped from the bundle, with only the docker image's packages and no repository."""
     from scoring_harness import image_python
     out, _ = built
-    with zipfile.ZipFile(out / "bdl-approx-inference-development.zip") as bundle:
+    with zipfile.ZipFile(out / "bdl-approx-inference-development-codabench.zip") as bundle:
         kit_zip = bundle.read("starting_kit.zip")
     kit = tmp_path / "kit"
     zipfile.ZipFile(io.BytesIO(kit_zip)).extractall(kit)
@@ -218,16 +229,16 @@ def zip_without(source: Path, member: str, target: Path) -> Path:
 
 def test_the_kits_sample_code_zip_carries_a_description_only_metadata(built, tmp_path):
     out, _ = built
-    sample = kit_member(out / "bdl-approx-inference-evaluation-light.zip",
+    sample = kit_member(out / "bdl-approx-inference-evaluation-light-codabench.zip",
                         "sample_code_submission.zip", tmp_path / "sample.zip")
     with zipfile.ZipFile(sample) as archive:
         assert "submission.py" in archive.namelist()
         assert list(yaml.safe_load(archive.read("metadata"))) == ["description"]
 
 
-def test_check_fails_a_code_zip_without_metadata_as_codalab_would(built, tmp_path):
+def test_check_fails_a_code_zip_without_metadata_as_codalab_would(built_codalab, tmp_path):
     """codalab_v1.md §4.1: without a root metadata the worker never runs the ingestion."""
-    out, _ = built
+    out, _ = built_codalab
     bundle = out / "bdl-approx-inference-evaluation-light.zip"
     sample = kit_member(bundle, "sample_code_submission.zip", tmp_path / "sample.zip")
     stripped = zip_without(sample, "metadata", tmp_path / "no_metadata.zip")
@@ -240,8 +251,9 @@ def test_check_fails_a_code_zip_without_metadata_as_codalab_would(built, tmp_pat
 
 def test_check_names_what_it_cannot_reproduce(built):
     out, _ = built
-    result = cli("--check", str(out / "bdl-approx-inference-development.zip"))
-    assert "not reproduced by this dry run" in result.stdout and "memory limit" in result.stdout
+    result = cli("--check", str(out / "bdl-approx-inference-development-codabench.zip"))
+    assert "not reproduced by this dry run" in result.stdout
+    assert "the time limit as the real worker applies it" in result.stdout     # Codabench's
 
 
 def test_check_fails_a_submission_whose_tasks_are_penalised(built, tmp_path):
@@ -252,7 +264,7 @@ def test_check_fails_a_submission_whose_tasks_are_penalised(built, tmp_path):
     with zipfile.ZipFile(archive, "w") as opened:
         opened.writestr("metadata", "description: forgot declared_model.py\n")
         opened.writestr("submission.py", "from declared_model import MLP\n")
-    result = cli("--check", str(out / "bdl-approx-inference-evaluation-light.zip"),
+    result = cli("--check", str(out / "bdl-approx-inference-evaluation-light-codabench.zip"),
                  "--submission", str(archive))
     assert result.returncode == 1
     assert "task breast_cancer" in result.stderr and "declared_model" in result.stderr

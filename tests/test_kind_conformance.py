@@ -364,9 +364,8 @@ def test_the_kit_guide_is_rendered_and_its_example_baseline_is_in_the_kit(built)
                 assert guide.strip() and not TEMPLATE_LEFTOVERS.search(guide), member
                 assert f"baselines/{built.kind.EXAMPLE_BASELINE}" in names, (member, names)
                 assert built.kind.EXAMPLE_BASELINE in guide, member
-        if built.platform == "codalab":             # the guide as the pages and yaml state it
-            problems = agreement_problems(bundle)
-            assert not problems, "\n".join(problems)
+        problems = agreement_problems(bundle)     # the guide as the pages and yaml state it
+        assert not problems, "\n".join(problems)
 
 
 @pytest.mark.slow

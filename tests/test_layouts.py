@@ -60,8 +60,10 @@ def _bundle(path: Path) -> dict:
 
 @pytest.mark.slow
 def test_one_competition_holds_both_phases_and_says_so(tmp_path):
+    """(CodaLab v1.5's yaml: its phases and program members; Codabench's in the next test.)"""
     spec = load_spec(spec_copy(tmp_path, layout="one"))
-    built = build_competition(spec, ["development", "evaluation"], "light", tmp_path / "out")
+    built = build_competition(spec, ["development", "evaluation"], "light", tmp_path / "out",
+                              platform="codalab")
     assert built.path.name == "bdl-approx-inference-light.zip" and built.phases == (
         "development", "evaluation")
     members = _bundle(built.path)
@@ -96,7 +98,7 @@ def test_codabench_phases_end_a_second_before_the_next_opens(tmp_path):
 
 def test_per_phase_pages_name_the_other_phases_as_separate_competitions(tmp_path):
     built = build_competition(load_spec(DEFAULT_SPEC), ["development"], None, tmp_path)
-    overview = _bundle(built.path)["overview.html"].decode()
+    overview = _bundle(built.path)["pages/overview.html"].decode()
     assert "Development</b> (this competition)" in overview
     assert "Evaluation</b> (a separate competition)" in overview
 
@@ -112,5 +114,6 @@ def test_codabench_pages_describe_codabench_s_leaderboard(tmp_path):
     assert columns[0]["key"] == "average_rank" and columns[0]["computation"] == "avg_rank"
     assert "Ranking: mean over tasks of the rank" in evaluation
     assert "Codabench computes the average rank as it shows the leaderboard" in evaluation
-    codalab = _bundle(build_competition(spec, ["evaluation"], "extended", tmp_path / "v1").path)
+    codalab = _bundle(build_competition(spec, ["evaluation"], "extended", tmp_path / "v1",
+                                        platform="codalab").path)
     assert "Ranking: mean over tasks of the rank" in codalab["evaluation.html"].decode()

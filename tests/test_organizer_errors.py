@@ -1,6 +1,7 @@
 """Organizer mistakes end in one clear message (the file or key path, found, expected), exit 1
 for a spec or data error, 2 for a usage error, never a traceback, and nothing in --out."""
 import json
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -14,6 +15,7 @@ import build_bundle
 from bundle.build import BuildError
 
 REPO = Path(__file__).resolve().parents[1]
+DEFAULT_SPEC = REPO / "kinds" / "bdl2021" / "default_spec.yaml"
 # name: (task type, n_test, classes or samples)
 TASKS = {"alpha": ("classification", 20, 3), "beta": ("regression", 15, 30),
          "gamma": ("classification", 12, 2)}
@@ -45,8 +47,7 @@ def write_task(root: Path, name: str, rng) -> None:
 
 
 def base_spec() -> dict:
-    spec = yaml.safe_load((REPO / "kinds" / "bdl2021" / "default_spec.yaml").read_text())
-    spec.pop("logo")
+    spec = yaml.safe_load(DEFAULT_SPEC.read_text())
     spec.update(slug="bdl-mistakes", layout="per_phase",      # one bundle per phase
                 tasks={name: {"budget_seconds": 5} for name in TASKS},
                 phases={"development": {"label": "Development", "start": "2027-01-10 00:00:00",
@@ -65,6 +66,9 @@ def organizer(tmp_path):
     rng = np.random.default_rng(0)
     for name in TASKS:
         write_task(data, name, rng)
+    # Codabench, the default platform, requires the spec's logo next to it.
+    logo = yaml.safe_load(DEFAULT_SPEC.read_text())["logo"]
+    shutil.copyfile(DEFAULT_SPEC.parent / logo, tmp_path / logo)
     return tmp_path, data
 
 
@@ -194,8 +198,8 @@ def test_past_dates_warn(organizer):
     code, output, zips = run(tmp_path, data, spec)
     assert code == 0, output
     assert "warning:" in output and "phases.development.start: 2020-01-10 00:00:00 is in the past" in output
-    assert [z.name for z in zips] == ["bdl-mistakes-development.zip"]
-    assert "Create competition" in output and "sample submission" in output
+    assert [z.name for z in zips] == ["bdl-mistakes-development-codabench.zip"]
+    assert "Codabench: Benchmarks > Management > Upload" in output and "sample submission" in output
 
 
 # ---- leakage across bundles ----------------------------------------------------------------

@@ -161,7 +161,8 @@ def write_own_zoo(root: Path, name: str = "own_mlp", seed: int = 0) -> Path:
 
 def own_spec(tmp_path: Path, task: str = "own_mlp") -> Path:
     spec = yaml.safe_load(SPEC.read_text())
-    spec.pop("logo")
+    # Codabench, the default platform, requires the logo next to the spec
+    shutil.copyfile(SPEC.parent / spec["logo"], tmp_path / spec["logo"])
     spec.update(slug="own-zoo", tasks={task: {"budget_seconds": 8}}, phases={"only": {
         "label": "Only", "start": "2027-08-01 00:00:00", "submission": "code",
         "tasks": [task], "execution_time_limit": 300}})

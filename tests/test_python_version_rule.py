@@ -175,10 +175,11 @@ def test_the_shipped_programs_pass_and_a_3_11_file_fails_the_bundle(platform, tm
 
 
 @pytest.mark.slow
-def test_the_rule_leaves_other_images_alone(tmp_path):
+@pytest.mark.parametrize("platform", ["codalab", "codabench"])
+def test_the_rule_leaves_other_images_alone(platform, tmp_path):
     built = build_bundle(load_spec(gpu_spec(tmp_path, "codalab/codalab-legacy:py312")),
-                         "evaluation", None, tmp_path / "out")
-    member = _program_zip_members(built.path, "codalab")[0]
+                         "evaluation", None, tmp_path / "out", platform=platform)
+    member = _program_zip_members(built.path, platform)[0]
     bad = with_file_added(built.path, member, "ingest/clock.py",
                           "import datetime\nSTARTED = datetime.datetime.now(datetime.UTC)\n")
-    assert [f for f in check_bundle(bad, "codalab") if f.rule == "python-version"] == []
+    assert [f for f in check_bundle(bad, platform) if "python-version" in f.rule] == []

@@ -172,11 +172,14 @@ def test_a_code_zip_in_a_codabench_results_phase_fails_as_the_worker_fails_it(tm
 @pytest.mark.parametrize("platform, refused", [(CODABENCH, True), (CODALAB, False)])
 def test_run_local_says_what_the_worker_does_with_code_in_a_results_phase(tmp_path, platform,
                                                                           refused):
-    """The same worker model decides the kit's local run: Codabench fails the zip (above);
-    CodaLab takes it for prediction files, and run_local trains the code instead."""
+    """The same worker model decides the kit's local run of a code zip, the file one would
+    upload: Codabench fails the zip (above); CodaLab takes it for prediction files, and
+    run_local trains the code instead."""
+    baseline = LABEL_SPEC.parent / "kit" / "baselines" / "nearest_centroid.py"
+    make_zip(folder_with(tmp_path, {"submission.py": baseline.read_text()}), tmp_path / "code.zip")
     done = subprocess.run([sys.executable, "-m", "bundle.local_run", "--config",
                            str(LABEL_SPEC), "--phase", "development", "--platform", platform,
-                           "--baseline", "nearest_centroid", "--out", str(tmp_path / "run")],
+                           "--code", str(tmp_path / "code.zip"), "--out", str(tmp_path / "run")],
                           cwd=REPO,
                           capture_output=True, text=True, timeout=600)
     output = done.stdout + done.stderr
@@ -186,3 +189,17 @@ def test_run_local_says_what_the_worker_does_with_code_in_a_results_phase(tmp_pa
         assert "'Metadata file not found'" in output and "'Bad or empty zip file'" in output
     else:
         assert done.returncode == 0 and "this run trains your code" in output, output[-2000:]
+
+
+@pytest.mark.parametrize("platform", [CODABENCH, CODALAB])
+def test_code_not_zipped_is_trained_in_a_results_phase_on_either_platform(tmp_path, platform):
+    """A baseline file (or a folder) is code to try, not the upload: the run trains it on the
+    phase's tasks and says to upload the prediction files predictions_zip.py makes."""
+    done = subprocess.run([sys.executable, "-m", "bundle.local_run", "--config",
+                           str(LABEL_SPEC), "--phase", "development", "--platform", platform,
+                           "--baseline", "nearest_centroid", "--out", str(tmp_path / "run")],
+                          cwd=REPO, capture_output=True, text=True, timeout=600)
+    output = done.stdout + done.stderr
+    assert done.returncode == 0 and "this run trains your code" in output, output[-2000:]
+    assert "predictions_zip.py makes from it, not a code zip" in output
+    assert "'Metadata file not found'" not in output

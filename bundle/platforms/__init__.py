@@ -22,7 +22,7 @@ PLATFORMS = {
     "codabench": "bundle.platforms.codabench",
 }
 CODALAB, CODABENCH = "codalab", "codabench"
-DEFAULT_PLATFORM = CODALAB
+DEFAULT_PLATFORM = CODABENCH
 
 
 class UnknownPlatform(ValueError):

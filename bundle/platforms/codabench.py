@@ -270,7 +270,9 @@ class Codabench(Platform):
         return members
 
     def spec_problem(self, spec) -> str | None:
-        return None if spec.logo else "Codabench requires a logo (image): set logo: in the spec"
+        return None if spec.logo else (
+            "Codabench requires a logo (image): set logo: in the spec (or build CodaLab v1.5 "
+            "bundles, which need none, with --platform codalab)")
 
     def leaderboard_columns(self, columns: list) -> list:
         return codabench_columns(columns)

@@ -117,7 +117,9 @@ class CodaLab(Platform):
     name = "codalab"
     title = "CodaLab v1.5"
     bundle_suffix = ""
-    upload_where = "CodaLab: Create competition > upload the zip"
+    upload_where = ("a self-hosted CodaLab server (Create competition > upload the zip), or "
+                    "Codabench's v1.5 importer (Benchmarks > Management > Upload); the public "
+                    "CodaLab Competitions server has taken no submissions since 2025-12-31")
     image_key = "competition_docker_image"
     default_image = "codalab/codalab-legacy:latest"
     reveal_text = ("at the end, for the final ranking on all test rows: rebuild with "
