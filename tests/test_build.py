@@ -66,7 +66,7 @@ def test_bundle_contents_and_yaml(built_codalab):
             "reference_data.zip", "public_data.zip", "starting_kit.zip", "logo.png"} == set(names)
     assert competition["image"] == "logo.png"
     phase = competition["phases"][1]
-    assert phase["is_scoring_only"] is False and phase["execution_time_limit"] == 900
+    assert phase["is_scoring_only"] is False and phase["execution_time_limit"] == 600
     assert competition["competition_docker_image"] == "codalab/codalab-legacy:py312"
     columns = competition["leaderboard"]["columns"]
     assert columns["average_rank"]["computed"] == {
@@ -125,7 +125,7 @@ def test_check_catches_an_ingestion_that_exceeds_the_time_limit(built, tmp_path)
     out, _ = built
     broken = rewrite_member(out / "bdl-approx-inference-evaluation-light-codabench.zip", tmp_path / "t.zip",
                             "competition.yaml",
-                            lambda data: data.replace(b"execution_time_limit: 900",
+                            lambda data: data.replace(b"execution_time_limit: 600",
                                                       b"execution_time_limit: 1"))
     slow = tmp_path / "slow.zip"
     with zipfile.ZipFile(slow, "w") as archive:

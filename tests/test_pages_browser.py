@@ -25,6 +25,7 @@ from runtime.formats import write_matrix
 from kinds.bdl2021.runtime.formats import read_chain_probs, read_chain_samples
 from conftest import ARTIFACTS, REPO, report_artifacts
 from scoring_harness import new_run, run_scoring
+from scoring_program.scorer.main import NOTHING_SCORED
 
 pytestmark = pytest.mark.slow
 SCREENSHOTS = ARTIFACTS / "screenshots"
@@ -169,7 +170,9 @@ def detailed_results(bundle: Path, work: Path) -> str:
         else:
             write_matrix(run / "input" / "res" / f"{task}_samples.csv", read_chain_samples(chain)[0])
     result = run_scoring(run)
-    assert result.returncode == 0, result.stderr
+    # A code phase scores only what its ingestion signed: there every task is penalised and
+    # the submission fails, its report still written, with each reason.
+    assert result.returncode in (0, NOTHING_SCORED), result.stderr
     return (run / "output" / "detailed_results.html").read_text(encoding="utf-8")
 
 
