@@ -65,7 +65,7 @@ def predict(task, x_train, y_train, x_test, checkpoint):
     likelihood, prior_variance = task.likelihood["name"], task.prior["variance"]
     rng = np.random.default_rng(4)
     deadline = time.monotonic() + TIME_SHARE * task.time_left()
-    draws = []
+    draws, prediction = [], None
     for member in range(MEMBERS):
         member_deadline = time.monotonic() + (deadline - time.monotonic()) / (MEMBERS - member)
         adam_deadline = time.monotonic() + 0.4 * (member_deadline - time.monotonic())
@@ -78,9 +78,12 @@ def predict(task, x_train, y_train, x_test, checkpoint):
         mean, variance = swag_diagonal(model, likelihood, prior_variance, theta, x_train,
                                        y_train, rng, member_deadline)
         draws.extend(mean + np.sqrt(variance) * rng.standard_normal((DRAWS_PER_MEMBER, len(mean))))
-        checkpoint(predictive(task, model, draws, x_test, rng))
+        # the last checkpoint is the answer: computing it again could overrun the budget
+        prediction = predictive(task, model, draws, x_test, rng)
+        checkpoint(prediction)
         if time.monotonic() > deadline:
             break
-    if not draws:
-        draws = [initial_parameters(model, likelihood, rng)]
-    return predictive(task, model, draws, x_test, rng)
+    if prediction is None:          # no member trained: the prior's draw
+        prediction = predictive(task, model, [initial_parameters(model, likelihood, rng)],
+                                x_test, rng)
+    return prediction
