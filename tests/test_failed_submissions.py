@@ -3,7 +3,6 @@ submission, and failed submissions count toward no limit (codabench_v2.md §3.7,
 §4.7). A submission of which no task can be scored must fail rather than use a submission up
 with the worst scores; one with a failed task among scored ones is Finished, that task
 penalised. Shown on the dry run of the development phase, two tasks of prediction files."""
-import subprocess
 import sys
 import zipfile
 from pathlib import Path
@@ -12,16 +11,11 @@ import pytest
 
 from bundle.platforms import platform as platform_named
 from local_runs import run_local
-from test_build import kit_member, zip_without
+from test_build import cli, kit_member, zip_without
 
 REPO = Path(__file__).resolve().parents[1]
 BUNDLES = {"codabench": "bdl-approx-inference-development-codabench.zip",
            "codalab": "bdl-approx-inference-development.zip"}
-
-
-def cli(*args):
-    return subprocess.run([sys.executable, str(REPO / "build_bundle.py"), *args], cwd=REPO,
-                          capture_output=True, text=True, timeout=900)
 
 
 @pytest.fixture(scope="module")
