@@ -30,6 +30,7 @@ import yaml
 
 from bundle import competition_rules
 from bundle.build import BuildError, build_competition, competition_targets
+from bundle.worker_references import copy_steps
 from bundle.rules import check_bundle
 from bundle.datasets import keys_block, local_copies
 from bundle.dry_run import StepResult, not_checked, table
@@ -213,6 +214,11 @@ def _summary(built: list, out: Path, platform_name: str, spec) -> None:
         print(f"  {bundle.path.name}  {bundle.path.stat().st_size / 2**20:.1f} MiB")
         for dataset in bundle.datasets:
             print(f"    names by key {dataset.key} the data uploaded apart as {dataset.file}")
+        if bundle.worker_folder:
+            print(f"    its hidden references are sealed in {os.path.relpath(bundle.worker_folder)}"
+                  " (not in the bundle): before uploading,")
+            for step in copy_steps(bundle.worker_folder.name, spec.codabench_queue):
+                print(f"    - {step}")
     print(f"upload each on {site.upload_where}")
     print("after upload: open the competition's pages, then submit the starting kit's sample "
           "submission (starting_kit.zip) to each phase and see its row on the leaderboard")
@@ -236,6 +242,17 @@ def _waiting_summary(pending: list, out: Path, platform: str, spec) -> None:
     print(keys_block(datasets))
     print("not written yet (they name the data by its key): "
           + ", ".join(bundle.path.name for bundle in pending))
+
+
+def _moved(folder: Path | None, out: Path) -> Path | None:
+    """A bundle's worker folder, moved into --out in place of its previous build's."""
+    if folder is None:
+        return None
+    final = out / folder.name
+    if final.exists():
+        shutil.rmtree(final)
+    shutil.move(str(folder), str(final))
+    return final
 
 
 def _build(args, spec, staging: Path) -> tuple[int, list, list]:
@@ -262,7 +279,8 @@ def _build(args, spec, staging: Path) -> tuple[int, list, list]:
             continue
         final = args.out / bundle.path.name
         shutil.move(str(bundle.path), str(final))
-        ready.append(dataclasses.replace(bundle, path=final))
+        ready.append(dataclasses.replace(bundle, path=final,
+                                         worker_folder=_moved(bundle.worker_folder, args.out)))
     for bundle in ready + pending:
         digest = hashlib.sha256(bundle.path.read_bytes()).hexdigest()
         print(f"{'wrote' if bundle in ready else 'built (waiting for dataset keys)'} "

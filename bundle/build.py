@@ -18,6 +18,7 @@ import dataclasses
 import hashlib
 import io
 import json
+import shutil
 import tempfile
 import zipfile
 from dataclasses import dataclass
@@ -25,6 +26,8 @@ from pathlib import Path
 from typing import Callable
 
 from kinds.kind import kind
+from runtime.formats import RECORD_KEY_NAME
+from runtime.formats.sealed_files import unseal
 
 from .rules import check_bundle
 from .datasets import (SEPARABLE, Dataset, DatasetKeyError, oversize_problem,
@@ -36,7 +39,9 @@ from .platforms import DEFAULT_PLATFORM, Platform, platform as platform_named
 from .programs import assemble_ingestion_program, assemble_scoring_program
 from .render import guide_contexts, page_contexts, render_pages
 from .spec import CompetitionSpec
-from .starting_kit import stage_starting_kit
+from .starting_kit import references_in_kit, stage_starting_kit
+from .worker_references import (SealedReferences, folder_name, seal_references, worker_files,
+                                write_worker_folder)
 from .zips import folder_members, write_zip
 
 LARGE_MEMBER_BYTES = 100 * 2**20       # G24: bundles are unpacked in memory by the site
@@ -59,6 +64,8 @@ class BuiltBundle:
     warnings: tuple[str, ...]
     # Data zips written next to the bundle, to upload apart (their bytes are in those files)
     datasets: tuple[Dataset, ...] = ()
+    # The sealed references to copy onto the workers (spec key references_on_worker)
+    worker_folder: Path | None = None
 
     @property
     def waiting_for_keys(self) -> list[Dataset]:
@@ -85,12 +92,26 @@ def ingestion_limits(spec: CompetitionSpec) -> dict:
             "memory_rule": sandbox["memory_limit"]}
 
 
+def _sealed_references(work: Path, plan: PhasePlan, name: str,
+                       say: Callable[[str], None]) -> SealedReferences:
+    """The phase's references, sealed for the worker (spec key references_on_worker)."""
+    say("  sealing reference_data for the workers ...")
+    try:
+        folder = stage_reference_data(plan, work / "reference_data")
+    except (ValueError, KeyError, OSError) as error:
+        raise BuildError(f"staging reference_data of phase {plan.name} failed: {error}") from error
+    return seal_references(folder, plan, name)
+
+
 def _zip_members(work: Path, plan: PhasePlan, spec: CompetitionSpec,
                  say: Callable[[str], None], platform: str,
-                 guide: tuple[dict, dict | None]) -> dict[str, bytes]:
+                 guide: tuple[dict, dict | None],
+                 sealed: SealedReferences | None = None) -> dict[str, bytes]:
     """The nested zips of a phase (those it has), as bytes; ``guide``: its kit guide's context
-    and the baseline table the pages show."""
-    steps = {"scoring_program": lambda d: assemble_scoring_program(plan, d, platform),
+    and the baseline table the pages show; ``sealed``: its references, kept on the worker
+    instead of in a reference_data zip."""
+    entry = sealed.config_entry() if sealed else None
+    steps = {"scoring_program": lambda d: assemble_scoring_program(plan, d, platform, entry),
              "reference_data": lambda d: stage_reference_data(plan, d),
              "public_data": lambda d: stage_public_data(plan, d),
              "starting_kit": lambda d: stage_starting_kit(
@@ -102,6 +123,8 @@ def _zip_members(work: Path, plan: PhasePlan, spec: CompetitionSpec,
                       plan, d, ingestion_limits(spec),
                       platform_named(platform).record_key_in_program),
                   "input_data": lambda d: stage_input_data(plan, d)}
+    if sealed:
+        del steps["reference_data"]
     zips = {}
     for name in (name for name in PHASE_FILES if name in steps):
         say(f"  staging {name} ...")
@@ -145,16 +168,20 @@ def _baseline_results(spec: CompetitionSpec, plan: PhasePlan, given: dict | None
 
 
 def _phase_members(work: Path, plans: list[PhasePlan], spec: CompetitionSpec,
-                   say: Callable[[str], None], platform: str, guides: list[tuple]):
+                   say: Callable[[str], None], platform: str, guides: list[tuple], bundle: str):
     """Each phase's zips, named <phase>_<file>.zip when the competition holds several
-    phases, and the file keys of each phase as its yaml names them."""
-    members, files = {}, []
+    phases, the file keys of each phase as its yaml names them, and each phase's references
+    sealed for the worker (where the spec keeps them there)."""
+    members, files, sealed = {}, [], []
     for plan, guide in zip(plans, guides):
         prefix = f"{plan.name}_" if len(plans) > 1 else ""
-        zips = _zip_members(work / plan.name, plan, spec, say, platform, guide)
+        phase_sealed = (_sealed_references(work / plan.name / "sealing", plan, bundle, say)
+                        if spec.references_on_worker else None)
+        zips = _zip_members(work / plan.name, plan, spec, say, platform, guide, phase_sealed)
         members.update({prefix + name: data for name, data in zips.items()})
         files.append({key: f"{prefix}{key}.zip" for key in PHASE_FILES if f"{key}.zip" in zips})
-    return members, files
+        sealed += [phase_sealed] if phase_sealed else []
+    return members, files, sealed
 
 
 def _hidden_zips(plans: list[PhasePlan], files: list[dict]) -> list[str]:
@@ -171,6 +198,25 @@ def _leaks(plans: list[PhasePlan], files: list[dict], members: dict) -> list[str
               for key in ("input_data", "public_data", "starting_kit") if key in part}
     zeroed = kind(plans[0].kind).ZEROED_PUBLIC_ARRAYS
     return leakage_problems(hidden, public, zeroed) if hidden else []
+
+
+def _worker_leaks(plans: list[PhasePlan], sealed: list[SealedReferences],
+                  members: dict[str, bytes]) -> list[str]:
+    """Every hidden reference (of a phase whose kit does not publish them) against every file
+    of the bundle, nested zips opened, and of the worker folder. The record key is no
+    reference: on Codabench the ingestion program carries it too, by design (record_key.py)."""
+    hidden = {}
+    for plan, phase in zip(plans, sealed):
+        if not references_in_kit(plan):
+            hidden |= {f"{phase.folder}/{name}": unseal(phase.key, name, data)
+                       for name, data in phase.sealed.items() if name != RECORD_KEY_NAME}
+    everything = {"bundle": {name: data for name, data in members.items()
+                             if not name.endswith(".zip")},
+                  **{name: _members_of(data) for name, data in members.items()
+                     if name.endswith(".zip")},
+                  "worker folder": worker_files(sealed)}
+    zeroed = kind(plans[0].kind).ZEROED_PUBLIC_ARRAYS
+    return leakage_problems(hidden, everything, zeroed) if hidden else []
 
 
 def phase_kit(spec: CompetitionSpec, phase_key: str, destination: Path, platform: str,
@@ -209,9 +255,19 @@ def build_competition(spec: CompetitionSpec, phase_keys: list[str], track_key: s
     results = _baseline_results(spec, plans[0], baseline_results)
     contexts = page_contexts(spec, shown, plans, columns, spec.title, results, platform)
     guides = [(guide, results) for guide in guide_contexts(contexts)]
+    problem = site.spec_problem(spec)
+    if problem:
+        raise BuildError(problem)
     with tempfile.TemporaryDirectory(prefix="bundle-") as work:
-        members, files = _phase_members(Path(work), plans, spec, say, platform, guides)
-    if any(plan.code_submission for plan in plans):
+        members, files, sealed = _phase_members(Path(work), plans, spec, say, platform, guides,
+                                                name)
+    if sealed:
+        say("  leakage check (every file of the bundle and of the worker folder) ...")
+        leaks = _worker_leaks(plans, sealed, members)
+        if leaks:
+            raise BuildError("leakage check failed (hidden data outside the sealed files):\n  "
+                             + "\n  ".join(leaks))
+    elif any(plan.code_submission for plan in plans):
         say("  leakage check ...")
         leaks = _leaks(plans, files, members)
         if leaks:
@@ -227,20 +283,21 @@ def build_competition(spec: CompetitionSpec, phase_keys: list[str], track_key: s
         raise BuildError(oversize)
     path = Path(out_dir) / name
     written = [path, *(Path(out_dir) / dataset.file for dataset in datasets)]
+    worker_folder = Path(out_dir) / folder_name(name) if sealed else None
     try:
         write_zip(path, members)
         for dataset in datasets:
             (Path(out_dir) / dataset.file).write_bytes(dataset.data)
+        if sealed:
+            write_worker_folder(out_dir, folder_name(name), sealed, spec.codabench_queue)
         say("  checking the emitted bundle ...")
         failures = check_bundle(path, platform, scoring_margin_seconds=spec.scoring_margin_seconds,
                                 datasets={d.reference: d.data for d in datasets})
     except BaseException:
-        for done in written:
-            done.unlink(missing_ok=True)       # never a partial zip
+        _remove(written, worker_folder)       # never a partial zip
         raise
     if failures:
-        for done in written:
-            done.unlink(missing_ok=True)
+        _remove(written, worker_folder)
         raise BuildError("the emitted bundle breaks platform rules:\n  " + "\n  ".join(
             f"[{f.rule}] {f.message} (fix: {f.fix})" for f in failures))
     tasks = tuple(dict.fromkeys(t.name for plan in plans for t in plan.tasks))
@@ -251,14 +308,19 @@ def build_competition(spec: CompetitionSpec, phase_keys: list[str], track_key: s
                              for member, data in sorted(members.items())),
                        tuple(_size_warnings(members)
                              + site.build_warnings(spec, shown)),
-                       tuple(dataclasses.replace(d, data=b"") for d in datasets))
+                       tuple(dataclasses.replace(d, data=b"") for d in datasets),
+                       worker_folder)
+
+
+def _remove(written: list[Path], worker_folder: Path | None) -> None:
+    for done in written:
+        done.unlink(missing_ok=True)
+    if worker_folder is not None:
+        shutil.rmtree(worker_folder, ignore_errors=True)
 
 
 def _documents(site: Platform, spec, phases, plans, columns, files, pages) -> dict[str, bytes]:
     """competition.yaml, the pages and the logo as the site reads them."""
-    problem = site.spec_problem(spec)
-    if problem:
-        raise BuildError(problem)
     return site.documents(spec, phases, plans, columns, files, pages)
 
 

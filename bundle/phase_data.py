@@ -81,8 +81,9 @@ def leakage_problems(hidden: dict[str, bytes], public: dict[str, dict[str, bytes
     ``hidden``: member name -> bytes of the hidden reference data; ``public``: zip name ->
     its members; ``zeroed``: names of .npz arrays the kind publishes as placeholders, all
     zeros (its ``ZEROED_PUBLIC_ARRAYS``). Checks: identical files (sha256); hidden arrays
-    (references, true labels) equal to any public array; hidden arrays' raw bytes inside any
-    public file (a reference pasted into a bigger file); every placeholder all zeros.
+    (references, true labels) equal to any public array; hidden arrays' raw bytes, and any
+    hidden file of 64 bytes or more, inside any public file (a reference pasted into a bigger
+    file); every placeholder all zeros.
     """
     problems = []
     hidden_hashes = {hashlib.sha256(data).hexdigest(): name for name, data in hidden.items()}
@@ -106,4 +107,8 @@ def leakage_problems(hidden: dict[str, bytes], public: dict[str, dict[str, bytes
                 raw = np.ascontiguousarray(hidden_array).tobytes()
                 if len(raw) >= 64 and raw in data:
                     problems.append(f"{where} contains the bytes of hidden {hidden_label}")
+            problems += [f"{where} contains the bytes of hidden {hidden_name}"
+                         for hidden_name, hidden_data in hidden.items()
+                         if len(hidden_data) >= 64 and hidden_data in data
+                         and len(hidden_data) < len(data)]
     return sorted(set(problems))

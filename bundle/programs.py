@@ -34,7 +34,10 @@ IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", ".DS_Store", "README.md
 KIND_REGISTRY = ("__init__.py", "kind.py")
 
 
-def scoring_config(plan: PhasePlan, platform: str = DEFAULT_PLATFORM) -> dict:
+def scoring_config(plan: PhasePlan, platform: str = DEFAULT_PLATFORM,
+                   worker_references: dict | None = None) -> dict:
+    """``worker_references``: where the phase's references are sealed on the worker
+    (``worker_references.SealedReferences.config_entry``), when they are not in ref/."""
     definition = kind(plan.kind)
     types = definition.task_types
     tasks = [{"name": task.name, "task_type": task.task_type,
@@ -51,6 +54,8 @@ def scoring_config(plan: PhasePlan, platform: str = DEFAULT_PLATFORM) -> dict:
               "record": (platforms.platform(platform).record_rule if plan.code_submission
                          else "optional"),
               **competition_rules.scoring_config_entries(plan)}
+    if worker_references:
+        config["worker_references"] = worker_references
     parse_config(config, "generated scoring config")      # the scorer must accept what we emit
     return config
 
@@ -69,21 +74,24 @@ def copy_shipped_code(kind: str, destination: Path) -> None:
     shutil.copytree(source / "runtime", kinds_folder / source.name / "runtime", ignore=IGNORED)
 
 
-def write_metadata(folder: Path, description: str) -> None:
+def write_metadata(folder: Path, description: str, extra_argument: str | None = None) -> None:
     """The source's ``metadata`` holds the command, which is the core's; the description a
     platform shows is the kind's, so it is added here. Also written as ``metadata.yaml``, the
-    name Codabench looks for first, so one zip serves both platforms."""
+    name Codabench looks for first, so one zip serves both platforms. ``extra_argument``: a
+    last argument of the command (the scorer's: the worker's data mount)."""
     command = (folder / "metadata").read_text(encoding="utf-8").rstrip("\n")
+    if extra_argument:
+        command += f" {extra_argument}"
     text = f"{command}\ndescription: {json.dumps(description, ensure_ascii=False)}\n"
     for name in ("metadata", "metadata.yaml"):
         (folder / name).write_text(text, encoding="utf-8")
 
 
 def assemble_program(source: Path, destination: Path, config_name: str, config: dict,
-                     description: str) -> Path:
+                     description: str, extra_argument: str | None = None) -> Path:
     """Program folder + shipped shared code and kind runtime + config + metadata."""
     shutil.copytree(source, destination, ignore=IGNORED)
-    write_metadata(destination, description)
+    write_metadata(destination, description, extra_argument)
     copy_shipped_code(config["kind"], destination)
     (destination / config_name).write_text(json.dumps(config, indent=1, sort_keys=True) + "\n")
     return destination
@@ -139,7 +147,11 @@ def assemble_ingestion_program(plan: PhasePlan, destination: Path,
 
 
 def assemble_scoring_program(plan: PhasePlan, destination: Path,
-                             platform: str = DEFAULT_PLATFORM) -> Path:
+                             platform: str = DEFAULT_PLATFORM,
+                             worker_references: dict | None = None) -> Path:
+    """``worker_references``: the phase's references are sealed on the worker, whose data
+    mount (the platform's) the command then names."""
+    mount = platforms.platform(platform).worker_data_mount if worker_references else None
     return assemble_program(REPO / "scoring_program", Path(destination), CONFIG_NAME,
-                            scoring_config(plan, platform),
-                            kind(plan.kind).SCORING_DESCRIPTION)
+                            scoring_config(plan, platform, worker_references),
+                            kind(plan.kind).SCORING_DESCRIPTION, mount)

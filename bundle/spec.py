@@ -113,6 +113,8 @@ class CompetitionSpec:
     upload_separately: tuple[str, ...] = ()
     dataset_keys: dict = dataclasses.field(default_factory=dict)
     max_bundle_bytes: int = SAFE_BUNDLE_BYTES
+    # Hidden references sealed on the organizer's Codabench workers (bundle/worker_references.py)
+    references_on_worker: bool = False
     # The competition rules' values, under their own names (bundle/competition_rules/)
     rules: dict = dataclasses.field(default_factory=dict)
 
@@ -329,6 +331,20 @@ def _warnings(raw: dict, now: dt.datetime, data_root: Path) -> list[str]:
     return warnings
 
 
+def _worker_reference_problems(raw: dict) -> list[str]:
+    if not raw["references_on_worker"]:
+        return []
+    problems = []
+    if not raw.get("codabench_queue"):
+        problems.append("references_on_worker: needs codabench_queue, a queue of your own: "
+                        "only its workers hold the references (Codabench's default queue "
+                        "runs on workers whose data folder you cannot fill)")
+    if "reference_data" in raw["upload_separately"]:
+        problems.append("references_on_worker: the reference data goes to your workers, not "
+                        "to an upload apart: take reference_data out of upload_separately")
+    return problems
+
+
 def _meaning_problems(raw: dict, data_root: Path, spec_folder: Path) -> list[str]:
     """What the schema cannot express: references between keys, order of dates, budgets."""
     problems = _invalid_dates(raw)
@@ -343,6 +359,7 @@ def _meaning_problems(raw: dict, data_root: Path, spec_folder: Path) -> list[str
     tasks = raw["tasks"]
     if raw.get("codabench_tasks") == "per_task":
         problems.append(PER_TASK_REFUSED)
+    problems += _worker_reference_problems(raw)
     grace, startup = raw["sandbox"]["grace_seconds"], raw["sandbox"]["startup_seconds"]
     margin = raw["scoring_margin_seconds"]
     starts = []
@@ -427,6 +444,7 @@ def load_spec(path: Path = DEFAULT_SPEC, data_root: Path | None = None) -> Compe
         docker_image=spec["docker_image"], codabench_queue=spec.get("codabench_queue"),
         upload_separately=tuple(spec["upload_separately"]), dataset_keys=spec["dataset_keys"],
         max_bundle_bytes=int(spec["max_bundle_mib"] * 2**20),
+        references_on_worker=spec["references_on_worker"],
         end_date=_date(spec["end_date"]) if spec.get("end_date") else None,
         data_root=Path(data_root),
         budgets={name: float(task["budget_seconds"]) for name, task in spec["tasks"].items()},

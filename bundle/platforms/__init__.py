@@ -63,6 +63,10 @@ class Platform(ABC):
     yaml_rule: str             # the YAML is missing or does not parse into a mapping
     files_rule: str            # a member a key names is missing
     missing_yaml: str          # the site's failure when it finds no YAML
+    # Where its workers mount a host folder of the organizer's in every container, if any
+    # (spec key references_on_worker keeps the hidden references there, sealed)
+    worker_data_mount: str | None = None
+    worker_references_text: str = ""   # the evaluation page, where they are kept there
 
     # ---- building ---------------------------------------------------------------------
 

@@ -25,6 +25,7 @@ from ..leaderboard import LeaderboardColumn, codabench_columns, phase_columns
 from ..render import logo_member
 from ..rules.codabench_yaml import items
 from ..spec import CompetitionSpec, PhaseSpec
+from ..worker_references import FOLDER_SUFFIX as WORKER_FOLDER_SUFFIX
 from .worker import NO_OUTPUT_FAILURE, NO_PREDICTIONS_FAILURE
 from . import Platform
 from .codabench_site import AVERAGE_RANK_COMPUTATION, hidden_figure_leaks, leaderboard_problem
@@ -36,6 +37,7 @@ DEFAULT_QUEUE_LIMIT_SECONDS = 600
 # A phase without execution_time_limit gets this (codabench_v2.md §3.1): another fact that
 # happens to be the same number.
 DEFAULT_EXECUTION_TIME_LIMIT_SECONDS = 600
+WORKER_DATA_MOUNT = "/app/data"
 PAGE_FILES = {"Overview": "pages/overview.html", "Evaluation": "pages/evaluation.html",
               "Data": "pages/data.html", "Starting kit": "pages/starting_kit.html"}
 TERMS_FILE = "pages/terms.html"
@@ -140,6 +142,25 @@ def _program_container(app: Path, submission: Path, folder: Path) -> Path:
     (folder / "output").symlink_to(app / "output")
     (folder / "input_data").symlink_to(app / "input_data")
     return folder
+
+
+def _worker_data(bundle_zip: Path, destination: Path) -> Path:
+    """The worker's data folder (§3.4, HOST_DIRECTORY/data) as the dry run stands it in: a
+    copy of the worker folders written next to the bundle (worker_references.py), so that
+    nothing a submission does in the dry run reaches the organizer's own."""
+    destination.mkdir(parents=True)
+    for folder in sorted(Path(bundle_zip).parent.glob("*" + WORKER_FOLDER_SUFFIX)):
+        if folder.is_dir():
+            shutil.copytree(folder, destination / folder.name)
+    return destination
+
+
+def _data_mount(app: Path, data: Path) -> dict[str, Path]:
+    """/app/data in one container whose /app is ``app``: the command's literal path mapped."""
+    mount = app / "data"
+    if not mount.exists():
+        mount.symlink_to(data, target_is_directory=True)
+    return {WORKER_DATA_MOUNT: mount}
 
 
 def _push_output(name: str, output: Path, step: StepResult | None) -> StepResult | None:
@@ -247,11 +268,22 @@ class Codabench(Platform):
         "the site's upload limits (submissions per day and in total); the leaderboard's rule "
         "is modelled for one participant's two submissions of the same zip, not for many",
         DATASET_KEYS_NOT_CHECKED,
+        "references kept on the worker (spec key references_on_worker): the dry run mounts the "
+        "worker folder next to the bundle at /app/data; that every worker of the queue holds "
+        "it is checked by the scorer there, which fails scoring with the organizer's error "
+        "naming each missing or changed file",
     )
     # Codabench files both zip and YAML problems as structure.
     zip_rule, yaml_rule, files_rule = "v2-structure", "v2-structure", "v2-tasks"
     missing_yaml = ("competition.yaml is missing from the zip root ('competition.yaml is "
                     "missing from zip')")
+    # §3.4: a worker's HOST_DIRECTORY/data, read-only in every container it starts
+    worker_data_mount = WORKER_DATA_MOUNT
+    worker_references_text = (
+        "This competition's hidden reference data never leaves the organizers' own machines: "
+        "it is kept, sealed, on the workers of the competition's own queue, and submissions "
+        "are scored there only. Only the scoring program can open it: code of yours sees at "
+        "most the sealed files.")
     default_queue_limit_seconds = DEFAULT_QUEUE_LIMIT_SECONDS
     default_execution_time_limit_seconds = DEFAULT_EXECUTION_TIME_LIMIT_SECONDS
 
@@ -309,9 +341,11 @@ class Codabench(Platform):
                 "$predictions": root / "output" if ingestion else root / "input" / "res"}
 
     def _timed(self, phase: str, step: str, app: Path, program: str, python: str,
-               limit: float) -> StepResult:
-        """Codabench runs every container from its own /app/program, without capabilities."""
-        return timed(self, phase, step, app / "program", self.worker_variables(program, app),
+               limit: float, data: Path) -> StepResult:
+        """Codabench runs every container from its own /app/program, without capabilities,
+        with the worker's data folder at /app/data."""
+        return timed(self, phase, step, app / "program",
+                     self.worker_variables(program, app) | _data_mount(app, data),
                      python, app / "program", limit, env=worker_env(),
                      prefix=without_capabilities())
 
@@ -319,6 +353,7 @@ class Codabench(Platform):
                 datasets: dict[str, Path] | None = None) -> list[StepResult]:
         with tempfile.TemporaryDirectory(prefix="dry-run-v2-") as work:
             bundle = unzip_bundle(bundle_zip, Path(work) / "bundle", datasets)
+            data = _worker_data(Path(bundle_zip), Path(work) / "worker_data")
             competition = yaml.safe_load((bundle / "competition.yaml").read_text(encoding="utf-8"))
             columns = competition["leaderboards"][0]["columns"]
             keys = [c["key"] for c in columns if c.get("computation") is None]
@@ -329,7 +364,7 @@ class Codabench(Platform):
                 for index in phase["tasks"]:
                     steps = self._run_task(bundle, competition, phase, tasks[str(index)], keys,
                                            python, Path(work) / f"phase{number}-task{index}",
-                                           submission_zip)
+                                           submission_zip, data)
                     if steps[-1].status == "ok":
                         scored[str(tasks[str(index)].get("name", index))] = steps[-1].scores
                     results += steps
@@ -338,7 +373,7 @@ class Codabench(Platform):
             return results
 
     def _predict(self, bundle: Path, name: str, task: dict, submission_zip: Path, python: str,
-                 work: Path, limit: float) -> tuple[list[StepResult], Path]:
+                 work: Path, limit: float, data: Path) -> tuple[list[StepResult], Path]:
         app = work / "predict" / "app"
         app.mkdir(parents=True)
         code_phase = bool(task.get("ingestion_program"))
@@ -352,10 +387,11 @@ class Codabench(Platform):
             unzip(bundle / task["ingestion_program"], app / "program")
             unzip(bundle / task["input_data"], app / "input_data")
             shutil.copytree(submission, app / "ingested_program")
-            own = start_own_command(submission, self.worker_variables(
-                "submission", _program_container(app, submission, work / "predict" / "program_app")),
-                submission, self, python)
-            ingestion = self._timed(name, "ingestion", app, "ingestion_program", python, limit)
+            own_app = _program_container(app, submission, work / "predict" / "program_app")
+            own = start_own_command(submission, self.worker_variables("submission", own_app)
+                                    | _data_mount(own_app, data), submission, self, python)
+            ingestion = self._timed(name, "ingestion", app, "ingestion_program", python, limit,
+                                    data)
             results.append(ingestion)
             results += own_command_step(name, own, limit)
         pushed = _push_output(name, app / "output", ingestion)
@@ -365,7 +401,7 @@ class Codabench(Platform):
 
     def _run_task(self, bundle: Path, competition: dict, phase: dict, task: dict,
                   keys: list[str], python: str, work: Path,
-                  submission_zip: Path | None) -> list[StepResult]:
+                  submission_zip: Path | None, data: Path) -> list[StepResult]:
         """One Codabench task of a phase: a child submission of its own when the phase has
         several (§3.1), each under the phase's time limit."""
         name = phase.get("name", "phase")
@@ -379,15 +415,16 @@ class Codabench(Platform):
         submission_zip = submission_zip or kit / SAMPLES[bool(task.get("ingestion_program"))]
         # Exit codes of the prediction step are not checked: scoring always follows (§3.7).
         results, predictions = self._predict(bundle, name, task, submission_zip, python, work,
-                                             limit)
+                                             limit, data)
         if not predictions.is_dir():
             return results + [_no_predictions(name)]
         score = work / "score" / "app"
         unzip(bundle / task["scoring_program"], score / "program")
-        unzip(bundle / task["reference_data"], score / "input" / "ref")
+        if task.get("reference_data"):       # optional (§1.7): then no input/ref
+            unzip(bundle / task["reference_data"], score / "input" / "ref")
         shutil.copytree(predictions, score / "input" / "res")
         (score / "output").mkdir(parents=True)
-        step = self._timed(name, "scoring", score, "scoring_program", python, limit)
+        step = self._timed(name, "scoring", score, "scoring_program", python, limit, data)
         if step.status == "ok" and (score / "output" / "metadata").exists():
             step.status, step.detail = "failed", "the scorer wrote output/metadata: Codabench fails the step"
         score_step(name, step, score / "output", phase_keys(score / "program", keys), self,

@@ -159,6 +159,13 @@ class CodaLab(Platform):
 
     # ---- building ---------------------------------------------------------------------
 
+    def spec_problem(self, spec) -> str | None:
+        if spec.references_on_worker:
+            return ("references_on_worker: CodaLab workers mount no folder of the organizer's "
+                    "into the containers (codalab_v1.md §4.5), so the references must be in the "
+                    "bundle or uploaded apart: build for Codabench, or set it to false")
+        return None
+
     def documents(self, spec, phases, plans, columns, files, pages) -> dict[str, bytes]:
         """v1.5 has no hidden columns (§2.4): full figures go to the private output."""
         shown = [column for column in columns if not column.hidden]

@@ -46,6 +46,15 @@ def private_files(output: str) -> tuple[str, str]:
 
 
 @dataclass(frozen=True)
+class WorkerReferences:
+    """The phase's reference files, sealed (runtime/formats/sealed_files.py) in ``folder`` of
+    the worker's data mount: each file's sealed sha256, and the key that opens them."""
+    folder: str
+    key: bytes
+    files: dict[str, str]         # name relative to the folder (without .sealed) -> sha256
+
+
+@dataclass(frozen=True)
 class Column:
     key: str
     statistic: str
@@ -64,6 +73,8 @@ class ScoringConfig:
     record: str = "optional"
     # The competition rules' fields of this phase, under their own names (runtime/rules/)
     rules: dict = field(default_factory=dict)
+    # Where the references are sealed on the worker's data mount, when not in ref/
+    worker_references: "WorkerReferences | None" = None
 
     @property
     def private_columns(self) -> tuple["Column", ...]:
@@ -160,7 +171,27 @@ def parse_config(raw: dict, source: str = CONFIG_NAME) -> ScoringConfig:
     except rules.RuleError as error:
         raise ConfigError(str(error)) from None
     return ScoringConfig(_require(raw, "phase", str, source), kind, tasks, columns, record,
-                         rule_fields)
+                         rule_fields, _worker_references(raw, source))
+
+
+def _worker_references(raw: dict, source: str) -> WorkerReferences | None:
+    entry = raw.get("worker_references")
+    if entry is None:
+        return None
+    where = f"{source}: worker_references"
+    if not isinstance(entry, dict):
+        raise ConfigError(f"{where}: expected an object, found {type(entry).__name__}")
+    folder, key = _require(entry, "folder", str, where), _require(entry, "key", str, where)
+    files = _require(entry, "files", dict, where)
+    if (not folder or folder.startswith("/") or ".." in folder.split("/")
+            or any(not isinstance(n, str) or n.startswith("/") or ".." in n.split("/")
+                   or not isinstance(d, str) or len(d) != 64 for n, d in files.items())):
+        raise ConfigError(f"{where}: folder and file names must be relative paths inside the "
+                          "mount, each file with a sha256")
+    try:
+        return WorkerReferences(folder, bytes.fromhex(key), dict(files))
+    except ValueError:
+        raise ConfigError(f"{where}.key: expected hex") from None
 
 
 def load_config(path: Path) -> ScoringConfig:

@@ -1,6 +1,7 @@
-"""The scoring run: ``python3 $program/score.py $input $output`` on the CodaLab worker.
+"""The scoring run: ``python3 $program/score.py $input $output [/app/data]`` on the worker.
 
-Reads ``$input/ref`` (hidden references) and ``$input/res`` (the submission's files, or
+Reads ``$input/ref`` (hidden references; or, where the phase keeps them sealed on the
+worker, the mount named third, ``worker_references.py``) and ``$input/res`` (the submission's files, or
 what the ingestion program wrote) by name only: the worker leaves other files in both
 (codalab_v1.md G21). Writes ``$output/scores.txt`` and ``$output/detailed_results.html``.
 Exit status: 0 scored; 1 reference data or config broken (the organizer's to fix); 2 bad
@@ -22,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import sys
+import tempfile
 import traceback
 from pathlib import Path
 
@@ -35,8 +37,10 @@ from .config import CONFIG_NAME, PRIVATE_FOLDER, ConfigError, load_config, priva
 from .parallel_scoring import score_all
 from .report import render_report
 from .scores_file import column_values, weighted_loss, write_scores
+from .worker_references import open_worker_references
 
-USAGE = "usage: score.py INPUT_DIR OUTPUT_DIR   (INPUT_DIR holds ref/ and res/)"
+USAGE = ("usage: score.py INPUT_DIR OUTPUT_DIR [WORKER_DATA]   (INPUT_DIR holds ref/ and res/; "
+         "WORKER_DATA: the worker's data mount, where a phase keeps its references sealed)")
 REPORT_NAME = "detailed_results.html"
 DETAILS_NAME = "detailed_results.json"     # the report's numbers, for scripts
 
@@ -109,9 +113,20 @@ def _with_notes(result, record):
     return dataclasses.replace(result, notes=(*result.notes, *notes)) if notes else result
 
 
-def score(input_dir: Path, output_dir: Path, program_dir: Path) -> int:
+def score(input_dir: Path, output_dir: Path, program_dir: Path,
+          worker_data: Path | None = None) -> int:
+    """``worker_data``: the worker's data mount, where a phase keeps its references sealed
+    instead of in ``$input/ref``."""
     config = load_config(program_dir / CONFIG_NAME)
-    ref, res = input_dir / "ref", input_dir / "res"
+    if config.worker_references is None:
+        return _score(config, input_dir / "ref", input_dir, output_dir)
+    with tempfile.TemporaryDirectory(prefix="references-") as opened:
+        ref = open_worker_references(config.worker_references, worker_data, Path(opened))
+        return _score(config, ref, input_dir, output_dir)
+
+
+def _score(config, ref: Path, input_dir: Path, output_dir: Path) -> int:
+    res = input_dir / "res"
     for folder, what in ((ref, "reference data"), (res, "submission")):
         if not folder.is_dir():
             raise ReferenceDataError(f"{folder}: missing ({what} folder)")
@@ -199,11 +214,12 @@ def _write_scores(output_dir: Path, config, values: dict, private_results, recor
 
 
 def main(argv: list[str], program_dir: Path) -> int:
-    if len(argv) != 2:
+    if len(argv) not in (2, 3):
         _say(USAGE)
         return 2
     try:
-        return score(Path(argv[0]), Path(argv[1]), program_dir)
+        return score(Path(argv[0]), Path(argv[1]), program_dir,
+                     Path(argv[2]) if len(argv) == 3 else None)
     except (ConfigError, ReferenceDataError) as error:
         _say(f"scoring stopped, the organizer must fix: {error}")
         return 1

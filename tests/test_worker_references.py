@@ -1,0 +1,184 @@
+"""References kept on the organizer's Codabench workers (spec key references_on_worker): the
+sealed file format, the spec's and platform's refusals, and a code phase built, checked for
+leaks file by file and dry-run through the mounted folder, as well as with that folder
+missing or changed."""
+import hashlib
+import html
+import io
+import shutil
+import subprocess
+import zipfile
+
+import pytest
+import yaml
+
+from bundle.build import _worker_leaks
+from bundle.phase_plan import phase_plan
+from bundle.spec import SpecError, load_spec
+from bundle.worker_references import CHECKSUMS, SealedReferences, seal_references
+from local_runs import REPO
+from runtime.formats.sealed_files import BLOCK_BYTES, SealError, seal, unseal
+from test_pgdl_kind import build
+
+PGDL_SPEC = REPO / "kinds" / "pgdl2020" / "default_spec.yaml"
+QUEUE = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"
+PHASE = "phase1"
+
+
+def spec_file(folder, **keys):
+    raw = yaml.safe_load(PGDL_SPEC.read_text())
+    if raw.get("logo"):
+        shutil.copyfile(PGDL_SPEC.parent / raw["logo"], folder / raw["logo"])
+    raw.update(keys)
+    path = folder / "spec.yaml"
+    path.write_text(yaml.safe_dump(raw, sort_keys=False))
+    return path
+
+
+def nested_files(data: bytes, where: str):
+    """(where, bytes) of every file of a zip, nested zips opened too."""
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        for name in archive.namelist():
+            member = archive.read(name)
+            yield f"{where}:{name}", member
+            if name.endswith(".zip"):
+                yield from nested_files(member, f"{where}:{name}")
+
+
+# ---- the sealed file format ------------------------------------------------------------
+
+def test_a_sealed_file_opens_only_with_its_key_under_its_name():
+    key, other = bytes(range(32)), bytes(32)
+    data = bytes(range(256)) * (BLOCK_BYTES // 128 + 3)          # several keystream blocks
+    sealed = seal(key, "task/ref.npy", data)
+    assert unseal(key, "task/ref.npy", sealed) == data
+    assert seal(key, "task/ref.npy", data) == sealed             # rebuilds stay identical
+    assert data[:4096] not in sealed and len(sealed) == len(data) + 40
+    flipped = bytearray(sealed)
+    flipped[-1] ^= 1
+    for args in ((other, "task/ref.npy", sealed), (key, "task/other.npy", sealed),
+                 (key, "task/ref.npy", bytes(flipped)), (key, "task/ref.npy", b"plain text")):
+        with pytest.raises(SealError):
+            unseal(*args)
+    # the same bytes under two names seal differently (the name is part of the nonce)
+    assert seal(key, "a", data)[40:] != seal(key, "b", data)[40:]
+
+
+# ---- refusals --------------------------------------------------------------------------
+
+def test_the_spec_needs_a_queue_of_ones_own_and_no_upload_apart(tmp_path):
+    with pytest.raises(SpecError) as refused:
+        load_spec(spec_file(tmp_path, references_on_worker=True,
+                            upload_separately=["reference_data"]))
+    assert "references_on_worker: needs codabench_queue" in str(refused.value)
+    assert "take reference_data out of upload_separately" in str(refused.value)
+
+
+def test_codalab_refuses_the_key_and_writes_nothing(tmp_path):
+    spec = spec_file(tmp_path, references_on_worker=True, codabench_queue=QUEUE)
+    built = build("--config", str(spec), "--platform", "codalab", "--phase", PHASE,
+                  "--out", str(tmp_path / "out"))
+    assert built.returncode == 1
+    assert "CodaLab workers mount no folder" in built.stderr and "build for Codabench" in built.stderr
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+# ---- a code phase kept on the worker -----------------------------------------------------
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """The PGDL code phase built with its references on the worker (checked) and without."""
+    folder = tmp_path_factory.mktemp("worker-references")
+    kept = build("--config", str(spec_file(folder, references_on_worker=True,
+                                           codabench_queue=QUEUE)),
+                 "--phase", PHASE, "--out", str(folder / "kept"), "--check")
+    assert kept.returncode == 0, kept.stdout[-3000:] + kept.stderr[-3000:]
+    plain = build("--config", str(spec_file(folder, codabench_queue=QUEUE)), "--phase", PHASE,
+                  "--out", str(folder / "plain"))
+    assert plain.returncode == 0, plain.stderr[-3000:]
+    return folder, kept.stdout
+
+
+def test_the_bundle_holds_no_reference_and_the_dry_run_scores_through_the_mount(built):
+    folder, stdout = built
+    (bundle,) = (folder / "kept").glob("*.zip")
+    (worker,) = (folder / "kept").glob("*.worker_data")
+    with zipfile.ZipFile(bundle) as archive:
+        competition = yaml.safe_load(archive.read("competition.yaml"))
+        evaluation = archive.read("pages/evaluation.html").decode()
+        with zipfile.ZipFile(io.BytesIO(archive.read("scoring_program.zip"))) as program:
+            command = yaml.safe_load(program.read("metadata.yaml"))["command"]
+    assert all("reference_data" not in task for task in competition["tasks"])
+    assert command.endswith(" $input $output /app/data")
+    assert "never leaves the organizers' own machines" in html.unescape(evaluation)
+    # the dry run read the sealed references (its record check needs the key among them)
+    assert "scoring" in stdout and "scores: breast_cancer_mlp_cmi=" in stdout
+    assert "dry run passed" in stdout and "sha256sum -c SHA256SUMS" in stdout
+    # the checksums hold, and name every sealed file
+    sums = subprocess.run(["sha256sum", "-c", CHECKSUMS], cwd=worker, capture_output=True,
+                          text=True)
+    assert sums.returncode == 0, sums.stdout + sums.stderr
+    assert sorted(p.relative_to(worker).as_posix() for p in worker.rglob("*.sealed")) == \
+        sorted(line.split("  ")[1] for line in (worker / CHECKSUMS).read_text().splitlines())
+
+
+def test_no_reference_file_is_in_the_bundle_or_the_worker_folder_in_the_clear(built):
+    """Independently of the build's own leakage check: every file of the plain build's
+    reference data against every file of the kept build, nested zips opened."""
+    folder, _ = built
+    (plain,) = (folder / "plain").glob("*.zip")
+    with zipfile.ZipFile(plain) as archive:
+        references = dict(nested_files(archive.read("reference_data.zip"), "reference_data.zip"))
+    hidden = {hashlib.sha256(data).hexdigest(): name for name, data in references.items()
+              if not name.endswith("ingestion_record.key")}   # by design in the ingestion program
+    assert hidden     # the zoo's configs with their generalization gaps
+    (bundle,) = (folder / "kept").glob("*.zip")
+    (worker,) = (folder / "kept").glob("*.worker_data")
+    found = list(nested_files(bundle.read_bytes(), bundle.name))
+    found += [(str(path), path.read_bytes()) for path in worker.rglob("*") if path.is_file()]
+    assert len(found) > 50
+    copies = [(where, hidden[hashlib.sha256(data).hexdigest()]) for where, data in found
+              if hashlib.sha256(data).hexdigest() in hidden]
+    assert copies == []
+    # and no reference's bytes inside a bigger file
+    for name, data in references.items():
+        if len(data) >= 64 and not name.endswith(".key"):
+            assert not [where for where, other in found if data in other], name
+
+
+def test_the_leakage_check_finds_a_reference_put_in_a_public_zip(built, tmp_path):
+    folder, _ = built
+    spec = load_spec(folder / "spec.yaml")
+    plan = phase_plan(spec, PHASE, None)
+    references = tmp_path / "ref"
+    references.mkdir()
+    (references / "labels.csv").write_text("\n".join(str(i * 7 % 13) for i in range(40)))
+    sealed = seal_references(references, plan, "x.zip")
+    assert isinstance(sealed, SealedReferences) and _worker_leaks([plan], [sealed], {}) == []
+    public = io.BytesIO()
+    with zipfile.ZipFile(public, "w") as archive:
+        archive.write(references / "labels.csv", "data/labels.csv")
+    problems = _worker_leaks([plan], [sealed], {"public_data.zip": public.getvalue()})
+    assert problems and "public_data.zip:data/labels.csv is a copy of hidden" in problems[0]
+
+
+@pytest.mark.parametrize("damage", ["changed", "missing"])
+def test_a_worker_copy_that_is_not_the_builds_stops_scoring_with_the_file_named(built, tmp_path,
+                                                                                damage):
+    folder, _ = built
+    shutil.copytree(folder / "kept", tmp_path / "kept")
+    (bundle,) = (tmp_path / "kept").glob("*.zip")
+    (worker,) = (tmp_path / "kept").glob("*.worker_data")
+    victim = sorted(worker.rglob("*.sealed"))[0]
+    if damage == "changed":
+        victim.write_bytes(victim.read_bytes()[:-1] + b"\0")
+    else:
+        shutil.rmtree(worker)
+    checked = build("--check", str(bundle))
+    said = checked.stdout + checked.stderr
+    assert checked.returncode == 1 and "dry run FAILED" in said
+    assert "scoring stopped, the organizer must fix: the references on this worker are not " \
+           "the build's" in said
+    assert (f"{victim.name}: differs from the build" if damage == "changed"
+            else f"{PHASE}: missing (no copy of the build's folder") in said
+    assert "sha256sum -c SHA256SUMS" in said
