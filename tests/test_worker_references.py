@@ -18,6 +18,7 @@ from bundle.spec import SpecError, load_spec
 from bundle.worker_references import CHECKSUMS, SealedReferences, seal_references
 from local_runs import REPO
 from runtime.formats.sealed_files import BLOCK_BYTES, SealError, seal, unseal
+from test_pages_browser import as_the_platform_shows_it, browser, escaping_problems  # noqa: F401
 from test_pgdl_kind import build
 
 PGDL_SPEC = REPO / "kinds" / "pgdl2020" / "default_spec.yaml"
@@ -182,3 +183,16 @@ def test_a_worker_copy_that_is_not_the_builds_stops_scoring_with_the_file_named(
     assert (f"{victim.name}: differs from the build" if damage == "changed"
             else f"{PHASE}: missing (no copy of the build's folder") in said
     assert "sha256sum -c SHA256SUMS" in said
+
+
+def test_the_evaluation_page_says_where_the_references_are_in_a_browser(built, browser,
+                                                                       tmp_path):
+    folder, _ = built
+    (bundle,) = (folder / "kept").glob("*.zip")
+    with zipfile.ZipFile(bundle) as archive:
+        page = archive.read("pages/evaluation.html").decode()
+    frame = tmp_path / "evaluation.html"
+    frame.write_text(as_the_platform_shows_it(page, "Evaluation"), encoding="utf-8")
+    text = browser.visit(frame.as_uri())
+    assert "hidden reference data never leaves the organizers' own machines" in text
+    assert "scored there only" in text and escaping_problems(text) == []
