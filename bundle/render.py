@@ -194,7 +194,9 @@ def page_contexts(spec: CompetitionSpec, phases: list[PhaseSpec], plans: list[Ph
     common = {"title": title, "phases": per_phase,
               # what the kind says once for the whole competition (metrics of all its tasks)
               "competition_kind": kind(merged.kind).page_context(merged, phases[-1], None),
-              "any_code": any(phase.code_submission for phase in phases)}
+              "any_code": any(phase.code_submission for phase in phases),
+              "code_zip_rule": site.code_zip_rule,
+              "prediction_files_in_code_phase": site.prediction_files_in_code_phase}
     return {
         "overview": {**common, "heading": spec.title,
                      "intro": markdown_html(spec.pages["overview"]),

@@ -434,5 +434,5 @@ def test_scorer_refuses_output_that_is_not_the_ingestions(prepared, tmp_path, ta
     for task in ("iris", "digits"):
         assert f"task {task} penalised: training run invalid: this phase scores what your code" \
             in outcome.stderr
-    assert message in outcome.stderr and "prediction files are not accepted" in outcome.stderr
+    assert message in outcome.stderr and "Prediction files are not accepted" in outcome.stderr
     assert read_unscored(scoring)["iris_agreement"] == 0.0

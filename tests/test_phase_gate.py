@@ -198,4 +198,4 @@ def test_a_zip_without_code_fails_in_a_gated_phase_on_codalab(tmp_path, phase2_b
     # the scorer's own failure (the worker marks the submission Failed), not a penalised score
     assert "Phase 2 (private) / scoring: failed\nexit 3:" in log
     assert "does not use up the phase's submissions" in log
-    assert "A zip without a root 'metadata' file is taken by CodaLab for prediction files" in log
+    assert "CodaLab takes a zip without a root 'metadata' file for prediction files" in log

@@ -67,6 +67,10 @@ class Platform(ABC):
     # (spec key references_on_worker keeps the hidden references there, sealed)
     worker_data_mount: str | None = None
     worker_references_text: str = ""   # the evaluation page, where they are kept there
+    # The pages and guides: what the site makes of a code zip's metadata file, and of a zip of
+    # prediction files sent to a code phase (the worker model: worker.py's SiteWorker)
+    code_zip_rule: str
+    prediction_files_in_code_phase: str
 
     # ---- building ---------------------------------------------------------------------
 

@@ -255,6 +255,11 @@ class Codabench(Platform):
                     "ranks are averaged.")
     timeout_message = "Execution Time Limit exceeded. Limit was {limit:g} seconds"
     record_rule = "signed"
+    code_zip_rule = ("Codabench runs your code with or without that file (without it, it also "
+                     "copies your files into the submission's prediction output); the kit's "
+                     "tools add it, so the same zip would also run on a CodaLab server.")
+    prediction_files_in_code_phase = ("a zip of prediction files has no task scored: the "
+                                      "ingestion program finds no code to run in it")
     # Codabench mounts no reference data in the prediction step and gives each container only
     # its own program folder (§3.4), so the key that signs the run record is in the ingestion
     # program, which participants cannot download (make_programs_available: false).

@@ -143,6 +143,11 @@ class CodaLab(Platform):
     timeout_message = ("exceeded the phase's execution_time_limit of {limit:g} s (the worker "
                        "kills it: 'Execution time limit exceeded!')")
     record_rule = "signed"
+    code_zip_rule = ("CodaLab decides from that file alone whether a zip is code to run or "
+                     "prediction files: without it, your code is never run and the zip is "
+                     "scored as prediction files.")
+    prediction_files_in_code_phase = ("a zip of prediction files (CodaLab takes any zip "
+                                      "without its metadata file for one) has no task scored")
     # CodaLab mounts the hidden reference data ($hidden) into the ingestion's container only,
     # while a submission's own command shares the run folder, ingestion program included
     # (§4.4-4.5): the key that signs the run record waits in the reference data.

@@ -131,7 +131,8 @@ def signature_problem(path: PathLike, key: bytes) -> str | None:
     content = read_json_object(path)
     signature = content.get("signature")
     if not isinstance(signature, str):
-        return f"{path.name} is not signed: it was not written by the ingestion program"
+        return (f"{path.name} is not signed: it was not written by the ingestion program, or "
+                "the ingestion could not read its key (its log then says so last)")
     if not hmac.compare_digest(signature, _signature(content, key)):
         return f"{path.name} has a wrong signature: it was not written by the ingestion program"
     files = content.get("files") if isinstance(content.get("files"), dict) else {}

@@ -60,9 +60,9 @@ def _run_record(res: Path, problems: list[str]):
 
 
 NOT_A_TRAINING_RUN = ("this phase scores what your code predicts when the ingestion program runs "
-                      "it; {why}. A zip without a root 'metadata' file is taken by CodaLab for "
-                      "prediction files and its code never runs: prediction files are not "
-                      "accepted in this phase")
+                      "it; {why}. Prediction files are not accepted in this phase (CodaLab "
+                      "takes a zip without a root 'metadata' file for prediction files and "
+                      "never runs its code)")
 
 
 def record_refusal(config, ref: Path, res: Path, record) -> str | None:
