@@ -121,7 +121,8 @@ def _zip_members(work: Path, plan: PhasePlan, spec: CompetitionSpec,
         steps |= {"ingestion_program":
                   lambda d: assemble_ingestion_program(
                       plan, d, ingestion_limits(spec),
-                      platform_named(platform).record_key_in_program),
+                      platform_named(platform).record_key_in_program,
+                      platform_named(platform).importer_key_in_program),
                   "input_data": lambda d: stage_input_data(plan, d)}
     if sealed:
         del steps["reference_data"]

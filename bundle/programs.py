@@ -132,17 +132,19 @@ def ingestion_config(plan: PhasePlan, limits: dict | None = None) -> dict:
 
 
 def assemble_ingestion_program(plan: PhasePlan, destination: Path,
-                               limits: dict | None = None, record_key: bool = False) -> Path:
+                               limits: dict | None = None, record_key: bool = False,
+                               importer_key: bool = False) -> Path:
     """``record_key``: the program carries the key that signs its record (a bundle's, on a
-    platform that wants it there; never a starting kit's)."""
+    platform that wants it there; never a starting kit's); ``importer_key``: it carries the
+    key derived for Codabench's importer of v1.5 bundles instead (runtime/formats/run_record.py)."""
     definition = kind(plan.kind)
     description = (f"Runs {definition.ENTRY[1]}() of the participant's {definition.entry_file} "
                    "on each task under a hard wall-clock budget, sandboxed, and writes its "
                    "predictions")
     folder = assemble_program(REPO / "ingestion_program", Path(destination),
                               INGESTION_CONFIG_NAME, ingestion_config(plan, limits), description)
-    if record_key and plan.code_submission:
-        write_record_key(folder, plan)
+    if (record_key or importer_key) and plan.code_submission:
+        write_record_key(folder, plan, for_importer=importer_key and not record_key)
     return folder
 
 

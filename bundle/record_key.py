@@ -19,6 +19,7 @@ import secrets
 from pathlib import Path
 
 from runtime.formats import RECORD_KEY_NAME
+from runtime.formats.run_record import importer_key
 
 SECRET_VARIABLE = "BUNDLE_RECORD_SECRET"
 SECRET_BYTES = 32
@@ -78,7 +79,11 @@ def record_key(plan) -> str:
     return hmac.new(build_secret(), phase.encode("utf-8"), hashlib.sha256).hexdigest()
 
 
-def write_record_key(folder: Path, plan) -> Path:
-    key = Path(folder) / RECORD_KEY_NAME
-    key.write_text(record_key(plan) + "\n", encoding="ascii")
-    return key
+def write_record_key(folder: Path, plan, for_importer: bool = False) -> Path:
+    """``for_importer``: the key derived for Codabench's importer of v1.5 bundles."""
+    key = record_key(plan)
+    if for_importer:
+        key = importer_key(bytes.fromhex(key)).hex()
+    path = Path(folder) / RECORD_KEY_NAME
+    path.write_text(key + "\n", encoding="ascii")
+    return path

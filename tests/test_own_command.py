@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from bundle.platforms import platform as platform_named
+from runtime.formats.run_record import importer_key
 from runtime.formats import RECORD_KEY_NAME, read_record_key, read_run_record, \
     signature_problem
 from ingestion_harness import (KINDS, SETTINGS, needs_root, new_kind_run, prepare_kind,
@@ -134,16 +135,22 @@ def test_the_dry_run_runs_the_command_beside_the_ingestion_and_fails_it(
 
 def test_bundles_carry_the_key_only_where_no_participant_container_reads_it(default_bundles):
     """CodaLab: in the hidden reference data (the submission's own container shares the
-    ingestion program's folder); Codabench: in the ingestion program (no reference data in
-    the prediction step). Never in a starting kit or a public zip."""
+    ingestion program's folder, which holds only the key derived for Codabench's importer,
+    accepted in Codabench's layout alone: test_codabench_importer); Codabench: in the ingestion
+    program (no reference data in the prediction step). Never in a starting kit or a public
+    zip."""
     def keys(bundle: Path, inner: str) -> dict[str, bytes]:
         with zipfile.ZipFile(bundle) as outer, zipfile.ZipFile(outer.open(inner)) as nested:
             return {name: nested.read(name) for name in nested.namelist()
                     if name.endswith(RECORD_KEY_NAME)}
     for platform, in_program in (("codalab", False), ("codabench", True)):
         bundle = next(default_bundles[platform].glob("*evaluation-light*.zip"))
-        assert (RECORD_KEY_NAME in keys(bundle, "ingestion_program.zip")) is in_program
         phase_key = keys(bundle, "reference_data.zip")[RECORD_KEY_NAME]
+        program_key = keys(bundle, "ingestion_program.zip")[RECORD_KEY_NAME]
+        assert (program_key == phase_key) is in_program
+        if not in_program:
+            assert program_key.decode().strip() == \
+                importer_key(bytes.fromhex(phase_key.decode().strip())).hex()
         for public in ("public_data.zip", "input_data.zip"):
             assert not keys(bundle, public)
         # the kit's only key is its public stand-in's, which signs nothing of the phase's

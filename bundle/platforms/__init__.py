@@ -56,6 +56,8 @@ class Platform(ABC):
     timeout_message: str       # the worker's words for a step over its time limit ({limit})
     record_rule: str           # the scorer's rule for a code phase's run record
     record_key_in_program: bool    # the ingestion program carries the record key
+    # it carries the key derived for Codabench's importer of v1.5 bundles instead
+    importer_key_in_program: bool = False
     not_reproduced: tuple[str, ...]    # what the dry run does not reproduce, past the image
     # The rules that own the failures of opening a bundle (their names are the ones each
     # platform's checker has always used: tests and build messages show them).

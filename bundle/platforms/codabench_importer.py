@@ -57,11 +57,11 @@ def imported(v15: dict) -> tuple[dict, list[str]]:
     code = [phase["name"] for phase, task in zip(phases, tasks) if task.get("ingestion_program")]
     if code:
         changes.append(
-            f"code phases ({', '.join(code)}): a v1.5 bundle keeps the key that signs the "
-            "ingestion's run record in the reference data (on CodaLab a submission's own command "
-            "can read the ingestion program), and Codabench mounts no reference data where the "
-            "ingestion runs: the record goes unsigned and every code submission fails scoring. "
-            "For Codabench, build with --platform codabench")
+            f"code phases ({', '.join(code)}): Codabench mounts no reference data where the "
+            "ingestion runs, so the ingestion signs its run record with the key derived for "
+            "this importer, which its program carries; the scorer accepts that key only in "
+            "Codabench's container layout (on CodaLab a submission's own command can read the "
+            "ingestion program)")
     competition = {
         "version": 2, "title": v15.get("title"), "description": v15.get("description", ""),
         "image": v15.get("image"), "docker_image": image,

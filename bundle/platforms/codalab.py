@@ -152,6 +152,10 @@ class CodaLab(Platform):
     # while a submission's own command shares the run folder, ingestion program included
     # (§4.4-4.5): the key that signs the run record waits in the reference data.
     record_key_in_program = False
+    # Through Codabench's importer the ingestion cannot read the hidden data, so it signs with a
+    # key derived for that, which the scorer accepts only in Codabench's layout: on CodaLab a
+    # submission's own container can read the ingestion program (docs/sandbox.md).
+    importer_key_in_program = True
     not_reproduced = (
         "the container's memory limit (the worker host's memory minus 512 MB) and its CPU speed",
         "network access from the container (the v1 worker sets none; it depends on the host)",

@@ -352,9 +352,11 @@ def _refuse(config: IngestionConfig, output_dir: Path, hardware: dict, key: byte
 
 
 def _record_key(program_dir: Path, hidden_dir: Path | None) -> bytes | None:
-    """The signing key where the platform lets only this program read it: this program's
-    folder on Codabench, the hidden data CodaLab mounts for it (bundle/programs.py)."""
-    return read_record_key(program_dir) or read_record_key(hidden_dir)
+    """The signing key where the platform lets only this program read it: the hidden data
+    CodaLab mounts for it; else this program's folder (Codabench, where the hidden data is not
+    mounted: a Codabench bundle's key, or a v1.5 bundle's key for Codabench's importer;
+    bundle/programs.py)."""
+    return read_record_key(hidden_dir) or read_record_key(program_dir)
 
 
 def _interrupted(number, _frame) -> None:

@@ -101,6 +101,23 @@ def _signature(content: dict, key: bytes) -> str:
     return hmac.new(key, text.encode("utf-8"), hashlib.sha256).hexdigest()
 
 
+def importer_key(key: bytes) -> bytes:
+    """The key a CodaLab v1.5 bundle's ingestion program carries for Codabench's importer of
+    v1.5 bundles, derived from the phase's key (in its reference data): Codabench mounts no
+    reference data where the ingestion runs, so there the ingestion signs with this one. On
+    CodaLab a submission's own container can read the ingestion program, so the scorer accepts
+    a record signed with it only where Codabench runs the scorer (``codabench_layout``)."""
+    return hmac.new(key, b"codabench v1.5 importer", hashlib.sha256).digest()
+
+
+def codabench_layout(program_dir: PathLike, input_dir: PathLike) -> bool:
+    """Whether a program runs in Codabench's container layout, ``/app/program`` beside
+    ``/app/input`` (codabench_v2.md §3.4); CodaLab runs it in ``<tmp>/run/`` (codalab_v1.md
+    §4.4). Participants choose neither."""
+    program, given = Path(program_dir).resolve(), Path(input_dir).resolve()
+    return program.parent.name == "app" and given.parent == program.parent
+
+
 def read_record_key(folder: PathLike | None) -> bytes | None:
     """The signing key in a reference-data folder, or None where there is none."""
     path = Path(folder) / RECORD_KEY_NAME if folder is not None else None

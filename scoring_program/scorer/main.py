@@ -29,6 +29,7 @@ from pathlib import Path
 
 from runtime.formats import (RECORD_KEY_NAME, RECORD_NAME, FormatError, RunRecord, TaskRun,
                              read_record_key, read_run_record, signature_problem)
+from runtime.formats.run_record import codabench_layout, importer_key
 
 from runtime import rules
 from runtime.scoring import ReferenceDataError, result_summary
@@ -65,9 +66,10 @@ NOT_A_TRAINING_RUN = ("this phase scores what your code predicts when the ingest
                       "never runs its code)")
 
 
-def record_refusal(config, ref: Path, res: Path, record) -> str | None:
+def record_refusal(config, ref: Path, res: Path, record, on_codabench: bool = False) -> str | None:
     """Why ``res/`` cannot be taken for the output of a training run, where the phase needs
-    one; None when it can (or the phase takes prediction files)."""
+    one; None when it can (or the phase takes prediction files). ``on_codabench``: scored in
+    Codabench's layout, where a v1.5 bundle's ingestion signs with its importer key."""
     if config.record == "optional":
         return None
     if record is None:
@@ -81,6 +83,8 @@ def record_refusal(config, ref: Path, res: Path, record) -> str | None:
             raise ReferenceDataError(f"{ref / RECORD_KEY_NAME}: missing; it checks the "
                                      "ingestion record (rebuild the bundle)")
         problem = signature_problem(res / RECORD_NAME, key)
+        if problem and on_codabench:
+            problem = problem if signature_problem(res / RECORD_NAME, importer_key(key)) else None
         if problem:
             return NOT_A_TRAINING_RUN.format(why=problem)
     return None
@@ -118,21 +122,22 @@ def score(input_dir: Path, output_dir: Path, program_dir: Path,
     """``worker_data``: the worker's data mount, where a phase keeps its references sealed
     instead of in ``$input/ref``."""
     config = load_config(program_dir / CONFIG_NAME)
+    on_codabench = codabench_layout(program_dir, input_dir)
     if config.worker_references is None:
-        return _score(config, input_dir / "ref", input_dir, output_dir)
+        return _score(config, input_dir / "ref", input_dir, output_dir, on_codabench)
     with tempfile.TemporaryDirectory(prefix="references-") as opened:
         ref = open_worker_references(config.worker_references, worker_data, Path(opened))
-        return _score(config, ref, input_dir, output_dir)
+        return _score(config, ref, input_dir, output_dir, on_codabench)
 
 
-def _score(config, ref: Path, input_dir: Path, output_dir: Path) -> int:
+def _score(config, ref: Path, input_dir: Path, output_dir: Path, on_codabench: bool) -> int:
     res = input_dir / "res"
     for folder, what in ((ref, "reference data"), (res, "submission")):
         if not folder.is_dir():
             raise ReferenceDataError(f"{folder}: missing ({what} folder)")
     problems: list[str] = []
     record = _run_record(res, problems)
-    refusal = record_refusal(config, ref, res, record)
+    refusal = record_refusal(config, ref, res, record, on_codabench)
     unrun_failure = rules.unrun_failure(config) if refusal else None
     if unrun_failure:
         _say(f"not scored: {refusal}. {unrun_failure} (failed submissions do not count toward "
