@@ -26,12 +26,12 @@ QUEUE = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"
 PHASE = "phase1"
 
 
-def spec_file(folder, **keys):
+def spec_file(folder, name="spec.yaml", **keys):
     raw = yaml.safe_load(PGDL_SPEC.read_text())
     if raw.get("logo"):
         shutil.copyfile(PGDL_SPEC.parent / raw["logo"], folder / raw["logo"])
     raw.update(keys)
-    path = folder / "spec.yaml"
+    path = folder / name
     path.write_text(yaml.safe_dump(raw, sort_keys=False))
     return path
 
@@ -94,7 +94,8 @@ def built(tmp_path_factory):
                                            codabench_queue=QUEUE)),
                  "--phase", PHASE, "--out", str(folder / "kept"), "--check")
     assert kept.returncode == 0, kept.stdout[-3000:] + kept.stderr[-3000:]
-    plain = build("--config", str(spec_file(folder, codabench_queue=QUEUE)), "--phase", PHASE,
+    plain = build("--config", str(spec_file(folder, "plain.yaml", codabench_queue=QUEUE)),
+                  "--phase", PHASE,
                   "--out", str(folder / "plain"))
     assert plain.returncode == 0, plain.stderr[-3000:]
     return folder, kept.stdout
@@ -196,3 +197,21 @@ def test_the_evaluation_page_says_where_the_references_are_in_a_browser(built, b
     text = browser.visit(frame.as_uri())
     assert "hidden reference data never leaves the organizers' own machines" in text
     assert "scored there only" in text and escaping_problems(text) == []
+
+
+def test_a_rebuild_writes_the_same_bundle_and_worker_folder(built, tmp_path):
+    """The sealing key comes from the build secret and the phase, and sealing is
+    deterministic: a rebuild on the same machine replaces the folder with the same bytes."""
+    folder, _ = built
+    again = tmp_path / "again"
+    shutil.copytree(folder / "kept", again)
+    (worker,) = again.glob("*.worker_data")
+    (worker / "stale.txt").write_text("from an older build")
+    rebuilt = build("--config", str(folder / "spec.yaml"), "--phase", PHASE, "--out", str(again))
+    assert rebuilt.returncode == 0, rebuilt.stderr[-3000:]
+    assert not (worker / "stale.txt").exists()
+
+    def files(root):
+        return {p.relative_to(root).as_posix(): p.read_bytes()
+                for p in sorted(root.rglob("*")) if p.is_file()}
+    assert files(again) == files(folder / "kept")
