@@ -30,7 +30,7 @@ import yaml
 
 from bundle import competition_rules
 from bundle.build import BuildError, build_competition, competition_targets
-from bundle.worker_references import copy_steps
+from bundle.worker_data import copy_steps
 from bundle.rules import check_bundle
 from bundle.datasets import keys_block, local_copies
 from bundle.dry_run import StepResult, not_checked, table
@@ -215,7 +215,7 @@ def _summary(built: list, out: Path, platform_name: str, spec) -> None:
         for dataset in bundle.datasets:
             print(f"    names by key {dataset.key} the data uploaded apart as {dataset.file}")
         if bundle.worker_folder:
-            print(f"    its hidden references are sealed in {os.path.relpath(bundle.worker_folder)}"
+            print(f"    its data for the workers is in {os.path.relpath(bundle.worker_folder)}"
                   " (not in the bundle): before uploading,")
             for step in copy_steps(bundle.worker_folder.name, spec.codabench_queue):
                 print(f"    - {step}")

@@ -27,7 +27,6 @@ from typing import Callable
 
 from kinds.kind import kind
 from runtime.formats import RECORD_KEY_NAME
-from runtime.formats.sealed_files import unseal
 
 from .rules import check_bundle
 from .datasets import (SEPARABLE, Dataset, DatasetKeyError, oversize_problem,
@@ -40,8 +39,7 @@ from .programs import assemble_ingestion_program, assemble_scoring_program
 from .render import guide_contexts, page_contexts, render_pages
 from .spec import CompetitionSpec
 from .starting_kit import references_in_kit, stage_starting_kit
-from .worker_references import (SealedReferences, folder_name, seal_references, worker_files,
-                                write_worker_folder)
+from .worker_data import WorkerPart, folder_name, worker_files, worker_part, write_worker_folder
 from .zips import folder_members, write_zip
 
 LARGE_MEMBER_BYTES = 100 * 2**20       # G24: bundles are unpacked in memory by the site
@@ -64,7 +62,7 @@ class BuiltBundle:
     warnings: tuple[str, ...]
     # Data zips written next to the bundle, to upload apart (their bytes are in those files)
     datasets: tuple[Dataset, ...] = ()
-    # The sealed references to copy onto the workers (spec key references_on_worker)
+    # The data to copy onto the workers (spec key on_worker)
     worker_folder: Path | None = None
 
     @property
@@ -92,26 +90,36 @@ def ingestion_limits(spec: CompetitionSpec) -> dict:
             "memory_rule": sandbox["memory_limit"]}
 
 
-def _sealed_references(work: Path, plan: PhasePlan, name: str,
-                       say: Callable[[str], None]) -> SealedReferences:
-    """The phase's references, sealed for the worker (spec key references_on_worker)."""
-    say("  sealing reference_data for the workers ...")
-    try:
-        folder = stage_reference_data(plan, work / "reference_data")
-    except (ValueError, KeyError, OSError) as error:
-        raise BuildError(f"staging reference_data of phase {plan.name} failed: {error}") from error
-    return seal_references(folder, plan, name)
+WORKER_STAGING = {"reference_data": stage_reference_data, "input_data": stage_input_data}
+
+
+def _worker_parts(work: Path, plan: PhasePlan, spec: CompetitionSpec, bundle: str,
+                  say: Callable[[str], None]) -> dict[str, WorkerPart]:
+    """The phase's data that the spec keeps on the worker (``on_worker``), by kind."""
+    parts = {}
+    for data in spec.on_worker:
+        if data == "input_data" and not plan.code_submission:
+            continue                              # a results phase has no input data
+        say(f"  staging {data} for the workers ...")
+        try:
+            folder = WORKER_STAGING[data](plan, work / data)
+        except (ValueError, KeyError, OSError) as error:
+            raise BuildError(f"staging {data} of phase {plan.name} failed: {error}") from error
+        parts[data] = worker_part(folder, plan, bundle, data)
+    return parts
 
 
 def _zip_members(work: Path, plan: PhasePlan, spec: CompetitionSpec,
                  say: Callable[[str], None], platform: str,
                  guide: tuple[dict, dict | None],
-                 sealed: SealedReferences | None = None) -> dict[str, bytes]:
+                 kept: dict[str, WorkerPart] | None = None) -> dict[str, bytes]:
     """The nested zips of a phase (those it has), as bytes; ``guide``: its kit guide's context
-    and the baseline table the pages show; ``sealed``: its references, kept on the worker
-    instead of in a reference_data zip."""
-    entry = sealed.config_entry() if sealed else None
-    steps = {"scoring_program": lambda d: assemble_scoring_program(plan, d, platform, entry),
+    and the baseline table the pages show; ``kept``: its data kept on the worker instead of
+    in zips."""
+    kept = kept or {}
+    references, inputs = (kept[data].config_entry() if data in kept else None
+                          for data in ("reference_data", "input_data"))
+    steps = {"scoring_program": lambda d: assemble_scoring_program(plan, d, platform, references),
              "reference_data": lambda d: stage_reference_data(plan, d),
              "public_data": lambda d: stage_public_data(plan, d),
              "starting_kit": lambda d: stage_starting_kit(
@@ -122,10 +130,10 @@ def _zip_members(work: Path, plan: PhasePlan, spec: CompetitionSpec,
                   lambda d: assemble_ingestion_program(
                       plan, d, ingestion_limits(spec),
                       platform_named(platform).record_key_in_program,
-                      platform_named(platform).importer_key_in_program),
+                      platform_named(platform).importer_key_in_program, inputs, platform),
                   "input_data": lambda d: stage_input_data(plan, d)}
-    if sealed:
-        del steps["reference_data"]
+    for data in kept:
+        del steps[data]
     zips = {}
     for name in (name for name in PHASE_FILES if name in steps):
         say(f"  staging {name} ...")
@@ -171,18 +179,17 @@ def _baseline_results(spec: CompetitionSpec, plan: PhasePlan, given: dict | None
 def _phase_members(work: Path, plans: list[PhasePlan], spec: CompetitionSpec,
                    say: Callable[[str], None], platform: str, guides: list[tuple], bundle: str):
     """Each phase's zips, named <phase>_<file>.zip when the competition holds several
-    phases, the file keys of each phase as its yaml names them, and each phase's references
-    sealed for the worker (where the spec keeps them there)."""
-    members, files, sealed = {}, [], []
+    phases, the file keys of each phase as its yaml names them, and each phase's data kept on
+    the worker (where the spec keeps any there)."""
+    members, files, kept = {}, [], []
     for plan, guide in zip(plans, guides):
         prefix = f"{plan.name}_" if len(plans) > 1 else ""
-        phase_sealed = (_sealed_references(work / plan.name / "sealing", plan, bundle, say)
-                        if spec.references_on_worker else None)
-        zips = _zip_members(work / plan.name, plan, spec, say, platform, guide, phase_sealed)
+        parts = _worker_parts(work / plan.name / "worker", plan, spec, bundle, say)
+        zips = _zip_members(work / plan.name, plan, spec, say, platform, guide, parts)
         members.update({prefix + name: data for name, data in zips.items()})
         files.append({key: f"{prefix}{key}.zip" for key in PHASE_FILES if f"{key}.zip" in zips})
-        sealed += [phase_sealed] if phase_sealed else []
-    return members, files, sealed
+        kept.append(parts)
+    return members, files, kept
 
 
 def _hidden_zips(plans: list[PhasePlan], files: list[dict]) -> list[str]:
@@ -201,21 +208,31 @@ def _leaks(plans: list[PhasePlan], files: list[dict], members: dict) -> list[str
     return leakage_problems(hidden, public, zeroed) if hidden else []
 
 
-def _worker_leaks(plans: list[PhasePlan], sealed: list[SealedReferences],
+def _worker_leaks(plans: list[PhasePlan], kept: list[dict[str, WorkerPart]],
                   members: dict[str, bytes]) -> list[str]:
-    """Every hidden reference (of a phase whose kit does not publish them) against every file
-    of the bundle, nested zips opened, and of the worker folder. The record key is no
-    reference: on Codabench the ingestion program carries it too, by design (record_key.py)."""
+    """Every hidden reference (of a phase whose kit does not publish them; kept on the worker
+    or in the bundle) against every file of the bundle, nested zips opened, and of the worker
+    folder. The record key is no reference: on Codabench the ingestion program carries it
+    too, by design (record_key.py)."""
     hidden = {}
-    for plan, phase in zip(plans, sealed):
-        if not references_in_kit(plan):
-            hidden |= {f"{phase.folder}/{name}": unseal(phase.key, name, data)
-                       for name, data in phase.sealed.items() if name != RECORD_KEY_NAME}
+    for plan, parts in zip(plans, kept):
+        if references_in_kit(plan):
+            continue
+        if "reference_data" in parts:
+            where, files = parts["reference_data"].folder, parts["reference_data"].opened()
+        else:
+            where = f"{plan.name} reference_data.zip"
+            files = _members_of(next(data for name, data in members.items()
+                                     if name in (f"{plan.name}_reference_data.zip",
+                                                 "reference_data.zip")))
+        hidden |= {f"{where}/{name}": data for name, data in files.items()
+                   if name != RECORD_KEY_NAME}
     everything = {"bundle": {name: data for name, data in members.items()
                              if not name.endswith(".zip")},
                   **{name: _members_of(data) for name, data in members.items()
-                     if name.endswith(".zip")},
-                  "worker folder": worker_files(sealed)}
+                     if name.endswith(".zip") and not name.endswith("reference_data.zip")},
+                  # sealed files too: the check that sealing hid them
+                  "worker folder": worker_files([p for parts in kept for p in parts.values()])}
     zeroed = kind(plans[0].kind).ZEROED_PUBLIC_ARRAYS
     return leakage_problems(hidden, everything, zeroed) if hidden else []
 
@@ -260,13 +277,14 @@ def build_competition(spec: CompetitionSpec, phase_keys: list[str], track_key: s
     if problem:
         raise BuildError(problem)
     with tempfile.TemporaryDirectory(prefix="bundle-") as work:
-        members, files, sealed = _phase_members(Path(work), plans, spec, say, platform, guides,
-                                                name)
-    if sealed:
+        members, files, kept = _phase_members(Path(work), plans, spec, say, platform, guides,
+                                              name)
+    parts = [part for phase_parts in kept for part in phase_parts.values()]
+    if parts:
         say("  leakage check (every file of the bundle and of the worker folder) ...")
-        leaks = _worker_leaks(plans, sealed, members)
+        leaks = _worker_leaks(plans, kept, members)
         if leaks:
-            raise BuildError("leakage check failed (hidden data outside the sealed files):\n  "
+            raise BuildError("leakage check failed (hidden data in a file others can read):\n  "
                              + "\n  ".join(leaks))
     elif any(plan.code_submission for plan in plans):
         say("  leakage check ...")
@@ -284,13 +302,13 @@ def build_competition(spec: CompetitionSpec, phase_keys: list[str], track_key: s
         raise BuildError(oversize)
     path = Path(out_dir) / name
     written = [path, *(Path(out_dir) / dataset.file for dataset in datasets)]
-    worker_folder = Path(out_dir) / folder_name(name) if sealed else None
+    worker_folder = Path(out_dir) / folder_name(name) if parts else None
     try:
         write_zip(path, members)
         for dataset in datasets:
             (Path(out_dir) / dataset.file).write_bytes(dataset.data)
-        if sealed:
-            write_worker_folder(out_dir, folder_name(name), sealed, spec.codabench_queue)
+        if parts:
+            write_worker_folder(out_dir, folder_name(name), parts, spec.codabench_queue)
         say("  checking the emitted bundle ...")
         failures = check_bundle(path, platform, scoring_margin_seconds=spec.scoring_margin_seconds,
                                 datasets={d.reference: d.data for d in datasets})

@@ -37,7 +37,7 @@ KIND_REGISTRY = ("__init__.py", "kind.py")
 def scoring_config(plan: PhasePlan, platform: str = DEFAULT_PLATFORM,
                    worker_references: dict | None = None) -> dict:
     """``worker_references``: where the phase's references are sealed on the worker
-    (``worker_references.SealedReferences.config_entry``), when they are not in ref/."""
+    (``worker_data.WorkerPart.config_entry``), when they are not in ref/."""
     definition = kind(plan.kind)
     types = definition.task_types
     tasks = [{"name": task.name, "task_type": task.task_type,
@@ -117,7 +117,10 @@ def _ingestion_task(definition, task) -> dict:
             **competition_rules.ingestion_task_entries(task)}
 
 
-def ingestion_config(plan: PhasePlan, limits: dict | None = None) -> dict:
+def ingestion_config(plan: PhasePlan, limits: dict | None = None,
+                     worker_input: dict | None = None) -> dict:
+    """``worker_input``: where the phase's input data is on the worker
+    (``worker_data.WorkerPart.config_entry``), when it is not in ``$input``."""
     definition = kind(plan.kind)
     module, function = definition.ENTRY
     config = {"format": INGESTION_CONFIG_FORMAT, "phase": plan.name, "kind": plan.kind,
@@ -127,22 +130,29 @@ def ingestion_config(plan: PhasePlan, limits: dict | None = None) -> dict:
               **competition_rules.ingestion_config_entries(plan),
               **competition_rules.ingestion_config_tasks(
                   plan, lambda task: _ingestion_task(definition, task))}
+    if worker_input:
+        config["worker_input"] = worker_input
     parse_ingestion_config(config, "generated ingestion config")
     return config
 
 
 def assemble_ingestion_program(plan: PhasePlan, destination: Path,
                                limits: dict | None = None, record_key: bool = False,
-                               importer_key: bool = False) -> Path:
+                               importer_key: bool = False, worker_input: dict | None = None,
+                               platform: str = DEFAULT_PLATFORM) -> Path:
     """``record_key``: the program carries the key that signs its record (a bundle's, on a
     platform that wants it there; never a starting kit's); ``importer_key``: it carries the
-    key derived for Codabench's importer of v1.5 bundles instead (runtime/formats/run_record.py)."""
+    key derived for Codabench's importer of v1.5 bundles instead (runtime/formats/run_record.py);
+    ``worker_input``: the phase's input data is on the worker, whose data mount (the
+    platform's) the command then names."""
     definition = kind(plan.kind)
     description = (f"Runs {definition.ENTRY[1]}() of the participant's {definition.entry_file} "
                    "on each task under a hard wall-clock budget, sandboxed, and writes its "
                    "predictions")
+    mount = platforms.platform(platform).worker_data_mount if worker_input else None
     folder = assemble_program(REPO / "ingestion_program", Path(destination),
-                              INGESTION_CONFIG_NAME, ingestion_config(plan, limits), description)
+                              INGESTION_CONFIG_NAME, ingestion_config(plan, limits, worker_input),
+                              description, mount)
     if (record_key or importer_key) and plan.code_submission:
         write_record_key(folder, plan, for_importer=importer_key and not record_key)
     return folder

@@ -206,7 +206,7 @@ def page_contexts(spec: CompetitionSpec, phases: list[PhaseSpec], plans: list[Ph
                                     for o in spec.organizers]},
         "evaluation": {**common, "heading": "Evaluation",
                        "references_kept": (site.worker_references_text
-                                           if spec.references_on_worker else ""),
+                                           if "reference_data" in spec.on_worker else ""),
                        "columns": [{"label": c.label, "key": c.key, "sort": c.sort,
                                     "description": c.description} for c in columns],
                        "ranking": " ".join(filter(None, [

@@ -113,8 +113,8 @@ class CompetitionSpec:
     upload_separately: tuple[str, ...] = ()
     dataset_keys: dict = dataclasses.field(default_factory=dict)
     max_bundle_bytes: int = SAFE_BUNDLE_BYTES
-    # Hidden references sealed on the organizer's Codabench workers (bundle/worker_references.py)
-    references_on_worker: bool = False
+    # Data kept on the organizer's Codabench workers instead of the bundle (bundle/worker_data.py)
+    on_worker: tuple[str, ...] = ()
     # The competition rules' values, under their own names (bundle/competition_rules/)
     rules: dict = dataclasses.field(default_factory=dict)
 
@@ -331,17 +331,18 @@ def _warnings(raw: dict, now: dt.datetime, data_root: Path) -> list[str]:
     return warnings
 
 
-def _worker_reference_problems(raw: dict) -> list[str]:
-    if not raw["references_on_worker"]:
+def _worker_data_problems(raw: dict) -> list[str]:
+    if not raw["on_worker"]:
         return []
     problems = []
     if not raw.get("codabench_queue"):
-        problems.append("references_on_worker: needs codabench_queue, a queue of your own: "
-                        "only its workers hold the references (Codabench's default queue "
-                        "runs on workers whose data folder you cannot fill)")
-    if "reference_data" in raw["upload_separately"]:
-        problems.append("references_on_worker: the reference data goes to your workers, not "
-                        "to an upload apart: take reference_data out of upload_separately")
+        problems.append("on_worker: needs codabench_queue, a queue of your own: only its "
+                        "workers hold the data (Codabench's default queue runs on workers "
+                        "whose data folder you cannot fill)")
+    both = sorted(set(raw["on_worker"]) & set(raw["upload_separately"]))
+    if both:
+        problems.append(f"on_worker: {', '.join(both)} cannot go both to your workers and to an "
+                        "upload apart: take it out of upload_separately or of on_worker")
     return problems
 
 
@@ -359,7 +360,7 @@ def _meaning_problems(raw: dict, data_root: Path, spec_folder: Path) -> list[str
     tasks = raw["tasks"]
     if raw.get("codabench_tasks") == "per_task":
         problems.append(PER_TASK_REFUSED)
-    problems += _worker_reference_problems(raw)
+    problems += _worker_data_problems(raw)
     grace, startup = raw["sandbox"]["grace_seconds"], raw["sandbox"]["startup_seconds"]
     margin = raw["scoring_margin_seconds"]
     starts = []
@@ -444,7 +445,7 @@ def load_spec(path: Path = DEFAULT_SPEC, data_root: Path | None = None) -> Compe
         docker_image=spec["docker_image"], codabench_queue=spec.get("codabench_queue"),
         upload_separately=tuple(spec["upload_separately"]), dataset_keys=spec["dataset_keys"],
         max_bundle_bytes=int(spec["max_bundle_mib"] * 2**20),
-        references_on_worker=spec["references_on_worker"],
+        on_worker=tuple(spec["on_worker"]),
         end_date=_date(spec["end_date"]) if spec.get("end_date") else None,
         data_root=Path(data_root),
         budgets={name: float(task["budget_seconds"]) for name, task in spec["tasks"].items()},

@@ -138,19 +138,22 @@ KEYS: dict[str, Key] = {
               "upload (the build's summary says so).",
         default=None, shown="the default queue (limits capped at 600 s on Codabench)",
         example=EXAMPLE_UUID),
-    "references_on_worker": Key(
-        {"type": "boolean"},
-        "Codabench only: keep every phase's hidden reference data off the site, on the "
-        "workers of your own queue (`codabench_queue`, required). Codabench mounts a worker's "
-        "`HOST_DIRECTORY/data` read-only at `/app/data` in every container it starts, a "
-        "submission's own one included, so the build seals each reference file with a key "
-        "that only the scoring program holds and writes them, with a `SHA256SUMS` file and "
-        "the copy steps, to the folder `<bundle>.worker_data` next to the bundle, which then "
-        "holds no reference data. Copy that folder into the data folder of every worker of "
-        "the queue; the scorer checks each file against the build's checksums before it "
-        "scores, and `--check` mounts the local copy. CodaLab workers have no such mount: "
-        "`--platform codalab` refuses the key.",
-        default=False, example=True),
+    "on_worker": Key(
+        {"type": "array", "items": {"enum": ["reference_data", "input_data"]},
+         "uniqueItems": True},
+        "Codabench only: data the bundle leaves out, kept on the workers of your own queue "
+        "(`codabench_queue`, required) instead: `reference_data` (every phase's hidden "
+        "references), `input_data` (the code phases' input data, for data too large for the "
+        "site). A worker mounts its `HOST_DIRECTORY/data` read-only at `/app/data` in every "
+        "container it starts, a submission's own one included, so the references are sealed "
+        "with a key that only the scoring program holds; input data, which participant code "
+        "reads anyway, is kept as it is. The build writes them, with a `SHA256SUMS` file and "
+        "the copy steps, to the folder `<bundle>.worker_data` next to the bundle: copy it into "
+        "the data folder of every worker of the queue. The programs check each file against "
+        "the build's checksums before they use it, and `--check` mounts the local copy. "
+        "CodaLab workers have no such mount: `--platform codalab` refuses the key.",
+        default=[], shown="none: all data in the bundle (or uploaded apart)",
+        example=["reference_data"]),
     "end_date": Key({"oneOf": [DATE, {"type": "null"}]},
                     "When the competition closes, in UTC. Must come after the last phase's "
                     "start. `null` or left out: no end date.",

@@ -3,7 +3,9 @@
 kind's ``runtime/``):
 
 - ``formats/``: the files every kind reads or writes (matrices, JSON, the ingestion's signed
-  run record);
+  run record, references sealed for the worker);
+- ``worker_data.py``: data a phase keeps on the organizer's Codabench workers (spec key
+  ``on_worker``): what the configs say of it and the check of a worker's copy;
 - ``scoring.py``: the seam between the scoring program and a kind's ``runtime/scoring.py``
   (task and score types, results, penalties);
 - ``report.py`` and ``svg_charts.py``: the HTML pieces and charts of the scoring report and

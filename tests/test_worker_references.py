@@ -1,7 +1,7 @@
-"""References kept on the organizer's Codabench workers (spec key references_on_worker): the
-sealed file format, the spec's and platform's refusals, and a code phase built, checked for
-leaks file by file and dry-run through the mounted folder, as well as with that folder
-missing or changed."""
+"""Data kept on the organizer's Codabench workers (spec key on_worker): the sealed file format
+of the references, the spec's and platform's refusals, and a code phase built with its
+references and input data on the worker, checked for leaks file by file and dry-run through
+the mounted folder, as well as with that folder missing or changed."""
 import hashlib
 import html
 import io
@@ -15,7 +15,7 @@ import yaml
 from bundle.build import _worker_leaks
 from bundle.phase_plan import phase_plan
 from bundle.spec import SpecError, load_spec
-from bundle.worker_references import CHECKSUMS, SealedReferences, seal_references
+from bundle.worker_data import CHECKSUMS, WorkerPart, worker_part
 from local_runs import REPO
 from runtime.formats.sealed_files import BLOCK_BYTES, SealError, seal, unseal
 from test_pages_browser import as_the_platform_shows_it, browser, escaping_problems  # noqa: F401
@@ -69,14 +69,15 @@ def test_a_sealed_file_opens_only_with_its_key_under_its_name():
 
 def test_the_spec_needs_a_queue_of_ones_own_and_no_upload_apart(tmp_path):
     with pytest.raises(SpecError) as refused:
-        load_spec(spec_file(tmp_path, references_on_worker=True,
+        load_spec(spec_file(tmp_path, on_worker=["reference_data", "input_data"],
                             upload_separately=["reference_data"]))
-    assert "references_on_worker: needs codabench_queue" in str(refused.value)
-    assert "take reference_data out of upload_separately" in str(refused.value)
+    assert "on_worker: needs codabench_queue" in str(refused.value)
+    assert "reference_data cannot go both to your workers and to an upload apart" \
+        in str(refused.value)
 
 
 def test_codalab_refuses_the_key_and_writes_nothing(tmp_path):
-    spec = spec_file(tmp_path, references_on_worker=True, codabench_queue=QUEUE)
+    spec = spec_file(tmp_path, on_worker=["reference_data", "input_data"], codabench_queue=QUEUE)
     built = build("--config", str(spec), "--platform", "codalab", "--phase", PHASE,
                   "--out", str(tmp_path / "out"))
     assert built.returncode == 1
@@ -90,7 +91,7 @@ def test_codalab_refuses_the_key_and_writes_nothing(tmp_path):
 def built(tmp_path_factory):
     """The PGDL code phase built with its references on the worker (checked) and without."""
     folder = tmp_path_factory.mktemp("worker-references")
-    kept = build("--config", str(spec_file(folder, references_on_worker=True,
+    kept = build("--config", str(spec_file(folder, on_worker=["reference_data", "input_data"],
                                            codabench_queue=QUEUE)),
                  "--phase", PHASE, "--out", str(folder / "kept"), "--check")
     assert kept.returncode == 0, kept.stdout[-3000:] + kept.stderr[-3000:]
@@ -101,17 +102,34 @@ def built(tmp_path_factory):
     return folder, kept.stdout
 
 
-def test_the_bundle_holds_no_reference_and_the_dry_run_scores_through_the_mount(built):
+def program_command(archive, program: str) -> str:
+    with zipfile.ZipFile(io.BytesIO(archive.read(f"{program}.zip"))) as opened:
+        return yaml.safe_load(opened.read("metadata.yaml"))["command"]
+
+
+def test_the_bundle_holds_neither_and_the_dry_run_runs_and_scores_through_the_mount(built):
     folder, stdout = built
     (bundle,) = (folder / "kept").glob("*.zip")
     (worker,) = (folder / "kept").glob("*.worker_data")
     with zipfile.ZipFile(bundle) as archive:
         competition = yaml.safe_load(archive.read("competition.yaml"))
         evaluation = archive.read("pages/evaluation.html").decode()
-        with zipfile.ZipFile(io.BytesIO(archive.read("scoring_program.zip"))) as program:
-            command = yaml.safe_load(program.read("metadata.yaml"))["command"]
-    assert all("reference_data" not in task for task in competition["tasks"])
-    assert command.endswith(" $input $output /app/data")
+        scoring = program_command(archive, "scoring_program")
+        ingestion = program_command(archive, "ingestion_program")
+        names = archive.namelist()
+    assert all("reference_data" not in task and "input_data" not in task
+               for task in competition["tasks"])
+    assert "reference_data.zip" not in names and "input_data.zip" not in names
+    assert scoring.endswith(" $input $output /app/data")
+    assert ingestion.endswith(" $submission_program $hidden /app/data")
+    # the input data as it is, the references sealed
+    with zipfile.ZipFile(next((folder / "plain").glob("*.zip"))) as archive:
+        inputs = dict(nested_files(archive.read("input_data.zip"), "input_data.zip"))
+    kept_inputs = {f"input_data.zip:{p.relative_to(worker / PHASE / 'input_data').as_posix()}":
+                   p.read_bytes() for p in (worker / PHASE / "input_data").rglob("*")
+                   if p.is_file()}
+    assert kept_inputs == inputs and inputs
+    assert all(p.name.endswith(".sealed") for p in (worker / PHASE / "reference_data").iterdir())
     assert "never leaves the organizers' own machines" in html.unescape(evaluation)
     # the dry run read the sealed references (its record check needs the key among them)
     assert "scoring" in stdout and "scores: breast_cancer_mlp_cmi=" in stdout
@@ -120,7 +138,8 @@ def test_the_bundle_holds_no_reference_and_the_dry_run_scores_through_the_mount(
     sums = subprocess.run(["sha256sum", "-c", CHECKSUMS], cwd=worker, capture_output=True,
                           text=True)
     assert sums.returncode == 0, sums.stdout + sums.stderr
-    assert sorted(p.relative_to(worker).as_posix() for p in worker.rglob("*.sealed")) == \
+    kept = [p for p in worker.rglob("*") if p.is_file() and p.name not in (CHECKSUMS, "README.txt")]
+    assert sorted(p.relative_to(worker).as_posix() for p in kept) == \
         sorted(line.split("  ")[1] for line in (worker / CHECKSUMS).read_text().splitlines())
 
 
@@ -155,34 +174,53 @@ def test_the_leakage_check_finds_a_reference_put_in_a_public_zip(built, tmp_path
     references = tmp_path / "ref"
     references.mkdir()
     (references / "labels.csv").write_text("\n".join(str(i * 7 % 13) for i in range(40)))
-    sealed = seal_references(references, plan, "x.zip")
-    assert isinstance(sealed, SealedReferences) and _worker_leaks([plan], [sealed], {}) == []
+    sealed = worker_part(references, plan, "x.zip", "reference_data")
+    assert isinstance(sealed, WorkerPart) and sealed.key is not None
+    kept = [{"reference_data": sealed}]
+    assert _worker_leaks([plan], kept, {}) == []
     public = io.BytesIO()
     with zipfile.ZipFile(public, "w") as archive:
         archive.write(references / "labels.csv", "data/labels.csv")
-    problems = _worker_leaks([plan], [sealed], {"public_data.zip": public.getvalue()})
+    problems = _worker_leaks([plan], kept, {"public_data.zip": public.getvalue()})
     assert problems and "public_data.zip:data/labels.csv is a copy of hidden" in problems[0]
+    # in the input data kept on the worker, where participant code reads it
+    inputs = worker_part(references, plan, "x.zip", "input_data")
+    problems = _worker_leaks([plan], [{"reference_data": sealed, "input_data": inputs}], {})
+    assert problems and "worker folder:phase1/input_data/labels.csv is a copy of hidden" \
+        in problems[0]
 
 
-@pytest.mark.parametrize("damage", ["changed", "missing"])
-def test_a_worker_copy_that_is_not_the_builds_stops_scoring_with_the_file_named(built, tmp_path,
-                                                                                damage):
+@pytest.mark.parametrize("damage", ["reference changed", "input changed", "missing"])
+def test_a_worker_copy_that_is_not_the_builds_fails_the_submission_naming_the_file(
+        built, tmp_path, damage):
+    """A changed reference stops the scorer (the organizer's error); a changed input file or
+    a missing folder makes the ingestion refuse the submission with the reason, so that
+    nothing runs on data that is not the build's. Either way the submission fails and counts
+    toward no limit."""
     folder, _ = built
     shutil.copytree(folder / "kept", tmp_path / "kept")
     (bundle,) = (tmp_path / "kept").glob("*.zip")
     (worker,) = (tmp_path / "kept").glob("*.worker_data")
-    victim = sorted(worker.rglob("*.sealed"))[0]
-    if damage == "changed":
-        victim.write_bytes(victim.read_bytes()[:-1] + b"\0")
-    else:
+    data = "reference_data" if damage == "reference changed" else "input_data"
+    victim = sorted(p for p in (worker / PHASE / data).rglob("*") if p.is_file())[0]
+    if damage == "missing":
         shutil.rmtree(worker)
+    else:
+        content = victim.read_bytes()
+        victim.write_bytes(content[:-1] + bytes([content[-1] ^ 1]))
     checked = build("--check", str(bundle))
     said = checked.stdout + checked.stderr
     assert checked.returncode == 1 and "dry run FAILED" in said
-    assert "scoring stopped, the organizer must fix: the references on this worker are not " \
-           "the build's" in said
-    assert (f"{victim.name}: differs from the build" if damage == "changed"
-            else f"{PHASE}: missing (no copy of the build's folder") in said
+    assert "the data on this worker is not the build's" in said
+    if damage != "input changed":           # the scorer checks the references first
+        assert "scoring stopped, the organizer must fix" in said
+    if damage != "reference changed":
+        assert "submission refused: the organizers must fix this competition's worker" in said
+    if damage == "input changed":
+        assert "not scored: the ingestion refused the submission" in said
+    assert (f"{victim.name}: differs from the build" if damage != "missing"
+            else f"{PHASE}/input_data: missing (no copy of the build's folder") in said
+    assert damage != "missing" or f"{PHASE}/reference_data: missing (no copy" in said
     assert "sha256sum -c SHA256SUMS" in said
 
 

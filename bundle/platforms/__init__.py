@@ -66,7 +66,7 @@ class Platform(ABC):
     files_rule: str            # a member a key names is missing
     missing_yaml: str          # the site's failure when it finds no YAML
     # Where its workers mount a host folder of the organizer's in every container, if any
-    # (spec key references_on_worker keeps the hidden references there, sealed)
+    # (spec key on_worker keeps the hidden references there, sealed, and input data)
     worker_data_mount: str | None = None
     worker_references_text: str = ""   # the evaluation page, where they are kept there
     # The pages and guides: what the site makes of a code zip's metadata file, and of a zip of

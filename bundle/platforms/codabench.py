@@ -25,7 +25,7 @@ from ..leaderboard import LeaderboardColumn, codabench_columns, phase_columns
 from ..render import logo_member
 from ..rules.codabench_yaml import items
 from ..spec import CompetitionSpec, PhaseSpec
-from ..worker_references import FOLDER_SUFFIX as WORKER_FOLDER_SUFFIX
+from ..worker_data import FOLDER_SUFFIX as WORKER_FOLDER_SUFFIX
 from .worker import NO_OUTPUT_FAILURE, NO_PREDICTIONS_FAILURE
 from . import Platform
 from .codabench_site import AVERAGE_RANK_COMPUTATION, hidden_figure_leaks, leaderboard_problem
@@ -146,7 +146,7 @@ def _program_container(app: Path, submission: Path, folder: Path) -> Path:
 
 def _worker_data(bundle_zip: Path, destination: Path) -> Path:
     """The worker's data folder (§3.4, HOST_DIRECTORY/data) as the dry run stands it in: a
-    copy of the worker folders written next to the bundle (worker_references.py), so that
+    copy of the worker folders written next to the bundle (worker_data.py), so that
     nothing a submission does in the dry run reaches the organizer's own."""
     destination.mkdir(parents=True)
     for folder in sorted(Path(bundle_zip).parent.glob("*" + WORKER_FOLDER_SUFFIX)):
@@ -273,10 +273,10 @@ class Codabench(Platform):
         "the site's upload limits (submissions per day and in total); the leaderboard's rule "
         "is modelled for one participant's two submissions of the same zip, not for many",
         DATASET_KEYS_NOT_CHECKED,
-        "references kept on the worker (spec key references_on_worker): the dry run mounts the "
-        "worker folder next to the bundle at /app/data; that every worker of the queue holds "
-        "it is checked by the scorer there, which fails scoring with the organizer's error "
-        "naming each missing or changed file",
+        "data kept on the worker (spec key on_worker): the dry run mounts the worker folder "
+        "next to the bundle at /app/data; that every worker of the queue holds it is checked "
+        "there by the program that reads it, which fails the submission with the organizer's "
+        "error naming each missing or changed file",
     )
     # Codabench files both zip and YAML problems as structure.
     zip_rule, yaml_rule, files_rule = "v2-structure", "v2-structure", "v2-tasks"
@@ -390,7 +390,8 @@ class Codabench(Platform):
         ingestion = None
         if dispatch.runs_ingestion:
             unzip(bundle / task["ingestion_program"], app / "program")
-            unzip(bundle / task["input_data"], app / "input_data")
+            if task.get("input_data"):    # optional (§1.7): then no /app/input_data
+                unzip(bundle / task["input_data"], app / "input_data")
             shutil.copytree(submission, app / "ingested_program")
             own_app = _program_container(app, submission, work / "predict" / "program_app")
             own = start_own_command(submission, self.worker_variables("submission", own_app)

@@ -169,8 +169,8 @@ class CodaLab(Platform):
     # ---- building ---------------------------------------------------------------------
 
     def spec_problem(self, spec) -> str | None:
-        if spec.references_on_worker:
-            return ("references_on_worker: CodaLab workers mount no folder of the organizer's "
+        if spec.on_worker:
+            return ("on_worker: CodaLab workers mount no folder of the organizer's "
                     "into the containers (codalab_v1.md §4.5), so the references must be in the "
                     "bundle or uploaded apart: build for Codabench, or set it to false")
         return None

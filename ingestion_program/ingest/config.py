@@ -11,6 +11,7 @@ from pathlib import Path
 
 from runtime import rules
 from runtime.formats.json_files import config_field, load_config_file
+from runtime.worker_data import WorkerFolder, parse_worker_folder
 
 CONFIG_NAME = "ingestion_config.json"
 CONFIG_FORMAT = "ingestion-config/2"
@@ -91,6 +92,8 @@ class IngestionConfig:
     # The competition rules' fields of this phase, under their own names (runtime/rules/),
     # tasks they run besides the phase's included
     rules: dict = field(default_factory=dict)
+    # Where the input data is on the worker's data mount, when not in $input
+    worker_input: WorkerFolder | None = None
 
     def total_seconds(self) -> float:
         """Worst case wall time of a whole ingestion run."""
@@ -142,7 +145,8 @@ def parse_config(raw: dict, source: str = CONFIG_NAME) -> IngestionConfig:
     return IngestionConfig(_field(raw, "phase", str, source), _field(raw, "kind", str, source),
                            tasks, limits,
                            raw.get("entry_module", "submission"), raw.get("entry_function", "predict"),
-                           rule_fields)
+                           rule_fields, parse_worker_folder(raw.get("worker_input"),
+                                                            f"{source}: worker_input", ConfigError))
 
 
 def _memory_rule(limits_raw: dict, where: str) -> str:

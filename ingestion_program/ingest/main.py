@@ -32,6 +32,7 @@ from runtime.formats import (RECORD_NAME, FormatError, RunRecord, TaskRun, file_
                              read_record_key, write_run_record)
 from kinds import UnknownKind
 from runtime import rules
+from runtime.worker_data import copy_problem_text, copy_problems
 from kinds.kind import IngestionRuntime, KindDefinitionError, ingestion_runtime
 
 from .config import CONFIG_NAME, ConfigError, IngestionConfig, Limits, TaskSpec, load_config
@@ -44,7 +45,8 @@ from .submission_metadata import own_command_problem
 from .supervisor import Staging, TaskOutcome, UnitWindow, clean_workdir, run_task
 
 USAGE = ("usage: ingestion.py INPUT_DIR OUTPUT_DIR INGESTION_PROGRAM_DIR SUBMISSION_DIR "
-         "[HIDDEN_DIR]")
+         "[HIDDEN_DIR [WORKER_DATA]]   (WORKER_DATA: the worker's data mount, where a phase "
+         "keeps its input data)")
 RUNTIME_PACKAGE = "ingest_runtime"
 RUNTIME_FILES = ("frames.py", "child_main.py", "confine.py")
 CONTRACT_FILE = "participant.py"         # the kind's child side, staged next to them
@@ -288,17 +290,27 @@ def _run_first(config: IngestionConfig, base: Path, dirs: dict[str, Path | None]
 
 
 def ingest(input_dir: Path, output_dir: Path, program_dir: Path, submission_dir: Path,
-           hidden_dir: Path | None) -> int:
+           hidden_dir: Path | None, worker_data: Path | None = None) -> int:
+    """``worker_data``: the worker's data mount, where a phase keeps its input data instead
+    of in ``$input`` (spec key on_worker)."""
     config: IngestionConfig = load_config(program_dir / CONFIG_NAME)
     try:
         contract = ingestion_runtime(config.kind)
     except (UnknownKind, ImportError, KindDefinitionError) as error:
         raise ConfigError(f"{program_dir / CONFIG_NAME}: kind: {error}") from None
     hardware = describe_hardware()
+    worker_problem = None
+    if config.worker_input is not None:
+        problems = copy_problems(config.worker_input, worker_data)
+        worker_problem = problems and (
+            "the organizers must fix this competition's worker: "
+            f"{copy_problem_text(config.worker_input, problems)} (a failed submission does "
+            "not count toward the limits)")
+        input_dir = input_dir if problems else worker_data / config.worker_input.folder
     dirs = {"input": input_dir, "output": output_dir, "program": program_dir,
             "submission": submission_dir, "hidden": hidden_dir}
     protections = _announce(config, hardware, dirs)
-    refusal = own_command_problem(submission_dir)
+    refusal = own_command_problem(submission_dir) or worker_problem
     if refusal:
         return _refuse(config, output_dir, hardware, _record_key(program_dir, hidden_dir), refusal)
     base = new_staging_folder()
@@ -366,15 +378,17 @@ def _interrupted(number, _frame) -> None:
 
 
 def main(argv: list[str], program_dir: Path) -> int:
-    if len(argv) not in (4, 5):
+    if len(argv) not in (4, 5, 6):
         print(USAGE, file=sys.stderr)
         return 2
     input_dir, output_dir, _, submission_dir = (Path(a) for a in argv[:4])
-    hidden_dir = Path(argv[4]) if len(argv) == 5 and not argv[4].startswith("$") else None
+    hidden_dir = Path(argv[4]) if len(argv) >= 5 and not argv[4].startswith("$") else None
+    worker_data = Path(argv[5]) if len(argv) == 6 else None
     for number in STOPPING_SIGNALS:
         signal.signal(number, _interrupted)
     try:
-        return ingest(input_dir, output_dir, program_dir, submission_dir, hidden_dir)
+        return ingest(input_dir, output_dir, program_dir, submission_dir, hidden_dir,
+                      worker_data)
     except (ConfigError, FormatError, rules.RuleError) as error:
         print(f"ingestion stopped, the organizer must fix: {error}", file=sys.stderr)
         return 1

@@ -16,6 +16,7 @@ from kinds import UnknownKind
 from kinds.kind import KindDefinitionError, ScoringRuntime, scoring_runtime
 from runtime import rules
 from runtime.scoring import TaskConfig
+from runtime.worker_data import WorkerFolder, parse_worker_folder
 
 CONFIG_NAME = "scoring_config.json"
 CONFIG_FORMAT = "scoring-config/2"
@@ -46,15 +47,6 @@ def private_files(output: str) -> tuple[str, str]:
 
 
 @dataclass(frozen=True)
-class WorkerReferences:
-    """The phase's reference files, sealed (runtime/formats/sealed_files.py) in ``folder`` of
-    the worker's data mount: each file's sealed sha256, and the key that opens them."""
-    folder: str
-    key: bytes
-    files: dict[str, str]         # name relative to the folder (without .sealed) -> sha256
-
-
-@dataclass(frozen=True)
 class Column:
     key: str
     statistic: str
@@ -74,7 +66,7 @@ class ScoringConfig:
     # The competition rules' fields of this phase, under their own names (runtime/rules/)
     rules: dict = field(default_factory=dict)
     # Where the references are sealed on the worker's data mount, when not in ref/
-    worker_references: "WorkerReferences | None" = None
+    worker_references: WorkerFolder | None = None
 
     @property
     def private_columns(self) -> tuple["Column", ...]:
@@ -174,24 +166,12 @@ def parse_config(raw: dict, source: str = CONFIG_NAME) -> ScoringConfig:
                          rule_fields, _worker_references(raw, source))
 
 
-def _worker_references(raw: dict, source: str) -> WorkerReferences | None:
-    entry = raw.get("worker_references")
-    if entry is None:
-        return None
-    where = f"{source}: worker_references"
-    if not isinstance(entry, dict):
-        raise ConfigError(f"{where}: expected an object, found {type(entry).__name__}")
-    folder, key = _require(entry, "folder", str, where), _require(entry, "key", str, where)
-    files = _require(entry, "files", dict, where)
-    if (not folder or folder.startswith("/") or ".." in folder.split("/")
-            or any(not isinstance(n, str) or n.startswith("/") or ".." in n.split("/")
-                   or not isinstance(d, str) or len(d) != 64 for n, d in files.items())):
-        raise ConfigError(f"{where}: folder and file names must be relative paths inside the "
-                          "mount, each file with a sha256")
-    try:
-        return WorkerReferences(folder, bytes.fromhex(key), dict(files))
-    except ValueError:
-        raise ConfigError(f"{where}.key: expected hex") from None
+def _worker_references(raw: dict, source: str) -> WorkerFolder | None:
+    references = parse_worker_folder(raw.get("worker_references"),
+                                      f"{source}: worker_references", ConfigError)
+    if references is not None and references.key is None:
+        raise ConfigError(f"{source}: worker_references: missing key 'key'")
+    return references
 
 
 def load_config(path: Path) -> ScoringConfig:
