@@ -325,10 +325,24 @@ def build_competition(spec: CompetitionSpec, phase_keys: list[str], track_key: s
                         if t.budget_seconds},
                        tuple((member, len(data), hashlib.sha256(data).hexdigest())
                              for member, data in sorted(members.items())),
-                       tuple(_size_warnings(members)
+                       tuple(_size_warnings(members) + _worker_warnings(parts)
                              + site.build_warnings(spec, shown)),
                        tuple(dataclasses.replace(d, data=b"") for d in datasets),
                        worker_folder)
+
+
+# Checking a worker's copy reads every byte of it (sha256), before the first task runs and
+# outside every budget; past this size the time it takes is worth saying.
+WORKER_CHECK_WARNING_BYTES = 2**30
+
+
+def _worker_warnings(parts: list[WorkerPart]) -> list[str]:
+    return [f"{part.folder} holds {size / 2**30:.1f} GiB: the program that reads it checks "
+            "every byte against the build's sha256 before it starts (about a second per GiB "
+            "or more, on the worker's disk), outside the tasks' budgets: leave room for it in "
+            "execution_time_limit"
+            for part in parts
+            if (size := sum(map(len, part.files.values()))) > WORKER_CHECK_WARNING_BYTES]
 
 
 def _remove(written: list[Path], worker_folder: Path | None) -> None:

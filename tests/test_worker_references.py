@@ -253,3 +253,13 @@ def test_a_rebuild_writes_the_same_bundle_and_worker_folder(built, tmp_path):
         return {p.relative_to(root).as_posix(): p.read_bytes()
                 for p in sorted(root.rglob("*")) if p.is_file()}
     assert files(again) == files(folder / "kept")
+
+
+def test_a_large_kept_folder_is_named_with_the_time_its_check_takes(monkeypatch):
+    import bundle.build as build_module
+    part = WorkerPart("x.worker_data/phase1/input_data", {"a.npy": bytes(3000)})
+    assert build_module._worker_warnings([part]) == []
+    monkeypatch.setattr(build_module, "WORKER_CHECK_WARNING_BYTES", 2000)
+    (warning,) = build_module._worker_warnings([part])
+    assert warning.startswith("x.worker_data/phase1/input_data holds 0.0 GiB") \
+        and "leave room for it in execution_time_limit" in warning
