@@ -1,15 +1,19 @@
 """The layers of the 2020 zoos (kinds/pgdl2020/runtime/layers.py) against JAX, an independent
-implementation (lax.conv_general_dilated, lax.reduce_window, jax.grad): outputs, the gradient
+implementation (lax.conv_general_dilated, lax.reduce_window, jax.grad; the benchmark's
+reference, benchmarks/pgdl_layers_speed.py): outputs, the gradient
 with respect to the inputs and to every parameter, on the three network families of the 2020
 tasks, each layer setting (strides, SAME and VALID padding, no bias, every activation)."""
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from kinds.pgdl2020.runtime import layers as L
 
 jax = pytest.importorskip("jax")
-jnp = jax.numpy
-lax = jax.lax
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from pgdl_layers_speed import jax_loss  # noqa: E402  (the JAX reference, one source)
 
 VGG = [{"layer_name": "Conv2D", "filters": 6, "kernel_size": [3, 3], "padding": "same",
         "activation": "relu"},
@@ -54,56 +58,6 @@ def random_params(stack, rng):
                 made[name] = rng.normal(0, 0.5, shape)
         params.append({k: v.astype(np.float32) for k, v in made.items()})
     return params
-
-
-# ---- the reference, in JAX --------------------------------------------------------------
-
-def _jax_activation(name, z):
-    return {"relu": jax.nn.relu, "tanh": jnp.tanh, "sigmoid": jax.nn.sigmoid}.get(
-        name, lambda v: v)(z)
-
-
-def _jax_pool(layer, x, kind):
-    (ph, pw), (sh, sw) = layer.settings["window"], layer.settings["strides"]
-    padding = layer.settings["padding"].upper()
-    dims, strides = (1, ph, pw, 1), (1, sh, sw, 1)
-    if kind == "max":
-        return lax.reduce_window(x, -jnp.inf, lax.max, dims, strides, padding)
-    total = lax.reduce_window(x, 0.0, lax.add, dims, strides, padding)
-    count = lax.reduce_window(jnp.ones_like(x[:1, :, :, :1]), 0.0, lax.add, dims, strides,
-                              padding)
-    return total / count
-
-
-def jax_layer(layer, p, x):
-    kind, s = layer.kind, layer.settings
-    if kind == "Conv2D":
-        z = lax.conv_general_dilated(x, p["kernel"], s["strides"], s["padding"].upper(),
-                                     dimension_numbers=("NHWC", "HWIO", "NHWC"))
-        return _jax_activation(s["activation"], z + p.get("bias", 0.0))
-    if kind == "Dense":
-        return _jax_activation(s["activation"], x @ p["kernel"] + p.get("bias", 0.0))
-    if kind == "MaxPooling2D":
-        return _jax_pool(layer, x, "max")
-    if kind == "AveragePooling2D":
-        return _jax_pool(layer, x, "average")
-    if kind == "GlobalAveragePooling2D":
-        return x.mean(axis=(1, 2))
-    if kind == "BatchNormalization":
-        scale = p.get("gamma", 1.0) / jnp.sqrt(p["moving_variance"] + s["epsilon"])
-        return (x - p["moving_mean"]) * scale + p.get("beta", 0.0)
-    if kind == "Activation":
-        return _jax_activation(s["activation"], x)
-    if kind == "Flatten":
-        return x.reshape(x.shape[0], -1)
-    return x                                              # Dropout at inference
-
-
-def jax_loss(params, x, labels, stack):
-    for layer, p in zip(stack, params):
-        x = jax_layer(layer, p, x)
-    log_p = jax.nn.log_softmax(x.astype(jnp.float64) if x.dtype == jnp.float64 else x)
-    return -log_p[jnp.arange(len(labels)), labels].mean(), x
 
 
 # ---- the tests ----------------------------------------------------------------------------

@@ -1,0 +1,169 @@
+"""Forward + gradient throughput of the PGDL layers (kinds/pgdl2020/runtime/layers.py) against
+JAX on the CPU, same run, same weights (issue 28, item 2).
+
+Two networks of the 2020 shapes, at 32x32x3 (CIFAR-10, CINIC-10):
+
+- task 1, VGG-like: [conv-relu-conv-relu-maxpool] x 3 (6 Conv2D 3x3 SAME, 32/64/128 filters by
+  block), Flatten, two Dense of 128, Dense of 10;
+- task 4, fully convolutional with batch normalisation before the ReLU: six 3x3 Conv2D without
+  bias (64, 64 with stride 2, 128, 128 with stride 2, 128, 128), each followed by
+  BatchNormalization and ReLU, a 1x1 Conv2D to 10 classes and GlobalAveragePooling2D.
+
+For each: the loss and the gradient with respect to the inputs and every weight of a batch of
+128 (what a measure such as sharpness or an input-gradient norm does per batch), timed as the
+median of ``--repeat`` runs after one warm-up (JAX: a jitted ``value_and_grad``, compiled in
+the warm-up). Outputs are compared first (float32, to 1e-5 relative). Prints each ratio
+ours / JAX; the goal is at most 3.
+
+Usage: .venv/bin/python benchmarks/pgdl_layers_speed.py [--batch 128] [--repeat 5]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from kinds.pgdl2020.runtime import layers as L  # noqa: E402
+
+
+def _conv(filters, strides=1, bias=True, activation="linear"):
+    return {"layer_name": "Conv2D", "filters": filters, "kernel_size": 3, "strides": strides,
+            "padding": "same", "use_bias": bias, "activation": activation}
+
+
+TASK1_VGG = [layer for filters in (32, 64, 128) for layer in (
+    _conv(filters, activation="relu"), _conv(filters, activation="relu"),
+    {"layer_name": "MaxPooling2D", "pool_size": 2})] + [
+    {"layer_name": "Flatten"},
+    {"layer_name": "Dense", "units": 128, "activation": "relu"},
+    {"layer_name": "Dense", "units": 128, "activation": "relu"},
+    {"layer_name": "Dense", "units": 10}]
+TASK4_ALL_CONV = [layer for filters, strides in ((64, 1), (64, 2), (128, 1), (128, 2), (128, 1),
+                                                  (128, 1)) for layer in (
+    _conv(filters, strides, bias=False), {"layer_name": "BatchNormalization"},
+    {"layer_name": "Activation", "activation": "relu"})] + [
+    {"layer_name": "Conv2D", "filters": 10, "kernel_size": 1},
+    {"layer_name": "GlobalAveragePooling2D"}]
+NETWORKS = {"task 1 VGG-like": TASK1_VGG, "task 4 all-conv + BN": TASK4_ALL_CONV}
+INPUT_SHAPE = (32, 32, 3)
+
+
+def random_params(stack, rng) -> list[dict]:
+    """He-scaled kernels, positive variances: activations that neither vanish nor blow up."""
+    params = []
+    for layer in stack:
+        made = {}
+        for name, shape in layer.params.items():
+            if name == "kernel":
+                made[name] = rng.normal(0, np.sqrt(2 / np.prod(shape[:-1])), shape)
+            elif name in ("moving_variance", "gamma"):
+                made[name] = rng.uniform(0.5, 1.5, shape)
+            else:
+                made[name] = rng.normal(0, 0.1, shape)
+        params.append({key: value.astype(np.float32) for key, value in made.items()})
+    return params
+
+
+# ---- the same networks in JAX (also the tests' reference, tests/test_pgdl_layers.py) -----
+
+def jax_layer(layer, p, x):
+    import jax
+    import jax.numpy as jnp
+    lax, kind, s = jax.lax, layer.kind, layer.settings
+    act = {"relu": jax.nn.relu, "tanh": jnp.tanh, "sigmoid": jax.nn.sigmoid}
+    activation = act.get(s.get("activation"), lambda v: v)
+    if kind == "Conv2D":
+        z = lax.conv_general_dilated(x, p["kernel"], s["strides"], s["padding"].upper(),
+                                     dimension_numbers=("NHWC", "HWIO", "NHWC"))
+        return activation(z + p.get("bias", 0.0))
+    if kind == "Dense":
+        return activation(x @ p["kernel"] + p.get("bias", 0.0))
+    if kind in ("MaxPooling2D", "AveragePooling2D"):
+        (ph, pw), (sh, sw) = s["window"], s["strides"]
+        window = ((1, ph, pw, 1), (1, sh, sw, 1), s["padding"].upper())
+        if kind == "MaxPooling2D":
+            return lax.reduce_window(x, -jnp.inf, lax.max, *window)
+        count = lax.reduce_window(jnp.ones_like(x[:1, :, :, :1]), 0.0, lax.add, *window)
+        return lax.reduce_window(x, 0.0, lax.add, *window) / count
+    if kind == "GlobalAveragePooling2D":
+        return x.mean(axis=(1, 2))
+    if kind == "BatchNormalization":
+        scale = p.get("gamma", 1.0) / jnp.sqrt(p["moving_variance"] + s["epsilon"])
+        return (x - p["moving_mean"]) * scale + p.get("beta", 0.0)
+    if kind == "Activation":
+        return activation(x)
+    if kind == "Flatten":
+        return x.reshape(x.shape[0], -1)
+    return x                                              # Dropout at inference
+
+
+def jax_loss(params, x, labels, stack):
+    """(mean softmax cross-entropy, logits) of the stack in JAX."""
+    import jax
+    import jax.numpy as jnp
+    for layer, p in zip(stack, params):
+        x = jax_layer(layer, p, x)
+    log_p = jax.nn.log_softmax(x)
+    return -log_p[jnp.arange(len(labels)), labels].mean(), x
+
+
+def ours(stack, params, x, labels):
+    out, caches = L.run(stack, params, x)
+    loss, dlogits = L.cross_entropy_gradient(out, labels)
+    dx, grads = L.run_backward(stack, params, caches, dlogits)
+    return loss, out, dx, grads
+
+
+def _median_seconds(step, repeat: int) -> float:
+    step()                                                 # warm-up (JAX compiles here)
+    times = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def measure(name: str, configs: list[dict], batch: int, repeat: int) -> float:
+    import jax
+    stack = L.network(configs, INPUT_SHAPE)
+    rng = np.random.default_rng(0)
+    params = random_params(stack, rng)
+    x = rng.normal(0, 1, (batch, *INPUT_SHAPE)).astype(np.float32)
+    labels = rng.integers(0, 10, batch)
+    step = jax.jit(jax.value_and_grad(lambda p, xs: jax_loss(p, xs, labels, stack),
+                                      argnums=(0, 1), has_aux=True))
+    (_, ref_out), _ = step(params, x)
+    _, out, _, _ = ours(stack, params, x, labels)
+    scale = float(np.abs(np.asarray(ref_out)).max())
+    error = float(np.abs(out - np.asarray(ref_out)).max()) / scale
+    mine = _median_seconds(lambda: ours(stack, params, x, labels), repeat)
+    theirs = _median_seconds(lambda: jax.block_until_ready(step(params, x)), repeat)
+    count = sum(int(np.prod(shape)) for layer in stack for shape in layer.params.values())
+    print(f"{name}: {count:,} parameters, batch {batch}: ours {mine:.3f} s, JAX {theirs:.3f} s, "
+          f"ratio {mine / theirs:.2f} (outputs agree to {error:.1e} of their largest value)")
+    return mine / theirs
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--batch", type=int, default=128)
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args(argv)
+    print(f"CPU: {os.cpu_count()} cores; numpy {np.__version__}")
+    ratios = [measure(name, configs, args.batch, args.repeat)
+              for name, configs in NETWORKS.items()]
+    print("goal: ratio <= 3 for each: " + ("met" if max(ratios) <= 3 else "NOT met"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
