@@ -115,6 +115,24 @@ def jax_loss(params, x, labels, stack):
     return -log_p[jnp.arange(len(labels)), labels].mean(), x
 
 
+def write_reference(configs: list[dict], input_shape: tuple, given: Path, out: Path) -> None:
+    """JAX's loss, output and gradients for the params, inputs and labels in ``given`` (keys
+    ``<layer>/<name>``, ``x``, ``labels``), written to ``out`` (``loss``, ``out``, ``dx``,
+    ``<layer>/<name>``). The tests call it in a process of its own: JAX starts threads, and a
+    test worker that later forks must not hold them."""
+    import jax
+    stack = L.network(configs, input_shape)
+    with np.load(given) as stored:
+        params = [{name: stored[f"{index}/{name}"] for name in layer.params}
+                  for index, layer in enumerate(stack)]
+        x, labels = stored["x"], stored["labels"]
+    (loss, out_), (grads, dx) = jax.value_and_grad(jax_loss, argnums=(0, 1), has_aux=True)(
+        params, x, labels, stack)
+    np.savez(out, loss=np.asarray(loss), out=np.asarray(out_), dx=np.asarray(dx),
+             **{f"{index}/{name}": np.asarray(value) for index, layer_grads in enumerate(grads)
+                for name, value in layer_grads.items()})
+
+
 def ours(stack, params, x, labels):
     out, caches = L.run(stack, params, x)
     loss, dlogits = L.cross_entropy_gradient(out, labels)
