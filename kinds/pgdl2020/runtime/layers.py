@@ -13,7 +13,9 @@ and shapes of its parameters); two pure functions run it:
     backward(layer, params, cache, dy)  -> (dx, dparams)
 
 ``params`` maps each name of ``layer.params`` to an array. ``network`` checks a whole stack
-against an input shape, naming the layer and the value at fault. Standard library and numpy
+against an input shape, naming the layer and the value at fault. A convolution is one matrix
+product over the windows of its input (im2col); the windows stay in its cache for the
+backward pass, so memory grows with the batch, which bounds it. Standard library and numpy
 only: the participant's sandbox copies this file.
 """
 from __future__ import annotations
@@ -235,29 +237,38 @@ def _offsets(layer_: Layer, out_h: int, out_w: int):
                          slice(j, j + (out_w - 1) * sw + 1, sw))
 
 
+def _columns(layer_, xp):
+    """im2col: every window of the padded input as one row, (N, out_h, out_w, kh, kw, C), in
+    the kernel's (kh, kw, C) order, so that the convolution is one matrix product."""
+    (kh, kw), (out_h, out_w, _) = layer_.settings["window"], layer_.output_shape
+    columns = numpy.empty((xp.shape[0], out_h, out_w, kh, kw, xp.shape[3]), DTYPE)
+    for i, j, window in _offsets(layer_, out_h, out_w):
+        columns[:, :, :, i, j, :] = xp[window]
+    return columns
+
+
 def _conv_forward(layer_, params, x):
     xp = _padded(x, layer_, 0)
-    n, (out_h, out_w, filters) = x.shape[0], layer_.output_shape
-    z = numpy.zeros((n * out_h * out_w, filters), DTYPE)
-    for i, j, window in _offsets(layer_, out_h, out_w):
-        z += xp[window].reshape(-1, xp.shape[3]) @ params["kernel"][i, j]
-    z = z.reshape(n, out_h, out_w, filters)
+    columns = _columns(layer_, xp)
+    kernel = params["kernel"]
+    z = columns.reshape(-1, kernel[..., 0].size) @ kernel.reshape(-1, kernel.shape[3])
+    z = z.reshape(x.shape[0], *layer_.output_shape)
     if "bias" in params:
         z += params["bias"]
     a = activate(layer_.settings["activation"], z)
-    return a, (x.shape, xp, z, a)
+    return a, (x.shape, xp.shape, columns, z, a)
 
 
 def _conv_backward(layer_, params, cache, da):
-    shape, xp, z, a = cache
+    shape, padded_shape, columns, z, a = cache
     dz = activation_gradient(layer_.settings["activation"], z, a, da)
     out_h, out_w, filters = layer_.output_shape
+    kernel = params["kernel"]
     flat = dz.reshape(-1, filters)
-    dxp = numpy.zeros_like(xp)
-    dkernel = numpy.zeros_like(params["kernel"])
-    for i, j, window in _offsets(layer_, out_h, out_w):
-        dkernel[i, j] = xp[window].reshape(-1, xp.shape[3]).T @ flat
-        dxp[window] += (flat @ params["kernel"][i, j].T).reshape(dxp[window].shape)
+    dkernel = (columns.reshape(-1, kernel[..., 0].size).T @ flat).reshape(kernel.shape)
+    dxp = numpy.zeros(padded_shape, DTYPE)
+    for i, j, window in _offsets(layer_, out_h, out_w):    # contiguous products, then the add
+        dxp[window] += (flat @ kernel[i, j].T).reshape(dxp[window].shape)
     grads = {"kernel": dkernel} | ({"bias": flat.sum(axis=0)} if "bias" in params else {})
     return _unpadded(dxp, shape, layer_), grads
 
