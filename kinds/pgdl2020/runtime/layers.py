@@ -53,7 +53,7 @@ def activate(name: str, z):
     if name == "tanh":
         return numpy.tanh(z)
     if name == "sigmoid":
-        return 1 / (1 + numpy.exp(-z))
+        return DTYPE(0.5) * (1 + numpy.tanh(DTYPE(0.5) * z))     # no overflow for large |z|
     return z
 
 
