@@ -263,3 +263,23 @@ def test_a_large_kept_folder_is_named_with_the_time_its_check_takes(monkeypatch)
     (warning,) = build_module._worker_warnings([part])
     assert warning.startswith("x.worker_data/phase1/input_data holds 0.0 GiB") \
         and "leave room for it in execution_time_limit" in warning
+
+
+@pytest.mark.parametrize("kind, phase", [("bdl2021", ("evaluation", "--track", "light")),
+                                         ("retina", ("final",))])
+def test_every_kinds_code_phase_runs_and_scores_with_both_kept_on_the_worker(tmp_path, kind,
+                                                                            phase):
+    """Each kind stages its inputs from the mount as from $input (PGDL above)."""
+    default = REPO / "kinds" / kind / "default_spec.yaml"
+    raw = yaml.safe_load(default.read_text())
+    shutil.copyfile(default.parent / raw["logo"], tmp_path / raw["logo"])
+    raw.update(on_worker=["reference_data", "input_data"], codabench_queue=QUEUE)
+    (tmp_path / "spec.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
+    built = build("--config", str(tmp_path / "spec.yaml"), "--phase", *phase,
+                  "--out", str(tmp_path / "out"), "--check")
+    assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
+    assert "dry run passed" in built.stdout and "\n                                 scores: " \
+        in built.stdout
+    (bundle,) = (tmp_path / "out").glob("*.zip")
+    with zipfile.ZipFile(bundle) as archive:
+        assert not {"input_data.zip", "reference_data.zip"} & set(archive.namelist())
