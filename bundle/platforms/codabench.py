@@ -25,7 +25,7 @@ from ..leaderboard import LeaderboardColumn, codabench_columns, phase_columns
 from ..render import logo_member
 from ..rules.codabench_yaml import items
 from ..spec import CompetitionSpec, PhaseSpec
-from ..worker_data import FOLDER_SUFFIX as WORKER_FOLDER_SUFFIX
+from ..worker_data import FOLDER_SUFFIX as WORKER_FOLDER_SUFFIX, folder_name as worker_folder_name
 from .worker import NO_OUTPUT_FAILURE, NO_PREDICTIONS_FAILURE
 from . import Platform
 from .codabench_site import AVERAGE_RANK_COMPUTATION, hidden_figure_leaks, leaderboard_problem
@@ -146,10 +146,13 @@ def _program_container(app: Path, submission: Path, folder: Path) -> Path:
 
 def _worker_data(bundle_zip: Path, destination: Path) -> Path:
     """The worker's data folder (§3.4, HOST_DIRECTORY/data) as the dry run stands it in: a
-    copy of the worker folders written next to the bundle (worker_data.py), so that
-    nothing a submission does in the dry run reaches the organizer's own."""
+    copy of the bundle's own worker folder written next to it (worker_data.py), or of every
+    one there when the bundle was renamed, so that nothing a submission does in the dry run
+    reaches the organizer's own."""
     destination.mkdir(parents=True)
-    for folder in sorted(Path(bundle_zip).parent.glob("*" + WORKER_FOLDER_SUFFIX)):
+    beside = Path(bundle_zip).parent
+    own = beside / worker_folder_name(Path(bundle_zip).name)
+    for folder in [own] if own.is_dir() else sorted(beside.glob("*" + WORKER_FOLDER_SUFFIX)):
         if folder.is_dir():
             shutil.copytree(folder, destination / folder.name)
     return destination
