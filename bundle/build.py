@@ -208,29 +208,28 @@ def _leaks(plans: list[PhasePlan], files: list[dict], members: dict) -> list[str
     return leakage_problems(hidden, public, zeroed) if hidden else []
 
 
-def _worker_leaks(plans: list[PhasePlan], kept: list[dict[str, WorkerPart]],
+def _worker_leaks(plans: list[PhasePlan], files: list[dict], kept: list[dict[str, WorkerPart]],
                   members: dict[str, bytes]) -> list[str]:
     """Every hidden reference (of a phase whose kit does not publish them; kept on the worker
     or in the bundle) against every file of the bundle, nested zips opened, and of the worker
     folder. The record key is no reference: on Codabench the ingestion program carries it
     too, by design (record_key.py)."""
     hidden = {}
-    for plan, parts in zip(plans, kept):
+    for plan, phase_files, parts in zip(plans, files, kept):
         if references_in_kit(plan):
             continue
         if "reference_data" in parts:
-            where, files = parts["reference_data"].folder, parts["reference_data"].opened()
+            where, opened = parts["reference_data"].folder, parts["reference_data"].opened()
         else:
-            where = f"{plan.name} reference_data.zip"
-            files = _members_of(next(data for name, data in members.items()
-                                     if name in (f"{plan.name}_reference_data.zip",
-                                                 "reference_data.zip")))
-        hidden |= {f"{where}/{name}": data for name, data in files.items()
+            where = phase_files["reference_data"]
+            opened = _members_of(members[where])
+        hidden |= {f"{where}/{name}": data for name, data in opened.items()
                    if name != RECORD_KEY_NAME}
+    references = {phase_files.get("reference_data") for phase_files in files}
     everything = {"bundle": {name: data for name, data in members.items()
                              if not name.endswith(".zip")},
                   **{name: _members_of(data) for name, data in members.items()
-                     if name.endswith(".zip") and not name.endswith("reference_data.zip")},
+                     if name.endswith(".zip") and name not in references},
                   # sealed files too: the check that sealing hid them
                   "worker folder": worker_files([p for parts in kept for p in parts.values()])}
     zeroed = kind(plans[0].kind).ZEROED_PUBLIC_ARRAYS
@@ -282,7 +281,7 @@ def build_competition(spec: CompetitionSpec, phase_keys: list[str], track_key: s
     parts = [part for phase_parts in kept for part in phase_parts.values()]
     if parts:
         say("  leakage check (every file of the bundle and of the worker folder) ...")
-        leaks = _worker_leaks(plans, kept, members)
+        leaks = _worker_leaks(plans, files, kept, members)
         if leaks:
             raise BuildError("leakage check failed (hidden data in a file others can read):\n  "
                              + "\n  ".join(leaks))

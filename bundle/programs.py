@@ -78,7 +78,7 @@ def write_metadata(folder: Path, description: str, extra_argument: str | None = 
     """The source's ``metadata`` holds the command, which is the core's; the description a
     platform shows is the kind's, so it is added here. Also written as ``metadata.yaml``, the
     name Codabench looks for first, so one zip serves both platforms. ``extra_argument``: a
-    last argument of the command (the scorer's: the worker's data mount)."""
+    last argument of the command (the worker's data mount, where a phase keeps data there)."""
     command = (folder / "metadata").read_text(encoding="utf-8").rstrip("\n")
     if extra_argument:
         command += f" {extra_argument}"

@@ -9,9 +9,10 @@ both programs.
 """
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from runtime.formats import file_digest
 
 COPY_HINT = ("copy the build's {top} folder into the data folder of every worker of the "
              "competition's queue (HOST_DIRECTORY/data) and check it there with "
@@ -54,14 +55,6 @@ def parse_worker_folder(entry, where: str, error=ValueError) -> WorkerFolder | N
         raise error(f"{where}.key: expected hex") from None
 
 
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as stream:
-        for block in iter(lambda: stream.read(2**20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def copy_problems(part: WorkerFolder, mount: Path | None) -> list[str]:
     """Why the worker's copy of ``part`` is not the build's: the mount, the folder, or each
     missing or changed file; [] when it is."""
@@ -78,7 +71,7 @@ def copy_problems(part: WorkerFolder, mount: Path | None) -> list[str]:
         path = folder / name
         if not path.is_file():
             problems.append(f"{path}: missing")
-        elif sha256_file(path) != expected:
+        elif file_digest(path) != expected:
             problems.append(f"{path}: differs from the build (sha256 {expected[:16]}... "
                             "expected)")
     return problems

@@ -177,15 +177,15 @@ def test_the_leakage_check_finds_a_reference_put_in_a_public_zip(built, tmp_path
     sealed = worker_part(references, plan, "x.zip", "reference_data")
     assert isinstance(sealed, WorkerPart) and sealed.key is not None
     kept = [{"reference_data": sealed}]
-    assert _worker_leaks([plan], kept, {}) == []
+    assert _worker_leaks([plan], [{}], kept, {}) == []
     public = io.BytesIO()
     with zipfile.ZipFile(public, "w") as archive:
         archive.write(references / "labels.csv", "data/labels.csv")
-    problems = _worker_leaks([plan], kept, {"public_data.zip": public.getvalue()})
+    problems = _worker_leaks([plan], [{}], kept, {"public_data.zip": public.getvalue()})
     assert problems and "public_data.zip:data/labels.csv is a copy of hidden" in problems[0]
     # in the input data kept on the worker, where participant code reads it
     inputs = worker_part(references, plan, "x.zip", "input_data")
-    problems = _worker_leaks([plan], [{"reference_data": sealed, "input_data": inputs}], {})
+    problems = _worker_leaks([plan], [{}], [{"reference_data": sealed, "input_data": inputs}], {})
     assert problems and "worker folder:phase1/input_data/labels.csv is a copy of hidden" \
         in problems[0]
 

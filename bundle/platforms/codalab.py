@@ -172,7 +172,7 @@ class CodaLab(Platform):
         if spec.on_worker:
             return ("on_worker: CodaLab workers mount no folder of the organizer's "
                     "into the containers (codalab_v1.md §4.5), so the references must be in the "
-                    "bundle or uploaded apart: build for Codabench, or set it to false")
+                    "bundle or uploaded apart: build for Codabench, or leave on_worker out")
         return None
 
     def documents(self, spec, phases, plans, columns, files, pages) -> dict[str, bytes]:

@@ -1,9 +1,9 @@
 """The scoring run: ``python3 $program/score.py $input $output [/app/data]`` on the worker.
 
 Reads ``$input/ref`` (hidden references; or, where the phase keeps them sealed on the
-worker, the mount named third, ``worker_references.py``) and ``$input/res`` (the submission's files, or
-what the ingestion program wrote) by name only: the worker leaves other files in both
-(codalab_v1.md G21). Writes ``$output/scores.txt`` and ``$output/detailed_results.html``.
+worker, the mount named third, ``worker_references.py``) and ``$input/res`` (the
+submission's files, or what the ingestion program wrote) by name only: the worker leaves
+other files in both (codalab_v1.md G21). Writes ``$output/scores.txt`` and ``$output/detailed_results.html``.
 Exit status: 0 scored; 1 reference data or config broken (the organizer's to fix); 2 bad
 arguments or an internal error; 3 a competition rule fails the submission (``runtime/rules/``:
 by the run record, as it would have on CodaLab, whose worker fails it at the ingestion's exit,
@@ -66,7 +66,8 @@ NOT_A_TRAINING_RUN = ("this phase scores what your code predicts when the ingest
                       "never runs its code)")
 
 
-def record_refusal(config, ref: Path, res: Path, record, on_codabench: bool = False) -> str | None:
+def record_refusal(config, ref: Path, res: Path, record,
+                   on_codabench: bool = False) -> str | None:
     """Why ``res/`` cannot be taken for the output of a training run, where the phase needs
     one; None when it can (or the phase takes prediction files). ``on_codabench``: scored in
     Codabench's layout, where a v1.5 bundle's ingestion signs with its importer key."""
