@@ -30,6 +30,18 @@ ACTIVATIONS = ("linear", "relu", "tanh", "sigmoid")
 PADDINGS = ("valid", "same")
 KINDS = ("Conv2D", "MaxPooling2D", "AveragePooling2D", "GlobalAveragePooling2D",
          "BatchNormalization", "Activation", "Flatten", "Dropout", "Dense")
+# Keras's own name for each kind (a layer is named ``<snake>_<k>``, k counting that kind's
+# layers from 0): the keys of weights.npz, ``conv2d_0/kernel``, ``dense_1/bias``, ...
+SNAKE = {"Conv2D": "conv2d", "MaxPooling2D": "max_pooling2d",
+         "AveragePooling2D": "average_pooling2d",
+         "GlobalAveragePooling2D": "global_average_pooling2d",
+         "BatchNormalization": "batch_normalization", "Activation": "activation",
+         "Flatten": "flatten", "Dropout": "dropout", "Dense": "dense"}
+# Keras settings that would change what a layer computes, with the one value we compute;
+# anything else Keras writes (names, initialisers, regularisers, momentum) does not matter
+# at inference.
+FIXED_SETTINGS = {"dilation_rate": ([1, 1], 1, (1, 1)), "groups": (1,),
+                  "data_format": ("channels_last", None)}
 
 
 class LayerError(ValueError):
@@ -171,6 +183,10 @@ def layer(raw: dict, input_shape: tuple, where: str = "layer") -> Layer:
     the shape of one input example."""
     kind = raw.get("layer_name") or raw.get("class_name")
     shape = tuple(int(size) for size in input_shape)
+    for key, allowed in FIXED_SETTINGS.items():
+        if key in raw and raw[key] not in allowed:
+            raise LayerError(f"{where}.{key}: only {allowed[0]!r} is supported, found "
+                             f"{raw[key]!r}")
     if kind == "Conv2D":
         return _conv_layer(raw, shape, where)
     if kind in ("MaxPooling2D", "AveragePooling2D"):
@@ -202,6 +218,24 @@ def network(configs: list[dict], input_shape: tuple) -> list[Layer]:
         layers.append(built)
         shape = built.output_shape
     return layers
+
+
+def layer_names(layers: list[Layer]) -> list[str]:
+    """Each layer's name, ``<snake>_<k>`` (``conv2d_0``, ``max_pooling2d_0``, ``dense_2``)."""
+    counts: dict[str, int] = {}
+    names = []
+    for layer_ in layers:
+        names.append(f"{SNAKE[layer_.kind]}_{counts.get(layer_.kind, 0)}")
+        counts[layer_.kind] = counts.get(layer_.kind, 0) + 1
+    return names
+
+
+def weight_keys(layers: list[Layer]) -> list[tuple[int, str, str]]:
+    """``(layer index, parameter, "<layer name>/<parameter>")`` of every weight, in Keras's
+    ``get_weights()`` order: kernel then bias; gamma, beta, moving_mean, moving_variance."""
+    return [(index, param, f"{name}/{param}")
+            for index, (layer_, name) in enumerate(zip(layers, layer_names(layers)))
+            for param in layer_.params]
 
 
 def check_params(layer_: Layer, params: dict, where: str) -> None:
