@@ -234,14 +234,28 @@ class ScoringRuntime:
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Participant:
     """The kind's ``runtime/participant.py``: ``source`` is the file the ingestion stages for
-    the child, which imports it there and reads ``SIGNATURE`` and ``call`` itself."""
+    the child, which imports it there and reads ``SIGNATURE`` and ``call`` itself.
+    ``HELPER_FILES`` names other files of the kind's ``runtime/`` staged beside it (the
+    module imports them relatively, ``from . import layers``)."""
     name: str = _field(str)
     SIGNATURE: str = _field(str)
     call: Callable = _hook()
     source: Path = _field(Path)
+    HELPER_FILES: tuple = _field(tuple, ())
 
     def __post_init__(self):
         _check(self, "runtime/participant.py")
+        where = f"kind {self.name!r} (kinds/{self.name}/runtime/participant.py)"
+        for helper in self.HELPER_FILES:
+            if not isinstance(helper, str) or "/" in helper or not helper.endswith(".py") \
+                    or not (self.source.parent / helper).is_file():
+                raise KindDefinitionError(f"{where}: HELPER_FILES entry {helper!r} is not a "
+                                          "file name beside it")
+
+    def staged_files(self) -> dict[str, Path]:
+        """File name in the child's runtime package -> the kind's file."""
+        return {"participant.py": self.source} | {
+            helper: self.source.parent / helper for helper in self.HELPER_FILES}
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -235,7 +235,7 @@ def _hostile_calls(ids) -> tuple[str, dict[str, str]]:
     branches = "".join(f"    if model.id == {model!r}:\n        {action}\n"
                        for model, action in chosen.items())
     code = (PRELUDE + "def complexity(model, dataset):\n" + branches
-            + "    return float(sum((k ** 2).sum() for k, _ in model.weights))\n")
+            + "    return float(sum((w ** 2).sum() for w in model.weights))\n")
     return code, {model: HOSTILE_CALLS[action] for model, action in chosen.items()}
 
 

@@ -74,7 +74,7 @@ def complexity(model, dataset):
         return "big"                    # not a number
     if model.id == "model_3":
         raise RuntimeError("boom")      # a crash on one network
-    return float(sum((k ** 2).sum() for k, _ in model.weights))
+    return float(sum((w ** 2).sum() for w in model.weights))
 '''
 
 
@@ -181,8 +181,8 @@ def _rewrite_weights(folder: Path, change) -> None:
 def _kernels_out_in(folder: Path) -> str:
     _rewrite_weights(folder, lambda arrays: {
         key: array.T if key.endswith("kernel") else array for key, array in arrays.items()})
-    return ("model_0/weights.npz: dense_0/kernel has shape (4, 5); expected (5, 4) "
-            "(in, out)")
+    return ("model_0/weights.npz: dense_0/kernel has shape (4, 5); expected (5, 4) (stored "
+            "(out, in); Keras's order is (in, out))")
 
 
 def _keys_from_one(folder: Path) -> str:
@@ -197,7 +197,8 @@ def _softmax_output(folder: Path) -> str:
         raw = json.loads(config.read_text())
         raw["model_config"][-1]["activation"] = "softmax"
         config.write_text(json.dumps(raw))
-    return "model_0/config.json: layer 2 is Dense with activation 'softmax'"
+    return ("model_0/config.json: layer 2 (Dense) has activation 'softmax'; the last layer "
+            "gives the logits")
 
 
 def _labels_from_one(folder: Path) -> str:

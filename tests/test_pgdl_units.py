@@ -25,7 +25,7 @@ def complexity(model, dataset):
         os._exit(7)                     # leaves without a word
     if model.id == "model_5":
         os.kill(os.getpid(), 11)        # a segmentation fault
-    return float(sum((k ** 2).sum() for k, _ in model.weights))
+    return float(sum((w ** 2).sum() for w in model.weights))
 '''
 
 ALWAYS_HANGS = '''
@@ -79,7 +79,7 @@ SLOW_IMPORT = '''
 import time
 time.sleep(6)                           # three networks' shares: start-up, not the first's
 def complexity(model, dataset):
-    return float(sum((k ** 2).sum() for k, _ in model.weights))
+    return float(sum((w ** 2).sum() for w in model.weights))
 '''
 
 

@@ -26,7 +26,7 @@ import time
 def complexity(model, dataset):
     if model.id == "model_2" and dataset.inputs.shape[1] == 30:
         time.sleep(10_000)
-    return float(sum((kernel ** 2).sum() for kernel, _ in model.weights))
+    return float(sum((w ** 2).sum() for w in model.weights))
 '''
 SUM_OF_SQUARES = REPO / "kinds" / "pgdl2020" / "kit" / "baselines" / "sum_of_squares.py"
 

@@ -49,7 +49,6 @@ USAGE = ("usage: ingestion.py INPUT_DIR OUTPUT_DIR INGESTION_PROGRAM_DIR SUBMISS
          "keeps its input data)")
 RUNTIME_PACKAGE = "ingest_runtime"
 RUNTIME_FILES = ("frames.py", "child_main.py", "confine.py")
-CONTRACT_FILE = "participant.py"         # the kind's child side, staged next to them
 SUBMISSION_REFUSED = 4
 STOPPING_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
@@ -66,8 +65,12 @@ def _runtime_sources(program_dir: Path, contract: IngestionRuntime) -> dict[str,
     """Read once, before any child runs: one that could write the program folder must not
     change what later children run before their confinement."""
     sources = {name: (program_dir / "ingest" / name).read_bytes() for name in RUNTIME_FILES}
-    sources[CONTRACT_FILE] = contract.participant.source.read_bytes()
-    return sources
+    staged = contract.participant.staged_files()
+    clash = sorted(set(staged) & set(sources))
+    if clash:
+        raise RuntimeError(f"the kind's participant files {clash} would replace the "
+                           "ingestion's own")
+    return sources | {name: path.read_bytes() for name, path in staged.items()}
 
 
 def _stage_runtime(folder: Path, sources: dict[str, bytes]) -> Path:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .keras_hdf5 import ModelError, dense_shapes, read_config
+from .keras_hdf5 import ModelError, order_hint, read_config, stack, weight_shapes
 from .npz import read_npz
 
 WEIGHT_FILES = ("weights.npz", "weights_init.npz")      # the second is optional
@@ -22,35 +22,28 @@ SHOWN_MODELS = 3
 
 
 def output_units(config: dict) -> int:
-    return dense_shapes(config)[-1][1][0]
-
-
-def weight_keys(count: int) -> list[str]:
-    return [f"dense_{k}/{part}" for k in range(count) for part in ("kernel", "bias")]
+    return stack(config)[-1].output_shape[0]
 
 
 def weights_problem(where: str, config: dict, arrays: dict) -> str | None:
-    """The first thing wrong with one network's weights (``dense_<k>/kernel`` and ``/bias``,
-    k counting the Dense layers of its config from 0), or None."""
-    shapes = dense_shapes(config)
-    expected = weight_keys(len(shapes))
+    """The first thing wrong with one network's weights (``<layer>_<k>/<array>``, k counting
+    the layers of that kind in config.json from 0: ``conv2d_0/kernel``, ``dense_1/bias``), or
+    None."""
+    shapes = weight_shapes(config)
+    expected = [key for key, _ in shapes]
     missing = [key for key in expected if key not in arrays]
     if missing or len(arrays) != len(expected):
         first = f"no key {missing[0]}" if missing else f"{len(arrays)} arrays"
-        return (f"{where}: {first}; expected {', '.join(expected)} (k counts the "
-                f"{len(shapes)} Dense layers of config.json from 0), found "
-                f"{', '.join(sorted(arrays))}")
-    for k, (kernel_shape, bias_shape) in enumerate(shapes):
-        for key, shape in ((f"dense_{k}/kernel", kernel_shape), (f"dense_{k}/bias", bias_shape)):
-            array = arrays[key]
-            if array.shape != shape:
-                hint = "; it is stored (out, in): transpose it" \
-                    if len(shape) == 2 and array.shape == shape[::-1] else ""
-                return (f"{where}: {key} has shape {array.shape}; expected {shape}"
-                        + (" (in, out)" if len(shape) == 2 else "") + hint)
-            if not np.issubdtype(array.dtype, np.floating) or not np.isfinite(array).all():
-                return (f"{where}: {key} is {array.dtype}; expected finite floating-point "
-                        "numbers")
+        return (f"{where}: {first}; expected {', '.join(expected)} (k counts each kind's "
+                f"layers of config.json from 0), found {', '.join(sorted(arrays))}")
+    for key, shape in shapes:
+        array = arrays[key]
+        if array.shape != shape:
+            return f"{where}: {key} has shape {array.shape}; expected {shape}" + order_hint(
+                array.shape, shape)
+        if not np.issubdtype(array.dtype, np.floating) or not np.isfinite(array).all():
+            return (f"{where}: {key} is {array.dtype}; expected finite floating-point "
+                    "numbers")
     return None
 
 
@@ -85,7 +78,7 @@ def model_problem(folder: Path) -> tuple[dict | None, str | None]:
     """(config, the first problem) of one network's folder: its config, then each weights
     file (a mistake in one is usually in the other too: one line says it)."""
     try:
-        config = read_config(folder / "config.json", keras=False)
+        config = read_config(folder / "config.json")
     except ModelError as error:
         return None, str(error)
     for name in WEIGHT_FILES:

@@ -32,7 +32,7 @@ from runtime.formats import FormatError
 
 from ..runtime.formats import read_model_configs
 from .checks import data_problem, output_units, shared_problem
-from .keras_hdf5 import ModelError, dense_weights, read_config
+from .keras_hdf5 import ModelError, layer_weights, read_config
 from .npz import write_npz
 from .tfrecord import ProtoError, TFRecordError, parse_example, parse_tensor, read_records
 
@@ -105,20 +105,24 @@ def _example_arrays(path: Path, number: int, record: bytes) -> tuple[np.ndarray,
     return inputs.astype(np.float32), int(output.reshape(-1)[0])
 
 
-def read_split(folder: Path) -> tuple[np.ndarray, np.ndarray]:
-    """Every example of a split's shards: inputs (n, *shape) float32, outputs (n,) int32."""
+def read_split(folder: Path, input_shape: tuple | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Every example of a split's shards: inputs (n, *shape) float32, outputs (n,) int32.
+    Each example must have ``input_shape`` (the networks'), else the first one's shape."""
     files = shards(folder)
     if not files:
         raise TFRecordError(f"{folder}: no *.tfrecord shards")
-    inputs, labels, shape = [], [], None
+    inputs, labels = [], []
+    shape = None if input_shape is None else tuple(input_shape)
     for path in files:
         for number, record in enumerate(read_records(path)):
             x, y = _example_arrays(path, number, record)
             if shape is None:
                 shape = x.shape
             elif x.shape != shape:
-                raise TFRecordError(f"{path}: record {number}: inputs of shape {x.shape}; "
-                                    f"the first example's were {shape}")
+                whose = "the networks' input_shape is" if input_shape is not None \
+                    else "the first example's was"
+                raise TFRecordError(f"{path}: record {number}: an image of shape {x.shape}; "
+                                    f"{whose} {shape}")
             inputs.append(x)
             labels.append(y)
     if not inputs:
@@ -150,9 +154,9 @@ def _convert_model(source: Path, target: Path) -> tuple[dict, int]:
     """Write one model's config.json and npz weights; (config, whether init weights exist)."""
     config_path = source / "config.json"
     config = read_config(config_path)
-    weights = dense_weights(config_path, config, source / "weights.hdf5")
+    weights = layer_weights(config_path, config, source / "weights.hdf5")
     init_path = source / "weights_init.hdf5"
-    initial = dense_weights(config_path, config, init_path) if init_path.exists() else None
+    initial = layer_weights(config_path, config, init_path) if init_path.exists() else None
     target.mkdir(parents=True)
     (target / "config.json").write_text(json.dumps(config, indent=1) + "\n")
     write_npz(target / "weights.npz", weights)
@@ -197,7 +201,7 @@ def _convert_data(source: Path, target: Path, input_shape: list[int], num_classe
                 problems.append(f"{data / split}: missing (the training shards)")
             continue
         try:
-            inputs, outputs = read_split(data / split)
+            inputs, outputs = read_split(data / split, tuple(input_shape))
         except TFRecordError as error:
             problems.append(str(error))
             continue
@@ -212,8 +216,8 @@ def declaration(name: str, phase: str, zoo, converted: Converted) -> dict:
     """The ``<task>_task.json`` participants read, with the embedded zoos' keys."""
     grid = {key: json.loads(json.dumps(values)) for key, values in zoo.possible_values.items()}
     return {"name": name, "phase": phase, "task_type": "zoo", "dataset": UNKNOWN,
-            "summary": f"PGDL task {name}: {converted.num_models} networks (Dense/Dropout "
-                       f"layers), converted from its Keras HDF5 weights and TFRecord data.",
+            "summary": f"PGDL task {name}: {converted.num_models} networks, converted from "
+                       "its Keras HDF5 weights and TFRecord data.",
             "num_models": converted.num_models, "input_shape": converted.input_shape,
             "num_classes": converted.num_classes, "hyperparameters": grid,
             "n_train": converted.n_train, "n_test": converted.n_test,

@@ -11,21 +11,26 @@ and ``save_attributes_to_hdf5_group``, read with the search tool). Keras loads b
 the i-th layer with weights in the file goes to the i-th layer with weights in the model; so
 does this module.
 
-Only what the kind's runtime evaluates is accepted (``participant._parse_layers``): Dense
-(relu, tanh or linear, with a bias) and Dropout, plus a Flatten before the first Dense (the
-runtime flattens every example itself, so it is dropped). Anything else is refused, naming the
-file and the layer: a convolutional zoo cannot be scored by a measure that only sees an MLP.
+Only what the kind's runtime evaluates is accepted (``runtime/layers.py``, the layers of the
+2020 zoos: Conv2D, MaxPooling2D, AveragePooling2D, GlobalAveragePooling2D,
+BatchNormalization, Activation, Flatten, Dropout, Dense); anything else is refused, naming the
+file, the layer and the value.
 """
 from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import numpy as np
 
-ACTIVATIONS = ("relu", "tanh", "linear")
-SUPPORTED = "this kind's runtime evaluates Dense and Dropout layers only"
+from ..runtime.layers import Layer, LayerError, layer_names, network, weight_keys
+
+# Keras settings that are counts or sizes: PGDL's loader cast integral floats (64.0) to int.
+INTEGER_SETTINGS = ("filters", "units", "kernel_size", "strides", "pool_size")
+# Keras's names of each layer kind's arrays (``conv2d/kernel:0``), ours without the layer.
+KERAS_WEIGHT = re.compile(r"(?:.*/)?([a-z_]+)(?::\d+)?$")
 
 
 class ModelError(ValueError):
@@ -40,12 +45,24 @@ def _integer(value, where: str) -> int:
     return int(value)
 
 
-def read_config(path: Path, keras: bool = True) -> dict:
-    """``config.json`` as the runtime reads it: ``{"model_config": [Dense/Dropout entries with
-    only the keys the runtime uses], "input_shape": [...]}``; refuses other layers. ``keras``:
-    PGDL's original file, where a Flatten before the first Dense is dropped (and needed for
-    inputs of several dimensions); else this kind's own, which has none (the runtime
-    flattens every example)."""
+def _entry(where: str, entry) -> dict:
+    """One layer's settings with PGDL's integral floats made integers."""
+    if not isinstance(entry, dict):
+        raise ModelError(f"{where}: expected a mapping of Keras settings, found "
+                         f"{repr(entry)[:60]}")
+    entry = dict(entry)
+    for key in INTEGER_SETTINGS:
+        value = entry.get(key)
+        if isinstance(value, list):
+            entry[key] = [_integer(v, f"{where} {key}") for v in value]
+        elif value is not None:
+            entry[key] = _integer(value, f"{where} {key}")
+    return entry
+
+
+def read_config(path: Path) -> dict:
+    """``config.json`` (``{"model_config": [Keras layer settings...], "input_shape": [...]}``),
+    checked layer by layer against the shape each one receives, the last giving logits."""
     try:
         raw = json.loads(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -58,62 +75,38 @@ def read_config(path: Path, keras: bool = True) -> dict:
     shape = raw.get("input_shape")
     if not isinstance(shape, list) or not shape:
         raise ModelError(f"{path}: input_shape must be a non-empty list, found {shape!r}")
-    input_shape = [_integer(size, f"{path}: input_shape entry") for size in shape]
-    return {"model_config": _layers(path, raw["model_config"], len(input_shape), keras),
-            "input_shape": input_shape}
+    config = {"model_config": [_entry(f"{path}: layer {index}", entry)
+                               for index, entry in enumerate(raw["model_config"])],
+              "input_shape": [_integer(size, f"{path}: input_shape entry") for size in shape]}
+    last = config["model_config"][-1] if config["model_config"] else {}
+    if last.get("activation") == "softmax":
+        raise ModelError(f"{path}: layer {len(config['model_config']) - 1} "
+                         f"({last.get('layer_name')}) has activation 'softmax'; the last layer "
+                         "gives the logits (activation linear), as PGDL's networks did")
+    stack(config, path)
+    return config
 
 
-def _layers(path: Path, entries: list, input_rank: int, keras: bool) -> list[dict]:
-    layers, seen_dense = [], False
-    for index, entry in enumerate(entries):
-        where = f"{path}: layer {index}"
-        name = entry.get("layer_name") if isinstance(entry, dict) else None
-        if name == "Flatten" and not seen_dense and keras:
-            continue                          # the runtime flattens the inputs itself
-        if name == "Dense":
-            layers.append(_dense(where, entry))
-            seen_dense = True
-        elif name == "Dropout":
-            rate = entry.get("rate", 0.0)
-            if isinstance(rate, bool) or not isinstance(rate, (int, float)) or \
-                    not 0.0 <= rate < 1.0:
-                raise ModelError(f"{where} is Dropout with rate {rate!r}; expected a number "
-                                 "in [0, 1)")
-            layers.append({"layer_name": "Dropout", "rate": float(rate)})
-        else:
-            raise ModelError(f"{where} is {name if name else repr(entry)[:60]}; {SUPPORTED}")
-    if not seen_dense:
-        raise ModelError(f"{path}: no Dense layer; {SUPPORTED}")
-    flattened = any(isinstance(e, dict) and e.get("layer_name") == "Flatten" for e in entries)
-    if keras and input_rank > 1 and not flattened:
-        raise ModelError(f"{path}: input_shape has {input_rank} dimensions and no Flatten "
-                         "before the first Dense layer (Keras would apply Dense to the last "
-                         "axis only; the runtime flattens each example)")
+def stack(config: dict, path="config.json") -> list[Layer]:
+    """The config's layers (``runtime.layers.network``); ModelError naming the file."""
+    try:
+        layers = network(config["model_config"], tuple(config["input_shape"]))
+    except LayerError as error:
+        raise ModelError(f"{path}: {error}") from None
+    if not layers:
+        raise ModelError(f"{path}: model_config lists no layers")
+    if len(layers[-1].output_shape) != 1:
+        raise ModelError(f"{path}: the last layer's output has shape "
+                         f"{layers[-1].output_shape}; a classifier ends in one logit per class "
+                         "(add a Flatten or a GlobalAveragePooling2D and a Dense layer)")
     return layers
 
 
-def _dense(where: str, entry: dict) -> dict:
-    units = _integer(entry.get("units"), f"{where} (Dense) units")
-    activation = entry.get("activation") or "linear"
-    if activation not in ACTIVATIONS:
-        raise ModelError(f"{where} is Dense with activation {activation!r}; the runtime "
-                         f"evaluates {', '.join(ACTIVATIONS)} (the last layer gives logits)")
-    if entry.get("use_bias", True) is False:
-        raise ModelError(f"{where} is Dense without a bias (use_bias false); the runtime's "
-                         "Dense layers have one")
-    return {"layer_name": "Dense", "units": units, "activation": activation}
-
-
-def dense_shapes(config: dict) -> list[tuple[tuple[int, int], tuple[int]]]:
-    """(kernel, bias) shape of each Dense layer of a config as ``read_config`` gives it: the
-    kernel (in, out), as the runtime's ``inputs @ kernel + bias`` needs it, the first ``in``
-    the flattened input shape."""
-    fan_in, shapes = int(np.prod(config["input_shape"])), []
-    for layer in config["model_config"]:
-        if layer["layer_name"] == "Dense":
-            shapes.append(((fan_in, layer["units"]), (layer["units"],)))
-            fan_in = layer["units"]
-    return shapes
+def weight_shapes(config: dict) -> list[tuple[str, tuple[int, ...]]]:
+    """``(key, shape)`` of every array the network holds, in Keras's order
+    (``conv2d_0/kernel`` (kh, kw, in, out), ``dense_0/kernel`` (in, out), ...)."""
+    layers = stack(config)
+    return [(key, layers[index].params[param]) for index, param, key in weight_keys(layers)]
 
 
 def _attribute_list(node, name: str) -> list[str]:
@@ -164,40 +157,53 @@ def read_hdf5_weights(path: Path) -> list[tuple[str, list[tuple[str, np.ndarray]
         raise ModelError(f"{path}: not a readable Keras HDF5 weights file ({error})") from None
 
 
-def _kernel_and_bias(path: Path, layer: str, weights) -> tuple[np.ndarray, np.ndarray]:
-    """The pair by name (``.../kernel:0``, ``.../bias:0``), else by rank."""
-    if len(weights) != 2:
-        raise ModelError(f"{path}: layer {layer!r} holds {len(weights)} arrays "
-                         f"({', '.join(name for name, _ in weights)}); a Dense layer holds a "
-                         "kernel and a bias")
-    by_name = {name.rsplit("/", 1)[-1].split(":", 1)[0]: array for name, array in weights}
-    if set(by_name) == {"kernel", "bias"}:
-        return by_name["kernel"], by_name["bias"]
-    ordered = sorted((array for _, array in weights), key=lambda a: -a.ndim)
-    return ordered[0], ordered[1]
+def _by_name(path: Path, layer: str, expected: list[str], weights) -> list[np.ndarray]:
+    """The layer's arrays in our order: by Keras's names (``kernel:0``, ``gamma:0``), else,
+    when the names are not Keras's own, in the file's order (Keras saves in that order)."""
+    found = [(KERAS_WEIGHT.match(name), array) for name, array in weights]
+    by_name = {match.group(1): array for match, array in found if match}
+    if set(by_name) == set(expected) and len(by_name) == len(weights):
+        return [by_name[name] for name in expected]
+    if len(weights) == len(expected) and not set(by_name) & set(expected):
+        return [array for _, array in weights]
+    raise ModelError(f"{path}: layer {layer!r} holds {len(weights)} array(s) "
+                     f"({', '.join(name for name, _ in weights)}); expected "
+                     f"{', '.join(expected)}")
 
 
-def dense_weights(config_path: Path, config: dict, weights_path: Path) -> dict[str, np.ndarray]:
-    """``{"dense_<k>/kernel": (in, out), "dense_<k>/bias": (out,)}`` float32 from a Keras HDF5
-    file, checked against the config's units and input shape."""
-    shapes = dense_shapes(config)
+def order_hint(shape: tuple, expected: tuple) -> str:
+    if len(shape) == 4 and shape == (expected[3], expected[2], expected[0], expected[1]):
+        return " (stored (out, in, kh, kw) as PyTorch does; Keras's order is (kh, kw, in, out))"
+    if len(shape) == 2 and shape == expected[::-1]:
+        return " (stored (out, in); Keras's order is (in, out))"
+    return ""
+
+
+def layer_weights(config_path: Path, config: dict, weights_path: Path) -> dict[str, np.ndarray]:
+    """``{"<layer>_<k>/<array>": float32}`` from a Keras HDF5 weights file, layer by layer
+    against the config: the i-th layer with weights in the file is the config's i-th."""
+    layers = stack(config, config_path)
+    holding = [(index, name) for index, name in enumerate(layer_names(layers))
+               if layers[index].params]
     stored = read_hdf5_weights(weights_path)
-    if len(stored) != len(shapes):
+    if len(stored) != len(holding):
         raise ModelError(f"{weights_path}: weights for {len(stored)} layer(s) "
                          f"({', '.join(name for name, _ in stored) or 'none'}); "
-                         f"{config_path.name} has {len(shapes)} Dense layer(s)")
+                         f"{config_path.name} has {len(holding)} layer(s) with weights "
+                         f"({', '.join(name for _, name in holding)})")
     arrays = {}
-    for k, ((expected, bias_shape), (name, weights)) in enumerate(zip(shapes, stored)):
-        kernel, bias = _kernel_and_bias(weights_path, name, weights)
-        if kernel.shape != expected or bias.shape != bias_shape:
-            raise ModelError(f"{weights_path}: layer {name!r} (Dense {k}): kernel "
-                             f"{kernel.shape}, bias {bias.shape}; {config_path.name} says "
-                             f"kernel {expected} and bias {bias_shape}")
-        for array in (kernel, bias):
+    for (index, ours), (theirs, weights) in zip(holding, stored):
+        layer = layers[index]
+        where = f"{weights_path}: layer {theirs!r} ({layer.kind} {ours})"
+        for param, array in zip(layer.params, _by_name(weights_path, theirs,
+                                                       list(layer.params), weights)):
+            expected = layer.params[param]
+            if array.shape != expected:
+                raise ModelError(f"{where}: {param} has shape {array.shape}; "
+                                 f"{config_path.name} says {expected}"
+                                 + order_hint(array.shape, expected))
             if not np.issubdtype(array.dtype, np.floating) or not np.isfinite(array).all():
-                raise ModelError(f"{weights_path}: layer {name!r}: expected finite floating-"
-                                 f"point weights, found {array.dtype} with non-finite or "
-                                 "non-float values")
-        arrays[f"dense_{k}/kernel"] = kernel.astype(np.float32)
-        arrays[f"dense_{k}/bias"] = bias.astype(np.float32)
+                raise ModelError(f"{where}: {param} is {array.dtype}; expected finite "
+                                 "floating-point numbers")
+            arrays[f"{ours}/{param}"] = array.astype(np.float32)
     return arrays

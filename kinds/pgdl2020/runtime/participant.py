@@ -1,7 +1,7 @@
 """The PGDL 2020 participant contract, on the child's side: what ``complexity`` receives.
 
-Copied alone into each task's sandbox (standard library and numpy only, no imports from the
-programs). The participant's module (``complexity.py``) defines::
+Staged into each task's sandbox with ``layers.py`` beside it (standard library and numpy only,
+no imports from the programs). The participant's module (``complexity.py``) defines::
 
     def complexity(model, dataset):
         ...                      # model: one trained network (Model); dataset: its training
@@ -9,8 +9,9 @@ programs). The participant's module (``complexity.py``) defines::
         return value             # a float; a higher value predicts a larger generalisation gap
 
 ``complexity`` is called once per trained network of a task, in the task's order; only the
-ranking of the returned numbers matters. PGDL's networks were Keras models; here a network is a
-plain multilayer perceptron evaluated with numpy in float64 (see ``Model``).
+ranking of the returned numbers matters. PGDL's networks were Keras models; here a network is
+the same stack of Keras layers (Conv2D, pooling, BatchNormalization, Dense, ...) evaluated with
+numpy in float32 (``layers.py``), with Keras's weight order and names (see ``Model``).
 """
 import json
 import math
@@ -20,143 +21,144 @@ import traceback
 
 import numpy
 
-SIGNATURE = "(model, dataset)"
+from . import layers as nn
 
-ACTIVATIONS = ("relu", "tanh", "linear")
+SIGNATURE = "(model, dataset)"
+HELPER_FILES = ("layers.py",)
+DEFAULT_BATCH_SIZE = 256
+# Batch normalisation's running statistics: weights Keras does not train.
+NOT_TRAINED = ("moving_mean", "moving_variance")
 
 
 def _read_only(array):
-    array = numpy.array(array, dtype=numpy.float64)     # a float64 copy
+    array = numpy.array(array, dtype=nn.DTYPE)          # a float32 copy
     array.setflags(write=False)
     return array
 
 
-def _read_weights(path, dense_count):
+def _check_weights(model_id, keys, stack, arrays, what):
+    if len(arrays) != len(keys):
+        raise ValueError(f"{model_id}: {what} holds {len(arrays)} arrays; the network has "
+                         f"{len(keys)} ({', '.join(key for _, _, key in keys)})")
+    for (index, param, key), array in zip(keys, arrays):
+        expected = stack[index].params[param]
+        if array.shape != expected:
+            raise ValueError(f"{model_id}: {what} {key}: shape {array.shape}, expected "
+                             f"{expected}")
+
+
+def _read_weights(path, model_id, keys, stack):
     with numpy.load(path, allow_pickle=False) as stored:
-        return [(_read_only(stored[f"dense_{k}/kernel"]), _read_only(stored[f"dense_{k}/bias"]))
-                for k in range(dense_count)]
-
-
-def _parse_layers(model_config):
-    layers = []
-    for index, entry in enumerate(model_config):
-        name = entry.get("layer_name")
-        if name == "Dense":
-            activation = entry.get("activation", "linear") or "linear"
-            if activation not in ACTIVATIONS:
-                raise ValueError(f"layer {index}: activation {activation!r} is not one of "
-                                 f"{', '.join(ACTIVATIONS)}")
-            layers.append({"name": "Dense", "units": int(entry["units"]),
-                           "activation": activation, "rate": None})
-        elif name == "Dropout":
-            layers.append({"name": "Dropout", "units": None, "activation": None,
-                           "rate": float(entry.get("rate", 0.0))})
-        else:
-            raise ValueError(f"layer {index}: layer_name {name!r} is not Dense or Dropout")
-    if not any(layer["name"] == "Dense" for layer in layers):
-        raise ValueError("the model has no Dense layer")
-    return layers
-
-
-def _activate(name, z):
-    if name == "relu":
-        return numpy.maximum(z, 0.0)
-    if name == "tanh":
-        return numpy.tanh(z)
-    return z
-
-
-def _activation_derivative(name, z, a):
-    if name == "relu":
-        return (z > 0.0).astype(numpy.float64)
-    if name == "tanh":
-        return 1.0 - a * a
-    return None     # linear: the derivative is 1
+        missing = [key for _, _, key in keys if key not in stored.files]
+        if missing:
+            raise ValueError(f"{model_id}: {os.path.basename(path)} has no {missing[0]} "
+                             f"(it holds {', '.join(sorted(stored.files))})")
+        arrays = [_read_only(stored[key]) for _, _, key in keys]
+    _check_weights(model_id, keys, stack, arrays, os.path.basename(path))
+    return arrays
 
 
 def _log_softmax(logits):
+    logits = numpy.asarray(logits, numpy.float64)
     shifted = logits - logits.max(axis=1, keepdims=True)
     return shifted - numpy.log(numpy.exp(shifted).sum(axis=1, keepdims=True))
 
 
-class Model:
-    """One trained network of the task: a multilayer perceptron, evaluated with numpy in float64.
+def _labels(y):
+    return numpy.asarray(y).astype(numpy.int64).reshape(-1)
 
-    Attributes and methods (n examples, d = product of ``input_shape``, C = ``num_classes``):
+
+class Model:
+    """One trained network of the task: a stack of Keras layers evaluated with numpy in float32.
+
+    Inputs x are (n, *input_shape), e.g. (n, 32, 32, 3) as Keras holds images, or flattened
+    (n, d); labels y are (n,) integer class indices. Every method runs its inputs through the
+    network ``batch_size`` examples at a time, so its memory is bounded by that batch size
+    whatever n is (set ``model.batch_size`` lower for large networks).
 
     - ``id``: the model's folder name, e.g. ``"model_12"``.
     - ``config``: the parsed ``config.json`` (``{"model_config": [...], "input_shape": [...]}``).
-    - ``input_shape``: tuple, the shape of one example (inputs are flattened to d values).
-    - ``num_classes``: C, the units of the last Dense layer (its outputs are logits).
-    - ``layers``: list of dicts, one per layer in order, each ``{"name": "Dense" or "Dropout",
-      "units": int or None, "activation": "relu" | "tanh" | "linear" or None,
-      "rate": float or None}`` (Dropout: ``rate``; identity at inference).
-    - ``weights``: list of ``(kernel, bias)`` pairs, one per Dense layer in order: kernel
-      (in, out), bias (out,), float64 read-only arrays (copy them to change them and use
-      ``with_weights``).
-    - ``initial_weights``: the same structure for the weights at initialisation
-      (``weights_init.npz``), or None when the task gives none.
-    - ``num_parameters``: int, the number of scalars in ``weights``.
-    - ``logits(x)`` / ``predict(x)``: x (n, d) or (n, *input_shape) -> logits (n, C) float64
-      (``predict`` is the Keras name; the model's output is the logits).
-    - ``probabilities(x)``: (n, C), softmax of the logits.
-    - ``activations(x)``: list, one ``(pre, post)`` pair per layer of ``layers``: for a Dense
-      layer pre = inputs @ kernel + bias and post = activation(pre), both (n, units); for a
-      Dropout layer pre = post = its input. The last pair's post is ``logits(x)``.
-    - ``loss(x, y)``: float, mean softmax cross-entropy; y (n,) integer class indices.
-    - ``accuracy(x, y)``: float, the fraction of argmax(logits) == y.
-    - ``gradients(x, y)``: gradients of ``loss(x, y)`` with respect to every kernel and bias:
-      list of ``(d_kernel, d_bias)`` pairs, the same shapes as ``weights``.
-    - ``input_gradients(x, y)``: the gradient of ``loss(x, y)`` (the mean over the batch) with
-      respect to x, the shape of x.
-    - ``with_weights(weights)``: a new Model with the same layers and these weights (a list of
-      ``(kernel, bias)`` pairs shaped like ``weights``), e.g. for sharpness or PAC-Bayes
-      perturbations; this model is unchanged.
+    - ``input_shape``: tuple, the shape of one example; ``num_classes``: C, the width of the
+      last layer's output (the logits).
+    - ``layers``: one dict per layer, in order: ``{"name": "conv2d_0", "class_name": "Conv2D",
+      "config": {...}, "input_shape": (...), "output_shape": (...), "weights": [names]}``;
+      the config holds the layer's normalised settings (``window``, ``strides``, ``padding``,
+      ``filters``, ``units``, ``activation``, ``use_bias``, ``rate``, ``epsilon``).
+    - ``weights``: the arrays of Keras's ``model.get_weights()``, in its order, float32 and
+      read-only: Conv2D kernel (kh, kw, in, out) and bias; Dense kernel (in, out) and bias;
+      BatchNormalization gamma, beta, moving_mean, moving_variance. ``weight_names`` names
+      each (``"conv2d_0/kernel"``); ``trainable`` says which training changed by gradient
+      (False for the moving statistics).
+    - ``initial_weights``: the same list at initialisation (``weights_init.npz``), or None
+      when the task gives none.
+    - ``num_parameters``: the number of scalars in ``weights`` (Keras's ``count_params()``).
+    - ``logits(x)`` / ``predict(x)``: (n, C) float32 (``predict`` is Keras's name; the
+      network's output is the logits); ``probabilities(x)``: their softmax.
+    - ``activations(x)``: one array per layer, its output (n, *output_shape); the last is
+      ``logits(x)``. Convolutions with an activation give the activated output.
+    - ``loss(x, y)``: mean softmax cross-entropy (float); ``accuracy(x, y)``: the fraction of
+      argmax(logits) == y.
+    - ``gradients(x, y)``: d loss(x, y) / d each array of ``weights``, the same shapes, in the
+      same order; ``input_gradients(x, y)``: d loss / d x, the shape of x;
+      ``loss_and_gradients(x, y)``: ``(loss, gradients)`` from one pass.
+    - ``with_weights(weights)``: a new Model with the same layers and these arrays (shaped and
+      ordered like ``weights``), e.g. for sharpness or PAC-Bayes perturbations; this model is
+      unchanged.
     """
 
-    def __init__(self, folder):
+    def __init__(self, folder, batch_size=DEFAULT_BATCH_SIZE):
         self.folder = os.path.abspath(folder)
         self.id = os.path.basename(self.folder.rstrip(os.sep))
         with open(os.path.join(self.folder, "config.json"), encoding="utf-8") as handle:
             self.config = json.load(handle)
-        self._setup(_parse_layers(self.config["model_config"]),
-                    tuple(int(size) for size in self.config.get("input_shape", ())))
-        dense = sum(1 for layer in self._layers if layer["name"] == "Dense")
-        self._weights = _read_weights(os.path.join(self.folder, "weights.npz"), dense)
+        self.input_shape = tuple(int(size) for size in self.config["input_shape"])
+        try:
+            self._stack = nn.network(self.config["model_config"], self.input_shape)
+        except nn.LayerError as error:
+            raise ValueError(f"{self.id}: config.json: {error}") from None
+        if len(self._stack[-1].output_shape) != 1:
+            raise ValueError(f"{self.id}: config.json: the network's output has shape "
+                             f"{self._stack[-1].output_shape}; logits are one value per class")
+        self._keys = nn.weight_keys(self._stack)
+        self._weights = _read_weights(os.path.join(self.folder, "weights.npz"), self.id,
+                                      self._keys, self._stack)
         init_path = os.path.join(self.folder, "weights_init.npz")
-        self._initial = (_read_weights(init_path, dense) if os.path.exists(init_path) else None)
-        self._check(self._weights, "weights.npz")
-        if self._initial is not None:
-            self._check(self._initial, "weights_init.npz")
+        self._initial = (_read_weights(init_path, self.id, self._keys, self._stack)
+                         if os.path.exists(init_path) else None)
+        self._params = self._per_layer(self._weights)
+        self.batch_size = batch_size
 
-    def _setup(self, layers, input_shape):
-        self._layers = layers
-        self.input_shape = input_shape
-        self.input_size = int(numpy.prod(input_shape)) if input_shape else None
-        self.num_classes = [layer for layer in layers if layer["name"] == "Dense"][-1]["units"]
-
-    def _check(self, weights, what):
-        fan_in = self.input_size
-        units = [layer["units"] for layer in self._layers if layer["name"] == "Dense"]
-        if len(weights) != len(units):
-            raise ValueError(f"{self.id}: {what} holds {len(weights)} Dense layers, the config "
-                             f"{len(units)}")
-        for k, ((kernel, bias), out) in enumerate(zip(weights, units)):
-            expected = (fan_in if fan_in is not None else kernel.shape[0], out)
-            if kernel.shape != expected or bias.shape != (out,):
-                raise ValueError(f"{self.id}: {what} dense_{k}: kernel {kernel.shape}, bias "
-                                 f"{bias.shape}; expected {expected} and ({out},)")
-            fan_in = out
+    def _per_layer(self, weights):
+        params = [{} for _ in self._stack]
+        for (index, param, _), array in zip(self._keys, weights):
+            params[index][param] = array
+        return params
 
     # --- read-only description -------------------------------------------------------------
 
     @property
+    def num_classes(self):
+        return self._stack[-1].output_shape[0]
+
+    @property
     def layers(self):
-        return [dict(layer) for layer in self._layers]
+        names = nn.layer_names(self._stack)
+        return [{"name": name, "class_name": layer.kind, "config": dict(layer.settings),
+                 "input_shape": layer.input_shape, "output_shape": layer.output_shape,
+                 "weights": [f"{name}/{param}" for param in layer.params]}
+                for name, layer in zip(names, self._stack)]
 
     @property
     def weights(self):
         return list(self._weights)
+
+    @property
+    def weight_names(self):
+        return [key for _, _, key in self._keys]
+
+    @property
+    def trainable(self):
+        return [param not in NOT_TRAINED for _, param, _ in self._keys]
 
     @property
     def initial_weights(self):
@@ -164,117 +166,124 @@ class Model:
 
     @property
     def num_parameters(self):
-        return int(sum(kernel.size + bias.size for kernel, bias in self._weights))
+        return int(sum(array.size for array in self._weights))
 
     def with_weights(self, weights):
-        """A new Model with the same layers and these ``(kernel, bias)`` pairs."""
+        """A new Model with the same layers and these arrays, in ``weights``'s order."""
+        arrays = [_read_only(array) for array in weights]
+        _check_weights(self.id, self._keys, self._stack, arrays, "with_weights")
         other = Model.__new__(Model)
-        other.folder, other.id, other.config = self.folder, self.id, self.config
-        other._setup(self._layers, self.input_shape)
-        other._weights = [(_read_only(kernel), _read_only(bias)) for kernel, bias in weights]
-        other._initial = self._initial
-        other._check(other._weights, "with_weights")
+        other.__dict__.update(self.__dict__)
+        other._weights, other._params = arrays, self._per_layer(arrays)
         return other
 
-    # --- forward and backward --------------------------------------------------------------
+    # --- forward and backward, batch_size examples at a time ----------------------------------
 
     def _inputs(self, x):
-        x = numpy.asarray(x, dtype=numpy.float64)
-        if x.ndim == 1 and self.input_size is not None and x.size == self.input_size:
-            x = x[None, :]
-        return x.reshape(x.shape[0], -1)
+        x = numpy.asarray(x, dtype=nn.DTYPE)
+        if x.shape == self.input_shape:
+            return x[None]
+        if x.shape[1:] == self.input_shape:
+            return x
+        if x.ndim == 2 and x.shape[1] == math.prod(self.input_shape):
+            return x.reshape(len(x), *self.input_shape)
+        raise ValueError(f"inputs of shape {x.shape}; the network takes (n, "
+                         f"{', '.join(map(str, self.input_shape))})")
+
+    def _chunks(self, n):
+        size = int(self.batch_size)
+        if size < 1:
+            raise ValueError("batch_size must be at least 1")
+        return [slice(start, min(start + size, n)) for start in range(0, n, size)] or [
+            slice(0, 0)]
 
     def activations(self, x):
-        """One ``(pre, post)`` pair of (n, units) arrays per layer (Dropout: its input twice)."""
-        a = self._inputs(x)
-        out = []
-        dense = iter(self._weights)
-        for layer in self._layers:
-            if layer["name"] == "Dense":
-                kernel, bias = next(dense)
-                z = a @ kernel + bias
-                a = _activate(layer["activation"], z)
-                out.append((z, a))
-            else:
-                out.append((a, a))
-        return out
+        """Each layer's output, (n, *output_shape) per layer."""
+        x = self._inputs(x)
+        per_chunk = []
+        for part in self._chunks(len(x)):
+            outputs, a = [], x[part]
+            for layer, params in zip(self._stack, self._params):
+                a = nn.forward(layer, params, a)[0]
+                outputs.append(a)
+            per_chunk.append(outputs)
+        return [numpy.concatenate(column) for column in zip(*per_chunk)]
 
     def logits(self, x):
-        """Logits (n, C) for inputs (n, d)."""
-        return self.activations(x)[-1][1]
+        """Logits (n, C), float32."""
+        x = self._inputs(x)
+        return numpy.concatenate([nn.run(self._stack, self._params, x[part])[0]
+                                  for part in self._chunks(len(x))])
 
     predict = logits
 
     def probabilities(self, x):
         """Softmax of the logits, (n, C)."""
-        return numpy.exp(_log_softmax(self.logits(x)))
+        return numpy.exp(_log_softmax(self.logits(x))).astype(nn.DTYPE)
 
     def loss(self, x, y):
-        """Mean softmax cross-entropy over the batch."""
-        y = numpy.asarray(y).astype(numpy.int64).reshape(-1)
-        logp = _log_softmax(self.logits(x))
-        return float(-logp[numpy.arange(len(y)), y].mean())
+        """Mean softmax cross-entropy over the examples."""
+        y = _labels(y)
+        log_p = _log_softmax(self.logits(x))
+        return float(-log_p[numpy.arange(len(y)), y].mean())
 
     def accuracy(self, x, y):
         """Fraction of examples whose largest logit is the label."""
-        y = numpy.asarray(y).astype(numpy.int64).reshape(-1)
-        return float((self.logits(x).argmax(axis=1) == y).mean())
+        return float((self.logits(x).argmax(axis=1) == _labels(y)).mean())
 
     def _backward(self, x, y):
-        inputs = self._inputs(x)
-        y = numpy.asarray(y).astype(numpy.int64).reshape(-1)
-        trace = self.activations(inputs)
-        n = inputs.shape[0]
-        delta = numpy.exp(_log_softmax(trace[-1][1]))
-        delta[numpy.arange(n), y] -= 1.0
-        delta /= n                                  # d loss / d logits
-        grads = []
-        dense_index = len(self._weights)
-        for index in range(len(self._layers) - 1, -1, -1):
-            layer = self._layers[index]
-            if layer["name"] != "Dense":
-                continue                            # identity: the gradient passes through
-            dense_index -= 1
-            kernel, _ = self._weights[dense_index]
-            z, a = trace[index]
-            derivative = _activation_derivative(layer["activation"], z, a)
-            if derivative is not None:
-                delta = delta * derivative          # d loss / d pre-activation
-            below = inputs if index == 0 else trace[index - 1][1]
-            grads.append((below.T @ delta, delta.sum(axis=0)))
-            delta = delta @ kernel.T                # d loss / d this layer's input
-        grads.reverse()
-        return grads, delta
+        """(loss, weight gradients in ``weights``'s order, input gradients) of the batch mean."""
+        x, y = self._inputs(x), _labels(y)
+        n = len(x)
+        if n == 0 or len(y) != n:
+            raise ValueError(f"{n} inputs and {len(y)} labels; expected as many, at least one")
+        loss, grads, dx = 0.0, None, numpy.empty_like(x)
+        for part in self._chunks(n):
+            out, caches = nn.run(self._stack, self._params, x[part])
+            chunk_loss, dlogits = nn.cross_entropy_gradient(out, y[part])
+            share = (part.stop - part.start) / n    # the chunk's mean, weighted to the whole's
+            dx[part], per_layer = nn.run_backward(self._stack, self._params, caches,
+                                                  dlogits * nn.DTYPE(share))
+            loss += chunk_loss * share
+            flat = [per_layer[index][param] for index, param, _ in self._keys]
+            grads = flat if grads is None else [a + b for a, b in zip(grads, flat)]
+        return loss, grads, dx
+
+    def loss_and_gradients(self, x, y):
+        """(loss(x, y), gradients(x, y)) from one forward and backward pass."""
+        loss, grads, _ = self._backward(x, y)
+        return loss, grads
 
     def gradients(self, x, y):
-        """Gradients of ``loss(x, y)``: ``(d_kernel, d_bias)`` pairs shaped like ``weights``."""
-        return self._backward(x, y)[0]
+        """d loss(x, y) / d each array of ``weights``, in its order and shapes."""
+        return self._backward(x, y)[1]
 
     def input_gradients(self, x, y):
-        """Gradient of ``loss(x, y)`` (the batch mean) with respect to x, the shape of x."""
-        return self._backward(x, y)[1].reshape(numpy.shape(x))
+        """d loss(x, y) (the mean over the examples) / d x, the shape of x."""
+        return self._backward(x, y)[2].reshape(numpy.shape(x))
 
     def __repr__(self):
-        widths = [layer["units"] for layer in self._layers if layer["name"] == "Dense"]
-        return f"Model({self.id!r}, input {self.input_shape}, dense {widths})"
+        kinds = ", ".join(layer.kind for layer in self._stack)
+        return f"Model({self.id!r}, input {self.input_shape}, [{kinds}])"
 
 
 class Dataset:
     """The task's training data (the networks were trained on it; no test data is given).
 
     - ``size``: N, the number of examples.
-    - ``input_shape``: tuple, the shape of one example (d,).
+    - ``input_shape``: tuple, the shape of one example, e.g. (32, 32, 3) or (d,).
     - ``num_classes``: C, the number of classes (the networks' output width).
-    - ``inputs``, ``labels``: read-only arrays, inputs (N, d) float64, labels (N,) int64.
-    - ``batches(batch_size, shuffle=False, seed=0)``: yields ``(x, y)`` batches, x (b, d)
-      float64, y (b,) int64, b = batch_size (the last one may be smaller); with ``shuffle``, in
+    - ``inputs``, ``labels``: read-only arrays, inputs (N, *input_shape) float32, labels (N,)
+      int64.
+    - ``batches(batch_size, shuffle=False, seed=0)``: yields ``(x, y)`` batches, x
+      (b, *input_shape) float32, y (b,) int64, b = batch_size (the last one may be smaller); with ``shuffle``, in
       a random order fixed by ``seed``.
     - ``take(n)``: ``(x, y)``, the first n examples (all of them if n >= N).
     """
 
     def __init__(self, folder, num_classes=None):
         with numpy.load(os.path.join(folder, "train.npz"), allow_pickle=False) as stored:
-            inputs = numpy.array(stored["inputs"], dtype=numpy.float64)
+            inputs = numpy.asarray(stored["inputs"]).astype(nn.DTYPE, copy=False)
             labels = numpy.array(stored["outputs"]).astype(numpy.int64).reshape(-1)
         if inputs.shape[0] != labels.shape[0]:
             raise ValueError(f"train.npz: {inputs.shape[0]} inputs, {labels.shape[0]} labels")

@@ -5,7 +5,8 @@ Where to Find Them", ICLR 2020 (section 7 and appendix C.2; sharpness and PAC-Ba
 after Keskar et al. 2017, Neyshabur et al. 2017 and Dziugaite and Roy 2017), one of the measures
 that correlated best with the generalisation gap there.
 
-Each weight w_i is perturbed by u_i ~ N(0, sigma^2 w_i^2 + eps^2) (the noise scales with the
+Each trained weight w_i (kernels, biases, batch normalisation's gamma and beta; its moving
+statistics are left as they are) is perturbed by u_i ~ N(0, sigma^2 w_i^2 + eps^2) (the noise scales with the
 weight's magnitude). sigma' is the largest sigma for which the expected training error of the
 perturbed network, over a few draws, stays within DEVIATION of the unperturbed error; it is
 found by bisection in log sigma with the same random draws at every sigma (so the error grows
@@ -37,9 +38,9 @@ def _subset(dataset, size, seed):
 def _expected_error(model, x, y, noises, sigma):
     errors = []
     for noise in noises:
-        weights = [(kernel + np.sqrt((sigma * kernel) ** 2 + EPSILON ** 2) * nk,
-                    bias + np.sqrt((sigma * bias) ** 2 + EPSILON ** 2) * nb)
-                   for (kernel, bias), (nk, nb) in zip(model.weights, noise)]
+        weights = [array if draw is None
+                   else array + np.sqrt((sigma * array) ** 2 + EPSILON ** 2) * draw
+                   for array, draw in zip(model.weights, noise)]
         errors.append(1.0 - model.with_weights(weights).accuracy(x, y))
     return float(np.mean(errors))
 
@@ -49,8 +50,9 @@ def complexity(model, dataset):
     error by at most DEVIATION."""
     x, y = _subset(dataset, EXAMPLES, SEED)
     rng = np.random.default_rng(SEED + 1)
-    noises = [[(rng.standard_normal(kernel.shape), rng.standard_normal(bias.shape))
-               for kernel, bias in model.weights] for _ in range(DRAWS)]
+    noises = [[rng.standard_normal(array.shape).astype(np.float32) if trained else None
+               for array, trained in zip(model.weights, model.trainable)]
+              for _ in range(DRAWS)]
     target = (1.0 - model.accuracy(x, y)) + DEVIATION
     low, high = np.log(SIGMA_RANGE[0]), np.log(SIGMA_RANGE[1])
     if _expected_error(model, x, y, noises, np.exp(high)) <= target:
