@@ -396,3 +396,107 @@ def test_broken_inputs_are_refused_naming_the_file(breakage, tmp_path):
     assert len(problems) == 1, result.stderr
     assert sorted(p.name for p in out.iterdir()) == ["fine"]     # nothing half written
     assert "fine: 4 models" in result.stdout
+
+
+# --- files Keras itself wrote (tests/fixtures/pgdl_keras, made by its make_fixtures.py) -------
+
+KERAS = Path(__file__).resolve().parent / "fixtures" / "pgdl_keras"
+KERAS_TASKS = ("vgg_like", "nin_like", "allconv_bn", "fashion_like")
+
+
+@pytest.fixture(scope="module")
+def converted_keras(tmp_path_factory):
+    out = tmp_path_factory.mktemp("keras") / "data"
+    result = run_convert(*(KERAS / "input_data" / task for task in KERAS_TASKS), "--out", out,
+                         "--model-configs", KERAS / "reference_data")
+    assert result.returncode == 0, result.stderr
+    return out, result.stdout
+
+
+def test_keras_written_cnn_zoos_convert_to_the_keras_outputs(converted_keras):
+    """Every layer type of the 2020 zoos, as Keras wrote them: our forward pass on the
+    converted files gives Keras's own logits, trained and initial, to 1e-5."""
+    out, printed = converted_keras
+    kinds = set()
+    for task in KERAS_TASKS:
+        configs = json.loads((KERAS / "reference_data" / task / "model_configs.json").read_text())
+        assert f"matches model_configs.json for {len(configs)} of {len(configs)}" in printed
+        with np.load(out / task / "dataset_1" / "train.npz") as stored:
+            images = stored["inputs"]
+        for expected_file in sorted((KERAS / "expected" / task).glob("model_*.npz")):
+            model = Model(out / task / expected_file.stem)
+            kinds |= {layer["class_name"] for layer in model.layers}
+            expected = np.load(expected_file)
+            scale = np.abs(expected["logits"]).max()
+            np.testing.assert_allclose(model.logits(images), expected["logits"], rtol=1e-5,
+                                       atol=1e-5 * scale, err_msg=f"{task}/{expected_file.stem}")
+            initial = model.with_weights(model.initial_weights)
+            np.testing.assert_allclose(initial.logits(images), expected["logits_init"],
+                                       rtol=1e-5, atol=1e-5 * np.abs(expected["logits_init"]).max())
+    assert kinds == {"Conv2D", "MaxPooling2D", "AveragePooling2D", "GlobalAveragePooling2D",
+                     "BatchNormalization", "Activation", "Flatten", "Dropout", "Dense"}
+    declared = json.loads((out / "nin_like" / "nin_like_task.json").read_text())
+    assert declared["input_shape"] == [32, 32, 3] and declared["num_classes"] == 102
+    assert json.loads((out / "fashion_like" / "fashion_like_task.json").read_text())[
+        "input_shape"] == [28, 28, 1]
+
+
+def _keras_copy(tmp_path, task="allconv_bn"):
+    for part in ("input_data", "reference_data"):
+        shutil.copytree(KERAS / part / task, tmp_path / part / task)
+    return tmp_path / "input_data" / task
+
+
+def _keras_layer_unsupported(folder):
+    config = folder / "model_1" / "config.json"
+    raw = json.loads(config.read_text())
+    raw["model_config"].insert(2, {"layer_name": "SeparableConv2D", "filters": 4,
+                                   "kernel_size": 3})
+    config.write_text(json.dumps(raw))
+    return ("model_1/config.json: layer 2 (SeparableConv2D): layer_name 'SeparableConv2D' is "
+            "not supported")
+
+
+def _keras_kernel_in_torch_order(folder):
+    with h5py.File(folder / "model_0" / "weights.hdf5", "r+") as handle:
+        kernel = np.array(handle["conv2d_1/conv2d_1/kernel:0"])
+        del handle["conv2d_1/conv2d_1/kernel:0"]
+        handle["conv2d_1/conv2d_1/kernel:0"] = kernel.transpose(3, 2, 0, 1)
+    return ("model_0/weights.hdf5: layer 'conv2d_1' (Conv2D conv2d_1): kernel has shape "
+            "(8, 6, 3, 3); config.json says (3, 3, 6, 8) (stored (out, in, kh, kw) as PyTorch")
+
+
+def _keras_image_of_another_size(folder):
+    shard = folder / "dataset_1" / "train" / "shard_1.tfrecord"
+    records = tfrecord.read_records(shard)
+    records[4] = example(np.zeros((30, 30, 3), np.float32), 1)
+    shard.write_bytes(tfrecord_bytes(records))
+    return ("train/shard_1.tfrecord: record 4: an image of shape (30, 30, 3); the networks' "
+            "input_shape is (32, 32, 3)")
+
+
+def _keras_image_of_bytes(folder):
+    shard = folder / "dataset_1" / "test" / "shard_0.tfrecord"
+    records = tfrecord.read_records(shard)
+    records[2] = example(np.zeros((32, 32, 3), np.int32), 1)
+    shard.write_bytes(tfrecord_bytes(records))
+    return "test/shard_0.tfrecord: record 2: inputs are int32; expected float32"
+
+
+def _keras_truncated_shard(folder):
+    shard = folder / "dataset_1" / "train" / "shard_0.tfrecord"
+    shard.write_bytes(shard.read_bytes()[:-5000])
+    return "train/shard_0.tfrecord: record 12"
+
+
+@pytest.mark.parametrize("breakage", [_keras_layer_unsupported, _keras_kernel_in_torch_order,
+                                      _keras_image_of_another_size, _keras_image_of_bytes,
+                                      _keras_truncated_shard])
+def test_broken_keras_files_are_refused_in_one_line(breakage, tmp_path):
+    folder = _keras_copy(tmp_path / "pgdl")
+    expected = breakage(folder)
+    result = run_convert(folder, "--out", tmp_path / "data")
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+    problems = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+    assert len(problems) == 1 and expected in problems[0], result.stderr
+    assert not (tmp_path / "data" / "allconv_bn").exists()
