@@ -21,10 +21,11 @@ import traceback
 
 import numpy
 
+from . import frameworks
 from . import layers as nn
 
 SIGNATURE = "(model, dataset)"
-HELPER_FILES = ("layers.py",)
+HELPER_FILES = ("layers.py", "frameworks.py")
 DEFAULT_BATCH_SIZE = 256
 # Batch normalisation's running statistics: weights Keras does not train.
 NOT_TRAINED = ("moving_mean", "moving_variance")
@@ -101,6 +102,8 @@ class Model:
     - ``gradients(x, y)``: d loss(x, y) / d each array of ``weights``, the same shapes, in the
       same order; ``input_gradients(x, y)``: d loss / d x, the shape of x;
       ``loss_and_gradients(x, y)``: ``(loss, gradients)`` from one pass.
+    - ``to_torch(device=None)`` / ``to_keras()``: the same network in PyTorch or Keras with
+      these weights, for the GPU (where the framework is installed, as in the gpu310 image).
     - ``with_weights(weights)``: a new Model with the same layers and these arrays (shaped and
       ordered like ``weights``), e.g. for sharpness or PAC-Bayes perturbations; this model is
       unchanged.
@@ -261,6 +264,21 @@ class Model:
     def input_gradients(self, x, y):
         """d loss(x, y) (the mean over the examples) / d x, the shape of x."""
         return self._backward(x, y)[2].reshape(numpy.shape(x))
+
+    # --- the same network in a framework, for the GPU ------------------------------------------
+
+    def to_torch(self, device=None):
+        """This network as a ``torch.nn.Module`` (on ``device``), same weights, same logits
+        from the same (n, *input_shape) inputs; its ``keras_weights`` are ``weights``'s
+        arrays in their order and layouts (so their ``.grad`` lines up with ``gradients``).
+        ImportError where PyTorch is not installed."""
+        return frameworks.to_torch(self._stack, self._keys, self._weights, self.trainable,
+                                   device)
+
+    def to_keras(self):
+        """This network as a Keras ``Sequential`` built from ``config.json`` as PGDL's loader
+        built it, with these weights. ImportError where TensorFlow is not installed."""
+        return frameworks.to_keras(self.config, self._weights)
 
     def __repr__(self):
         kinds = ", ".join(layer.kind for layer in self._stack)
