@@ -13,7 +13,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 KIND = REPO / "kinds" / "pgdl2020"
-BASELINES = ("sum_of_squares", "sharpness", "margin")
+BASELINES = ("sum_of_squares", "sharpness", "margin", "davies_bouldin")
 
 
 def _load(path, name):
@@ -420,3 +420,20 @@ def test_baseline_is_finite_deterministic_and_fast(tmp_path, name):
     values = participant.call(module.complexity, _spec(tmp_path, ["model_7"], 30),
                               time.monotonic, lambda v: None)
     assert np.isfinite(values).all()
+
+
+def test_every_baseline_measures_a_convolutional_zoo(tmp_path):
+    """Each kit measure runs on every layer type (Conv2D, pooling, batch normalisation with its
+    untrained moving statistics, Dense) through the contract, and tells two networks apart."""
+    for index in range(2):
+        make_conv_model(tmp_path / f"model_{index}", seed=20 + index)
+    inputs = np.random.default_rng(9).standard_normal((60, *IMAGE)).astype(np.float32)
+    labels = participant.Model(tmp_path / "model_0").logits(inputs).argmax(1)   # it fits them
+    (tmp_path / "dataset_1").mkdir()
+    np.savez(tmp_path / "dataset_1" / "train.npz", inputs=inputs,
+             outputs=labels.astype(np.int32))
+    for name in BASELINES:
+        module = _load(KIND / "kit" / "baselines" / f"{name}.py", f"pgdl_conv_{name}")
+        values = participant.call(module.complexity, _spec(tmp_path, ["model_0", "model_1"], 60),
+                                  time.monotonic, lambda v: None)
+        assert np.isfinite(values).all() and values[0] != values[1], name

@@ -26,7 +26,8 @@ from bundle.local_run import (baseline_details, baselines_spec, build_kit,  # no
 
 MEASURES = {"sum_of_squares": "Sum of squared weights (PGDL's sample)",
             "sharpness": "Magnitude-aware PAC-Bayes flatness",
-            "margin": "Spectrally normalised margin"}
+            "margin": "Spectrally normalised margin",
+            "davies_bouldin": "Davies-Bouldin index of the representations (PGDL 2020's winner)"}
 RESULTS_FILE = KIT / "baseline_results.json"
 DEFAULT_SPEC = KIT.parent / "default_spec.yaml"
 
