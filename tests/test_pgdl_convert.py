@@ -500,3 +500,13 @@ def test_broken_keras_files_are_refused_in_one_line(breakage, tmp_path):
     problems = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
     assert len(problems) == 1 and expected in problems[0], result.stderr
     assert not (tmp_path / "data" / "allconv_bn").exists()
+
+
+def test_a_sampled_accuracy_agrees_within_its_standard_error_only():
+    from kinds.pgdl2020.reference.convert import accuracy_agrees
+    assert accuracy_agrees(0.5 + 1 / 23, 0.5, 23, sampled=False)
+    assert not accuracy_agrees(0.5 + 2 / 23, 0.5, 23, sampled=False)
+    assert accuracy_agrees(0.54, 0.5, 2048, sampled=True)         # 4 standard errors: 0.044
+    assert not accuracy_agrees(0.55, 0.5, 2048, sampled=True)
+    assert accuracy_agrees(1.0, 1.0, 2048, sampled=True)
+    assert not accuracy_agrees(0.1, 1.0, 2048, sampled=True)      # chance: a wrong layout
