@@ -16,7 +16,7 @@ from .zoo import DEFAULT_ROOT
 
 EPILOG = """examples:
   python -m kinds.pgdl2020.reference.cli verify                 check the committed zoos
-  python -m kinds.pgdl2020.reference.cli generate               retrain all of them (~20 s)
+  python -m kinds.pgdl2020.reference.cli generate               retrain all of them (~2 min)
   python -m kinds.pgdl2020.reference.cli generate --tasks wine_mlp --out /tmp/zoo
   python -m reference_data --kind pgdl2020 convert input_data/task1 --out my_data
                                                 PGDL's original task folders -> this layout

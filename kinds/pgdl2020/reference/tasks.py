@@ -2,16 +2,22 @@
 
 Every model of a task is one point of the Cartesian product of ``grid`` (in the listed key
 order, the last key varying fastest); its id is its index in that product. Settings outside
-the grid come from ``fixed``.
+the grid come from ``fixed``, then from the defaults of the task's family: "mlp" (trained by
+mlp.py) or "cnn" (convolutional, trained by cnn.py on inputs shaped as images).
 """
 from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
 
-# Settings a grid does not vary.
+# Settings a grid does not vary, by family. Each network's full settings are logged, so the
+# MLP defaults stay as they were when the MLP zoos were generated.
 DEFAULTS = {"width": 64, "depth": 1, "activation": "relu", "dropout": 0.0,
             "learning_rate": 0.02, "weight_decay": 0.0, "batch_size": 32}
+CNN_DEFAULTS = {"architecture": "vgg", "blocks": 1, "filters": 16, "batch_norm": False,
+                "dense_layers": 1, "width": 32, "dropout": 0.0, "learning_rate": 0.01,
+                "weight_decay": 0.0, "batch_size": 32}
+FAMILY_DEFAULTS = {"mlp": DEFAULTS, "cnn": CNN_DEFAULTS}
 MOMENTUM = 0.9
 
 
@@ -27,6 +33,8 @@ class ZooTask:
     max_epochs: int = 1000
     loss_target: float = 0.01
     seed: int = 0
+    family: str = "mlp"                     # a key of FAMILY_DEFAULTS
+    image_shape: tuple[int, ...] = ()       # (H, W, C) when the features are an image's pixels
 
     @property
     def dataset(self) -> str:
@@ -37,7 +45,7 @@ class ZooTask:
         names = list(self.grid)
         settings = []
         for values in itertools.product(*(self.grid[name] for name in names)):
-            point = {**DEFAULTS, **self.fixed, **dict(zip(names, values))}
+            point = {**FAMILY_DEFAULTS[self.family], **self.fixed, **dict(zip(names, values))}
             settings.append(point)
         return settings
 
@@ -52,10 +60,14 @@ class ZooTask:
         return count
 
     def stopping_rule(self) -> str:
+        # the MLP wording is in the committed declarations: it stays word for word
+        inference = "dropout off" if self.family == "mlp" else (
+            "dropout off, BatchNormalization on the moving statistics, which are the training "
+            "set's own")
         return (f"minibatch SGD (momentum {MOMENTUM}) on softmax cross-entropy plus "
                 f"weight_decay * L2 of the kernels; stop at the end of the first epoch whose "
                 f"float32 weights reach 100% training accuracy and a mean training "
-                f"cross-entropy <= {self.loss_target} (dropout off), or after {self.max_epochs} "
+                f"cross-entropy <= {self.loss_target} ({inference}), or after {self.max_epochs} "
                 f"epochs (then the accuracies reached are recorded as they are)")
 
 
@@ -88,6 +100,25 @@ TASKS = (
         grid={"depth": [3, 5], "width": [24, 48], "activation": ["relu", "tanh"],
               "dropout": [0.0, 0.1]},
         fixed={"learning_rate": 0.02, "batch_size": 32}),
+    ZooTask(
+        name="digits_vgg", phase="phase1", loader="load_digits", n_train=400, seed=2024,
+        family="cnn", image_shape=(8, 8, 1),
+        summary="VGG-like convolutional networks on 8x8 handwritten digit images (10 classes): "
+                "one or two blocks of two 3x3 convolutions and a max pooling, then a hidden "
+                "Dense layer of 32 units; varying filters, blocks, dropout and batch size.",
+        grid={"filters": [8, 16], "blocks": [1, 2], "dropout": [0.0, 0.5],
+              "batch_size": [16, 128]},
+        fixed={"architecture": "vgg", "learning_rate": 0.01}),
+    ZooTask(
+        name="digits_nin", phase="phase1", loader="load_digits", n_train=400, seed=2025,
+        family="cnn", image_shape=(8, 8, 1),
+        summary="Networks in Network on 8x8 handwritten digit images (10 classes): blocks of a "
+                "3x3 and two 1x1 convolutions, max pooling and dropout, then one 1x1 "
+                "convolution per class and a global average; varying filters, blocks, batch "
+                "normalization and dropout.",
+        grid={"filters": [16, 32], "blocks": [1, 2], "batch_norm": [False, True],
+              "dropout": [0.0, 0.25]},
+        fixed={"architecture": "nin", "learning_rate": 0.03}),
 )
 
 

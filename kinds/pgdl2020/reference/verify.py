@@ -1,7 +1,9 @@
 """Checks of a generated zoo folder: manifest, declarations, complete grids, recorded accuracies.
 
-Every model is loaded from its ``config.json`` and ``weights.npz`` and run forward in numpy on
-``dataset_1``; its train and test accuracies must equal those in ``model_configs.json`` to 1e-6.
+Every model is loaded from its ``config.json`` and ``weights.npz`` and run forward by the
+runtime's layers (the code participants' measures load networks with) on ``dataset_1``; its
+train and test accuracies must equal those in ``model_configs.json`` to 1e-6. One path serves
+every family: an MLP's config is a stack of Dense (and Dropout) layers like any other.
 """
 from __future__ import annotations
 
@@ -11,9 +13,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .checks import weights_problem
+from ..runtime import layers as L
+from .cnn import evaluate
 from .manifest import verify_manifest
-from .mlp import accuracy, cross_entropy
 from .npz import read_npz
 
 TOLERANCE = 1e-6
@@ -29,13 +31,41 @@ def read_dataset(folder: Path, split: str) -> tuple[np.ndarray, np.ndarray]:
     return arrays["inputs"], arrays["outputs"]
 
 
-def _check_weights(where: str, config: dict, weights: dict) -> list[str]:
-    """The builder's check, and float32 throughout (what the generator writes)."""
-    problem = weights_problem(where, config, weights)
-    problems = [problem] if problem else []
-    if any(array.dtype != np.float32 for array in weights.values()):
-        problems.append(f"{where}: not float32 throughout")
+def _check_weights(where: str, stack: list, weights: dict) -> list[str]:
+    """The runtime's keys, each of its layer's shape, float32 and finite."""
+    keys = [key for _, _, key in L.weight_keys(stack)]
+    if sorted(weights) != sorted(keys):
+        return [f"{where}: keys {sorted(weights)}; expected {keys}"]
+    problems = []
+    for layer, name in zip(stack, L.layer_names(stack)):
+        try:
+            L.check_params(layer, {p: weights[f"{name}/{p}"] for p in layer.params},
+                           f"{where} {name}")
+        except L.LayerError as error:
+            problems.append(str(error))
+    if any(a.dtype != np.float32 or not np.isfinite(a).all() for a in weights.values()):
+        problems.append(f"{where}: not finite float32 throughout")
     return problems
+
+
+def _check_stack(where: str, config: dict, declared: dict) -> tuple[list | None, list[str]]:
+    """(the built stack or None, problems): the declared input shape, and logits last: a
+    linear layer of one output per class, followed at most by a Flatten or a global average."""
+    if config["input_shape"] != declared["input_shape"]:
+        return None, [f"{where}: input_shape {config['input_shape']}, the task declares "
+                      f"{declared['input_shape']}"]
+    try:
+        stack = L.network(config["model_config"], tuple(config["input_shape"]))
+    except L.LayerError as error:
+        return None, [f"{where}: {error}"]
+    last = max((i for i, layer in enumerate(stack) if "kernel" in layer.params), default=None)
+    if (last is None or stack[-1].output_shape != (declared["num_classes"],)
+            or stack[last].settings["activation"] != "linear"
+            or any(layer.kind not in ("Flatten", "GlobalAveragePooling2D")
+                   for layer in stack[last + 1:])):
+        return stack, [f"{where}: the output is not linear logits of "
+                       f"{declared['num_classes']} classes"]
+    return stack, []
 
 
 def verify_task(folder: Path) -> tuple[dict, list[str]]:
@@ -69,44 +99,59 @@ def verify_task(folder: Path) -> tuple[dict, list[str]]:
         problems.append(f"{name}: grid incomplete, {len(complete - points)} point(s) missing")
     x_train, y_train = read_dataset(folder, "train")
     x_test, y_test = read_dataset(folder, "test")
-    d = declared["input_shape"][0]
+    shape = tuple(declared["input_shape"])
     for split, (x, y, n) in {"train": (x_train, y_train, declared["n_train"]),
                              "test": (x_test, y_test, declared["n_test"])}.items():
-        if x.dtype != np.float32 or y.dtype != np.int32 or x.shape != (n, d) or y.shape != (n,):
+        if (x.dtype != np.float32 or y.dtype != np.int32 or x.shape != (n, *shape)
+                or y.shape != (n,)):
             problems.append(f"{name}: dataset_1/{split}.npz has {x.dtype}{x.shape}, "
                             f"{y.dtype}{y.shape}")
     gaps, train_accs, test_accs, losses = [], [], [], []
     for model_id, entry in configs.items():
-        where = f"{name} model {model_id}"
-        config = json.loads((folder / f"model_{model_id}" / "config.json").read_text())
-        layers = config["model_config"]
-        if config["input_shape"] != [d] or layers[-1] != {
-                "layer_name": "Dense", "units": declared["num_classes"], "activation": "linear"}:
-            problems.append(f"{where}: input shape or output layer disagree with the task")
-        for file in ("weights.npz", "weights_init.npz"):
-            weights = read_npz(folder / f"model_{model_id}" / file)
-            problems += _check_weights(f"{where} {file}", config, weights)
-        weights = read_npz(folder / f"model_{model_id}" / "weights.npz")
-        train_acc = accuracy(layers, weights, x_train, y_train)
-        test_acc = accuracy(layers, weights, x_test, y_test)
-        recorded = entry["metrics"]
-        if abs(train_acc - recorded["train_acc"]) > TOLERANCE:
-            problems.append(f"{where}: train accuracy {train_acc} != recorded "
-                            f"{recorded['train_acc']}")
-        if abs(test_acc - recorded["test_acc"]) > TOLERANCE:
-            problems.append(f"{where}: test accuracy {test_acc} != recorded {recorded['test_acc']}")
-        train_accs.append(train_acc)
-        test_accs.append(test_acc)
-        gaps.append(train_acc - test_acc)
-        losses.append(cross_entropy(layers, weights, x_train, y_train))
+        measured, model_problems = _verify_model(folder / f"model_{model_id}",
+                                                 f"{name} model {model_id}", declared,
+                                                 entry["metrics"], (x_train, y_train, x_test,
+                                                                    y_test))
+        problems += model_problems
+        if measured:
+            train_accs.append(measured[0])
+            test_accs.append(measured[1])
+            gaps.append(measured[0] - measured[1])
+            losses.append(measured[2])
     size = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
     row = {"task": name, "phase": declared["phase"], "dataset": declared["dataset"],
            "grid": " x ".join(f"{h}{grid[h]}" for h in grid), "models": len(configs),
            "n_train": declared["n_train"], "n_test": declared["n_test"],
-           "train_acc": (min(train_accs), max(train_accs)),
-           "test_acc": (min(test_accs), max(test_accs)), "gap": (min(gaps), max(gaps)),
-           "train_loss_max": max(losses), "bytes": size}
+           "train_acc": _span(train_accs), "test_acc": _span(test_accs), "gap": _span(gaps),
+           "train_loss_max": max(losses, default=float("nan")), "bytes": size}
     return row, problems
+
+
+def _span(values: list[float]) -> tuple[float, float]:
+    return (min(values), max(values)) if values else (float("nan"), float("nan"))
+
+
+def _verify_model(folder: Path, where: str, declared: dict, recorded: dict,
+                  splits: tuple) -> tuple[tuple | None, list[str]]:
+    """((train accuracy, test accuracy, train loss) or None, problems) of one network."""
+    config = json.loads((folder / "config.json").read_text())
+    stack, problems = _check_stack(where, config, declared)
+    if stack is None:
+        return None, problems
+    for file in ("weights.npz", "weights_init.npz"):
+        problems += _check_weights(f"{where} {file}", stack, read_npz(folder / file))
+    if problems:
+        return None, problems
+    weights = read_npz(folder / "weights.npz")
+    x_train, y_train, x_test, y_test = splits
+    layers, input_shape = config["model_config"], config["input_shape"]
+    train_acc, train_loss = evaluate(layers, input_shape, weights, x_train, y_train)
+    test_acc = evaluate(layers, input_shape, weights, x_test, y_test)[0]
+    for split, measured in (("train", train_acc), ("test", test_acc)):
+        if abs(measured - recorded[f"{split}_acc"]) > TOLERANCE:
+            problems.append(f"{where}: {split} accuracy {measured} != recorded "
+                            f"{recorded[f'{split}_acc']}")
+    return (train_acc, test_acc, train_loss), problems
 
 
 def verify(root: Path) -> tuple[list[dict], list[str]]:
