@@ -388,3 +388,19 @@ def test_the_programs_metadata_is_the_kinds(built):
                     assert not any(other in text for other in others), text
                 if built.kind.name != "bdl2021":
                     assert not BDL_WORDS.search(text), text
+
+
+def test_a_participant_helper_file_must_be_a_file_beside_it(tmp_path):
+    from kinds.kind import Participant
+    source = tmp_path / "participant.py"
+    source.write_text("")
+    (tmp_path / "layers.py").write_text("")
+    record = Participant(name="k", SIGNATURE="()", call=print, source=source,
+                         HELPER_FILES=("layers.py",))
+    assert record.staged_files() == {"participant.py": source, "layers.py": tmp_path / "layers.py"}
+    for helper in ("missing.py", "../layers.py", "layers.txt"):
+        with pytest.raises(KindDefinitionError, match=f"HELPER_FILES entry '{re.escape(helper)}'"):
+            Participant(name="k", SIGNATURE="()", call=print, source=source,
+                        HELPER_FILES=(helper,))
+    assert ingestion_runtime("pgdl2020").participant.HELPER_FILES == ("layers.py",
+                                                                       "frameworks.py")
