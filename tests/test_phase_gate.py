@@ -41,7 +41,7 @@ def spec_with(tmp_path, **phase2):
 
 
 @pytest.mark.parametrize("gate, message", [
-    ("phase3", "phases.phase2.gate: found 'phase3', expected an earlier phase (public, phase1)"),
+    ("phase3", "phases.phase2.gate: found 'phase3', expected an earlier phase (public, phase1, convolutional)"),
     ("phase2", "phases.phase2.gate: found 'phase2', expected an earlier phase"),
     ("public", "phases.phase2.gate: phase 'public' scores uploaded files"),
 ])
