@@ -437,3 +437,23 @@ def test_every_baseline_measures_a_convolutional_zoo(tmp_path):
         values = participant.call(module.complexity, _spec(tmp_path, ["model_0", "model_1"], 60),
                                   time.monotonic, lambda v: None)
         assert np.isfinite(values).all() and values[0] != values[1], name
+
+
+def test_the_training_images_are_mapped_from_the_file_not_read_up_front(tmp_path):
+    from kinds.pgdl2020.reference.npz import write_npz
+    rng = np.random.default_rng(5)
+    images = rng.standard_normal((40, 6, 6, 2)).astype(np.float32)
+    labels = rng.integers(0, 3, 40).astype(np.int32)
+    for name, write in (("stored", lambda p, a: write_npz(p, a)),
+                        ("compressed", lambda p, a: np.savez_compressed(p, **a))):
+        folder = tmp_path / name
+        folder.mkdir()
+        write(folder / "train.npz", {"inputs": images, "outputs": labels})
+        dataset = participant.Dataset(folder)
+        assert isinstance(dataset.inputs, np.memmap) == (name == "stored")
+        np.testing.assert_array_equal(dataset.inputs, images)
+        np.testing.assert_array_equal(dataset.labels, labels)
+        x, y = next(dataset.batches(16, shuffle=True, seed=1))
+        assert x.shape == (16, 6, 6, 2) and x.dtype == np.float32
+        with pytest.raises(ValueError):
+            dataset.inputs[0, 0, 0, 0] = 1.0

@@ -16,8 +16,10 @@ numpy in float32 (``layers.py``), with Keras's weight order and names (see ``Mod
 import json
 import math
 import os
+import struct
 import time
 import traceback
+import zipfile
 
 import numpy
 
@@ -285,14 +287,43 @@ class Model:
         return f"Model({self.id!r}, input {self.input_shape}, [{kinds}])"
 
 
+def _mapped_member(path, key):
+    """The array ``key`` of an .npz stored uncompressed (as this kind writes them), mapped
+    read-only from the file, so that a training set of 50,000 images costs the pages a
+    measure reads, not 600 MB up front; None for a compressed member."""
+    with zipfile.ZipFile(path) as archive:
+        try:
+            info = archive.getinfo(f"{key}.npy")
+        except KeyError:
+            return None
+    if info.compress_type != zipfile.ZIP_STORED:
+        return None
+    with open(path, "rb") as handle:
+        handle.seek(info.header_offset)
+        header = handle.read(30)                     # the member's local file header
+        if len(header) < 30 or header[:4] != b"PK\x03\x04":
+            return None
+        name_length, extra_length = struct.unpack("<HH", header[26:30])
+        handle.seek(info.header_offset + 30 + name_length + extra_length)
+        version = numpy.lib.format.read_magic(handle)
+        read_header = (numpy.lib.format.read_array_header_1_0 if version == (1, 0)
+                       else numpy.lib.format.read_array_header_2_0)
+        shape, fortran_order, dtype = read_header(handle)
+        offset = handle.tell()
+    if dtype.hasobject or not shape or 0 in shape:
+        return None
+    return numpy.memmap(path, dtype=dtype, mode="r", offset=offset, shape=shape,
+                        order="F" if fortran_order else "C")
+
+
 class Dataset:
     """The task's training data (the networks were trained on it; no test data is given).
 
     - ``size``: N, the number of examples.
     - ``input_shape``: tuple, the shape of one example, e.g. (32, 32, 3) or (d,).
     - ``num_classes``: C, the number of classes (the networks' output width).
-    - ``inputs``, ``labels``: read-only arrays, inputs (N, *input_shape) float32, labels (N,)
-      int64.
+    - ``inputs``, ``labels``: read-only arrays, inputs (N, *input_shape) float32 (mapped from
+      the file: indexing a batch reads that batch), labels (N,) int64.
     - ``batches(batch_size, shuffle=False, seed=0)``: yields ``(x, y)`` batches, x
       (b, *input_shape) float32, y (b,) int64, b = batch_size (the last one may be smaller); with ``shuffle``, in
       a random order fixed by ``seed``.
@@ -300,8 +331,11 @@ class Dataset:
     """
 
     def __init__(self, folder, num_classes=None):
-        with numpy.load(os.path.join(folder, "train.npz"), allow_pickle=False) as stored:
-            inputs = numpy.asarray(stored["inputs"]).astype(nn.DTYPE, copy=False)
+        path = os.path.join(folder, "train.npz")
+        inputs = _mapped_member(path, "inputs")
+        with numpy.load(path, allow_pickle=False) as stored:
+            if inputs is None or inputs.dtype != nn.DTYPE:
+                inputs = numpy.asarray(stored["inputs"]).astype(nn.DTYPE, copy=False)
             labels = numpy.array(stored["outputs"]).astype(numpy.int64).reshape(-1)
         if inputs.shape[0] != labels.shape[0]:
             raise ValueError(f"train.npz: {inputs.shape[0]} inputs, {labels.shape[0]} labels")
