@@ -1,4 +1,5 @@
-"""PGDL's embedded model zoos: small MLPs trained on scikit-learn's datasets, and their recipe.
+"""PGDL's embedded model zoos (small MLPs and convolutional networks trained on
+scikit-learn's datasets, and their recipe) and the converter of PGDL's original files.
 
-``python -m kinds.pgdl2020.reference.cli {generate,verify}``; layout in ``zoo.py``.
+``python -m kinds.pgdl2020.reference.cli {generate,verify,convert}``; layout in ``zoo.py``.
 """
