@@ -28,7 +28,7 @@ from . import layers as nn
 
 SIGNATURE = "(model, dataset)"
 HELPER_FILES = ("layers.py", "frameworks.py")
-DEFAULT_BATCH_SIZE = 256
+DEFAULT_BATCH_SIZE = 128      # the task-1 VGG's gradient pass: about 0.4 GB of windows
 # Batch normalisation's running statistics: weights Keras does not train.
 NOT_TRAINED = ("moving_mean", "moving_variance")
 
@@ -214,11 +214,17 @@ class Model:
             per_chunk.append(outputs)
         return [numpy.concatenate(column) for column in zip(*per_chunk)]
 
+    def _forward(self, x):
+        """The output of one chunk, each layer's cache dropped as soon as the next layer has
+        run: a forward pass holds one layer's windows at a time, not every layer's."""
+        for layer, params in zip(self._stack, self._params):
+            x = nn.forward(layer, params, x)[0]
+        return x
+
     def logits(self, x):
         """Logits (n, C), float32."""
         x = self._inputs(x)
-        return numpy.concatenate([nn.run(self._stack, self._params, x[part])[0]
-                                  for part in self._chunks(len(x))])
+        return numpy.concatenate([self._forward(x[part]) for part in self._chunks(len(x))])
 
     predict = logits
 
