@@ -77,12 +77,14 @@ def _average_pool(torch, layer, params, x):
 
 
 def _batch_norm(torch, layer, params, x):
-    channels = x.shape[1]                       # NCHW, or (N, features)
-    gamma = params.get("gamma", torch.ones(channels, device=x.device, dtype=x.dtype))
-    beta = params.get("beta", torch.zeros(channels, device=x.device, dtype=x.dtype))
-    return torch.nn.functional.batch_norm(x, params["moving_mean"], params["moving_variance"],
-                                          gamma, beta, training=False,
-                                          eps=layer.settings["epsilon"])
+    """Written out rather than torch's batch_norm, which refuses a gradient to the moving
+    statistics; ``Model.gradients`` gives one, and so does this."""
+    shape = (1, -1) + (1,) * (x.dim() - 2)                     # the channels of NCHW or (N, C)
+    scale = torch.rsqrt(params["moving_variance"] + layer.settings["epsilon"])
+    if "gamma" in params:
+        scale = scale * params["gamma"]
+    out = (x - params["moving_mean"].reshape(shape)) * scale.reshape(shape)
+    return out + params["beta"].reshape(shape) if "beta" in params else out
 
 
 def _flatten(torch, layer, params, x):
