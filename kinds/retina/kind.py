@@ -7,8 +7,6 @@ shifted per test row). docs/retina_data.md describes the format for organizers.
 """
 from __future__ import annotations
 
-import functools
-import io
 import json
 import math
 import shutil
@@ -21,6 +19,7 @@ from kinds.kind import Kind
 
 from .runtime import tables
 from .runtime.scoring import DIAGNOSIS, TASK_TYPES
+from .task_files import task_files
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_SPEC = HERE / "default_spec.yaml"
@@ -64,46 +63,26 @@ def has_public_references(task) -> bool:
     return False
 
 
-@functools.lru_cache(maxsize=None)
-def _tables(folder: Path) -> dict:
-    """The task's three tables, each read once per build."""
-    train = tables.columns(folder / tables.TRAIN_FILE, tables.TARGET_COLUMNS)
-    test_features, test = tables.read_table(folder / tables.FEATURES_FILE)
-    return {"features": [name for name in train if name not in tables.TARGET_COLUMNS],
-            "train": train, "test_features": test_features, "test": test,
-            "reference": tables.reference(folder / tables.REFERENCE_FILE)}
-
-
-def _data(task) -> dict:
-    return _tables(task.folder.resolve())
+def _data(task):
+    """The task's files, tables or images (task_files.py)."""
+    return task_files(task.folder, task.declaration)
 
 
 def scoring_settings(task) -> dict:
-    return {"n_test": len(_data(task)["test"]), "submission_stem": prediction_stem(task),
+    return {"n_test": _data(task).n_test, "submission_stem": prediction_stem(task),
             "reference": f"{task.name}_{tables.REFERENCE_FILE}"}
 
 
 def ingestion_contract(task) -> dict:
-    return {"n_test": len(_data(task)["test"]), "feature_names": _data(task)["features"]}
+    return _data(task).contract(task.name)
 
 
 def input_file(task) -> str:
     return f"{task.name}_inputs.npz"
 
 
-def training_arrays(task) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    data = _data(task)
-    train = data["train"]
-    return (np.column_stack([train[name] for name in data["features"]]),
-            train["label"].astype(np.int64), train["grade"].astype(np.int64))
-
-
 def stage_inputs(task, destination: Path) -> None:
-    x_train, y_train, grades = training_arrays(task)
-    buffer = io.BytesIO()
-    np.savez(buffer, x_train=x_train, y_train=y_train, grades_train=grades,
-             x_test=_data(task)["test"])
-    (destination / input_file(task)).write_bytes(buffer.getvalue())
+    _data(task).stage_inputs(task.name, destination)
 
 
 def stage_reference(task, destination: Path) -> None:
@@ -112,10 +91,9 @@ def stage_reference(task, destination: Path) -> None:
 
 
 def stage_public(task, destination: Path, code_submission: bool) -> None:
-    """The inputs (npz for code, csv for reading), never the reference."""
+    """The inputs (arrays for code, csv for reading), never the reference."""
     stage_inputs(task, destination)
-    for name in (tables.TRAIN_FILE, tables.FEATURES_FILE):
-        shutil.copyfile(task.folder / name, destination / f"{task.name}_{name}")
+    _data(task).stage_public(task.name, destination)
     (destination / f"{task.name}_task.json").write_text(json.dumps(task.declaration, indent=1))
 
 
@@ -128,15 +106,16 @@ def sample_code_submission(destination: Path) -> Path:
 
 def sample_results(plan, destination: Path) -> Path:
     """Per task, the MAP network's probabilities only (no uncertainty column: the scorer then
-    uses their entropy), as a csv with a header."""
+    uses their entropy), as a csv with a header. An image task's network sees each image's
+    block means (task_files.SAMPLE_BLOCKS): a sample of the format, not a method."""
     import importlib.util
     spec = importlib.util.spec_from_file_location("tabular_mlp", SHARED_MODEL)
     model = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(model)
     destination.mkdir(parents=True)
     for task in plan.tasks:
-        x_train, y_train, _ = training_arrays(task)
-        p = model.Network(x_train, y_train, seed=0).probability(_data(task)["test"])
+        x_train, x_test = _data(task).sample_features()
+        p = model.Network(x_train, _data(task).labels, seed=0).probability(x_test)
         np.savetxt(destination / f"{prediction_stem(task)}.csv", p, fmt="%.6f",
                    header="probability", comments="")
     return destination
@@ -165,19 +144,12 @@ def stand_in_task(task, folder: Path):
     which a third are marked shifted at random (no real shift), the rest to train on. Written
     in the task's own format; returns the task and a line saying what it is."""
     import dataclasses
-    data = _data(task)
-    x, labels, grades = training_arrays(task)
+    files = _data(task)
+    labels = files.labels
     held, shifted = _held_out(labels)
     kept = np.setdiff1d(np.arange(labels.size), held)
     folder.mkdir(parents=True)
-    header = ",".join(data["features"])
-    np.savetxt(folder / tables.TRAIN_FILE, np.column_stack([x[kept], labels[kept], grades[kept]]),
-               fmt="%.10g", delimiter=",", header=header + ",label,grade", comments="")
-    np.savetxt(folder / tables.FEATURES_FILE, x[held], fmt="%.10g", delimiter=",",
-               header=header, comments="")
-    np.savetxt(folder / tables.REFERENCE_FILE,
-               np.column_stack([labels[held], grades[held], shifted]), fmt="%d", delimiter=",",
-               header=",".join(tables.REFERENCE_COLUMNS), comments="")
+    files.write_stand_in(folder, kept, held, shifted)
     about = (f"{task.name}: {held.size} of its {labels.size} public training patients held out "
              f"at random ({int(shifted.sum())} of them marked shifted at random: no real shift), "
              f"trained on the other {kept.size}")
@@ -189,12 +161,12 @@ def stand_in_task(task, folder: Path):
 def page_context(plan, phase, baseline_results: dict | None) -> dict:
     rows = []
     for t in plan.tasks:
-        reference = _data(t)["reference"]
+        reference = _data(t).reference
         shifted = int(reference["shifted"].sum())
         rows.append({"name": t.name, "shift": t.declaration.get("shift", ""),
-                     "sizes": f"{len(_data(t)['train']['label'])} / "
+                     "sizes": f"{_data(t).labels.size} / "
                               f"{reference['label'].size - shifted} / {shifted}",
-                     "features": len(_data(t)["features"]),
+                     "features": _data(t).description(), "images": _data(t).inputs == "images",
                      "budget": (t.budget_text() if phase.code_submission and t.budget_seconds
                                 else "-"),
                      "summary": t.declaration.get("summary", ""),
@@ -235,19 +207,17 @@ def task_problems(task) -> list[str]:
         data = _data(task)
     except FormatError as error:
         return [str(error)]
-    folder, problems = task.folder, []
-    column = _column_problem(data["test_features"], data["features"])
-    if column:
-        problems.append(f"{folder / tables.FEATURES_FILE}: {column}")
-    reference = data["reference"]
-    if reference["label"].size != len(data["test"]):
+    folder, problems = task.folder, data.problems(task.declaration)
+    reference = data.reference
+    if reference["label"].size != data.n_test:
+        what = "test_images.npy" if data.inputs == "images" else tables.FEATURES_FILE
         problems.append(f"{folder / tables.REFERENCE_FILE}: {reference['label'].size} rows, "
-                        f"{tables.FEATURES_FILE} has {len(data['test'])}")
+                        f"{what} has {data.n_test}")
         return problems
     order = next(filter(None, (_order_problem(name, reference[name]) for name in ORDER_LEAKS)),
                  None)         # one shuffle fixes both: say it once
     problems += [f"{folder / tables.FEATURES_FILE}: {order}"] if order else []
-    labels = data["train"]["label"]
+    labels = data.labels
     if not np.isin(labels, (0, 1)).all() or np.unique(labels).size < 2:
         problems.append(f"{folder / tables.TRAIN_FILE}: column label must hold 0 and 1, both")
     in_domain = reference["label"][~reference["shifted"]]
@@ -257,22 +227,6 @@ def task_problems(task) -> list[str]:
     if not reference["shifted"].any():
         problems.append(f"{folder / tables.REFERENCE_FILE}: no shifted row (shifted = 1)")
     return problems
-
-
-def _column_problem(found: list[str], expected: list[str]) -> str | None:
-    """The first column of test.csv that differs from train.csv's features."""
-    for position, (name, wanted) in enumerate(zip(found, expected), start=1):
-        if name != wanted:
-            return (f"column {position} is {name!r}; expected {wanted!r} (column {position} of "
-                    f"{tables.TRAIN_FILE}: the same feature columns, same order)")
-    if len(found) > len(expected):
-        return (f"column {len(expected) + 1} is {found[len(expected)]!r}; expected no column "
-                f"after {expected[-1]!r} (test.csv holds {tables.TRAIN_FILE}'s feature columns "
-                "only: the labels stay in test_reference.csv)")
-    if len(found) < len(expected):
-        return (f"{len(found)} columns; expected {len(expected)}: column {len(found) + 1} "
-                f"({expected[len(found)]!r}, as in {tables.TRAIN_FILE}) is missing")
-    return None
 
 
 # The reference columns whose order over the test rows would tell participants what is hidden.
