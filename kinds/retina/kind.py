@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from runtime.formats import FormatError
-from kinds.kind import Kind
+from kinds.kind import Kind, copy_baselines
 
 from .runtime import tables
 from .runtime.scoring import DIAGNOSIS, TASK_TYPES
@@ -29,6 +29,9 @@ KIT = HERE / "kit"
 BASELINES = KIT / "baselines"
 BASELINE_RESULTS = KIT / "baseline_results.json"
 SHARED_MODEL = BASELINES / "tabular_mlp.py"
+# The numpy layers (forward and backward) that small_cnn.py trains: the PGDL kind's own file,
+# shipped in the kit beside the baselines rather than kept twice.
+LAYERS = HERE.parent / "pgdl2020" / "runtime" / "layers.py"
 SAMPLE_BASELINE = "map.py"
 # RETINA selected models by in-domain AUROC and by the area under the balanced joint
 # accuracy referral curve: the weighted loss is their mean, and ranks.
@@ -104,17 +107,23 @@ def sample_code_submission(destination: Path) -> Path:
     return destination
 
 
+def stage_kit(plan, destination: Path) -> None:
+    """The kit's baselines, with the numpy layers small_cnn.py imports."""
+    copy_baselines(KIT, plan, destination)
+    shutil.copyfile(LAYERS, destination / "baselines" / LAYERS.name)
+
+
 def sample_results(plan, destination: Path) -> Path:
     """Per task, the MAP network's probabilities only (no uncertainty column: the scorer then
-    uses their entropy), as a csv with a header. An image task's network sees each image's
-    block means (task_files.SAMPLE_BLOCKS): a sample of the format, not a method."""
+    uses their entropy), as a csv with a header (on an image task the network sees block
+    means of the images: tabular_mlp.features)."""
     import importlib.util
     spec = importlib.util.spec_from_file_location("tabular_mlp", SHARED_MODEL)
     model = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(model)
     destination.mkdir(parents=True)
     for task in plan.tasks:
-        x_train, x_test = _data(task).sample_features()
+        x_train, x_test = _data(task).x_train_and_test()
         p = model.Network(x_train, _data(task).labels, seed=0).probability(x_test)
         np.savetxt(destination / f"{prediction_stem(task)}.csv", p, fmt="%.6f",
                    header="probability", comments="")
@@ -173,6 +182,8 @@ def page_context(plan, phase, baseline_results: dict | None) -> dict:
                      "input": input_file(t), "n_test": reference["label"].size,
                      "prediction_file": f"{prediction_stem(t)}.csv"})
     return {"tasks": rows, "stems": [prediction_stem(t) for t in plan.tasks],
+            "images": any(row["images"] for row in rows),
+            "features": not all(row["images"] for row in rows),
             "inputs": [input_file(t) for t in plan.tasks],
             "metrics": [{"name": s.label, "key": s.name, "description": s.description,
                          "formula": s.function.__doc__, "better": "higher" if
@@ -289,5 +300,5 @@ KIND = Kind(
     stage_reference=stage_reference, stage_public=stage_public,
     has_public_references=has_public_references, task_problems=task_problems,
     page_context=page_context, sample_results=sample_results,
-    sample_code_submission=sample_code_submission,
+    sample_code_submission=sample_code_submission, stage_kit=stage_kit,
     stand_in_task=stand_in_task, reference_cli=reference_cli)

@@ -21,9 +21,6 @@ from runtime.formats import FormatError
 from .runtime import tables
 from .runtime.participant import IMAGE_FILES
 
-# An image's features for the sample results (a linear model): its mean over blocks of this
-# many pixels a side, so the sample needs no network and reads each image once.
-SAMPLE_BLOCKS = 4
 CONVERTED_RECORD = "images_converted.json"
 
 
@@ -85,7 +82,7 @@ class TableFiles:
         for file in (tables.TRAIN_FILE, tables.FEATURES_FILE):
             shutil.copyfile(self.folder / file, destination / f"{name}_{file}")
 
-    def sample_features(self) -> tuple[np.ndarray, np.ndarray]:
+    def x_train_and_test(self) -> tuple[np.ndarray, np.ndarray]:
         return self.x_train, self.x_test
 
     def write_stand_in(self, folder: Path, kept, held, shifted) -> None:
@@ -148,8 +145,8 @@ class ImageFiles(TableFiles):
     def images(self, file: str) -> np.ndarray:
         return np.load(self.folder / file, mmap_mode="r", allow_pickle=False)
 
-    def sample_features(self) -> tuple[np.ndarray, np.ndarray]:
-        return tuple(_block_means(self.images(file)) for file in IMAGE_FILES)
+    def x_train_and_test(self) -> tuple[np.ndarray, np.ndarray]:
+        return tuple(self.images(file) for file in IMAGE_FILES)
 
     def write_stand_in(self, folder: Path, kept, held, shifted) -> None:
         train = self.images(IMAGE_FILES[0])
@@ -194,19 +191,6 @@ def _image_rows(path: Path) -> tuple[list[str], np.ndarray, np.ndarray]:
     if not names:
         raise FormatError(f"{path}: no data rows after the header")
     return names, np.asarray(labels, np.int64), np.asarray(grades, np.int64)
-
-
-def _block_means(images: np.ndarray, chunk: int = 512) -> np.ndarray:
-    """Each image's mean over SAMPLE_BLOCKS x SAMPLE_BLOCKS blocks per channel, flattened."""
-    count, height, width, channels = images.shape
-    rows, columns = height // SAMPLE_BLOCKS, width // SAMPLE_BLOCKS
-    out = np.empty((count, SAMPLE_BLOCKS * SAMPLE_BLOCKS * channels))
-    for start in range(0, count, chunk):
-        part = np.asarray(images[start:start + chunk, :rows * SAMPLE_BLOCKS,
-                                 :columns * SAMPLE_BLOCKS], dtype=np.float64)
-        part = part.reshape(len(part), SAMPLE_BLOCKS, rows, SAMPLE_BLOCKS, columns, channels)
-        out[start:start + len(part)] = part.mean(axis=(2, 4)).reshape(len(part), -1)
-    return out
 
 
 def _column_problem(found: list[str], expected: list[str]) -> str | None:

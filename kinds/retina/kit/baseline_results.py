@@ -25,7 +25,14 @@ from bundle.local_run import (baseline_details, baselines_spec, build_kit,  # no
                               organizer_spec, write_baseline_table)
 
 METHODS = {"map": "MAP (one network)", "mc_dropout": "MC dropout (50 passes)",
-           "deep_ensemble": "Deep ensemble (5 networks)"}
+           "deep_ensemble": "Deep ensemble (5 networks)", "small_cnn": "Small CNN (numpy)",
+           "torch_mc_dropout": "MC dropout ResNet (PyTorch)",
+           "torch_deep_ensemble": "Deep ensemble of ResNets (PyTorch)"}
+# What each method reads: the tabular ones read image tasks as block means (a format
+# sample, not a method for images), so the table gives them feature tasks only.
+INPUTS = {"map": "features", "mc_dropout": "features", "deep_ensemble": "features",
+          "small_cnn": "images", "torch_mc_dropout": "images", "torch_deep_ensemble": "images"}
+NEEDS_TORCH = ("torch_mc_dropout", "torch_deep_ensemble")
 RESULTS_FILE = KIT / "baseline_results.json"
 SHOWN = ("auroc_in", "referral_joint", "referral_in", "referral_shifted", "accuracy_shifted",
          "ece_in", "ece_shifted", "ood_auroc")
@@ -43,6 +50,21 @@ def results_file(spec) -> Path:
     return Path(spec.path).parent / RESULTS_FILE.name
 
 
+def phase_inputs(spec, phase: str) -> set[str]:
+    """What the phase's tasks give: features, images or both."""
+    from bundle.phase_plan import phase_plan
+    from kinds.retina.kind import ingestion_contract
+    return {ingestion_contract(task).get("inputs", "features")
+            for task in phase_plan(spec, phase, None).tasks}
+
+
+def runnable_methods() -> list[str]:
+    """The methods this interpreter can run: the PyTorch ones where torch imports."""
+    import importlib.util
+    torch = importlib.util.find_spec("torch") is not None
+    return [method for method in METHODS if torch or method not in NEEDS_TORCH]
+
+
 def collect(config: Path, data_root: Path | None) -> dict:
     spec = organizer_spec(config, data_root)
     table = {"made_with": "kinds/retina/kit/baseline_results.py: python -m bundle.local_run "
@@ -51,8 +73,8 @@ def collect(config: Path, data_root: Path | None) -> dict:
     with tempfile.TemporaryDirectory() as scratch:
         kits = {phase.key: build_kit(spec, phase.key, Path(scratch) / "kits" / phase.key,
                                      hidden_references=True) for phase in spec.phases}
-        for method in METHODS:
-            for phase in spec.phases:
+        for method in runnable_methods():
+            for phase in (p for p in spec.phases if phase_inputs(spec, p.key) == {INPUTS[method]}):
                 tasks = baseline_details(kits[phase.key], Path(scratch) / f"{method}-{phase.key}",
                                          method, f"{method} on {phase.key}")["tasks"]
                 for task, result in tasks.items():

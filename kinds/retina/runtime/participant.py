@@ -30,7 +30,7 @@ class Task:
     def __init__(self, spec, started, checkpoint, data):
         self.name = spec["name"]
         self.n_test = spec["contract"]["n_test"]
-        self.feature_names = list(spec["contract"]["feature_names"])
+        self.feature_names = list(spec["contract"].get("feature_names", ()))
         self.seconds = spec["budget_seconds"]
         self.grades_train = data["grades_train"]
         self.inputs = spec["contract"].get("inputs", "features")
