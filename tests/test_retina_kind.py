@@ -202,8 +202,8 @@ def test_code_killed_at_its_budget_is_scored_on_its_last_checkpoint(tmp_path):
 
 def organizer_tasks(tmp_path, change) -> Path:
     root = tmp_path / "tasks"
-    for name in ("severity_val", "severity_test", "population_val", "population_test"):
-        shutil.copytree(EMBEDDED / name, root / name)
+    for folder in (path for path in EMBEDDED.iterdir() if path.is_dir()):
+        shutil.copytree(folder, root / folder.name)
     change(root)
     spec = yaml.safe_load(SPEC.read_text())
     spec["data_root"] = str(root)

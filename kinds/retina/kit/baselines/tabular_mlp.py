@@ -19,12 +19,14 @@ WEIGHT_DECAY = 0.03      # EPOCHS and WEIGHT_DECAY: chosen on the validation tas
 BLOCKS = 4               # an image's features: its mean over BLOCKS x BLOCKS blocks per channel
 
 
-def features(x, chunk=512):
+def features(x, chunk_values=2**22):
     """Rows of features as they are (float64); images (n, H, W, C) as each image's mean over
-    BLOCKS x BLOCKS blocks per channel, read ``chunk`` images at a time from a memory map."""
+    BLOCKS x BLOCKS blocks per channel, read from a memory map about ``chunk_values`` pixel
+    values at a time (32 MiB as floats), whatever the images' size."""
     if np.ndim(x) != 4:
         return np.asarray(x, dtype=float)
     count, height, width, channels = x.shape
+    chunk = max(1, chunk_values // (height * width * channels))
     rows, columns = height // BLOCKS, width // BLOCKS
     out = np.empty((count, BLOCKS * BLOCKS * channels))
     for start in range(0, count, chunk):

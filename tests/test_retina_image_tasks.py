@@ -1,0 +1,150 @@
+"""Retina image tasks through the builder and the ingestion: the embedded image phase's
+baselines score through the code phase; the child memory-maps the images, so a submission
+whose images are larger than its memory limit runs under it (the resident rule), and one that
+reads them whole is stopped by it; the staged images are links, not copies; an image task
+builds with its data in a results phase too."""
+import json
+import os
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from bundle.phase_data import stage_input_data, stage_public_data, stage_reference_data
+from bundle.phase_plan import phase_plan
+from bundle.programs import assemble_ingestion_program
+from bundle.spec import load_spec
+from kinds.kind import KINDS as KIND_RECORDS
+from runtime.formats import read_run_record
+from ingestion_harness import TEST_LIMITS, new_kind_run, processes_of, run_ingestion
+from local_runs import run_local, scores_of
+from retina_image_tasks import write_image_task
+
+REPO = Path(__file__).resolve().parents[1]
+SPEC = REPO / "kinds" / "retina" / "default_spec.yaml"
+# 24,000 images of 64 x 64 x 3: 281 MiB for training, 4,000 more to predict.
+TRAIN, TEST, SIZE = 24_000, 4_000, 64
+MEMORY_LIMIT = 160 * 2**20
+
+
+def image_spec(tmp_path: Path, tasks: dict, phases: dict) -> Path:
+    spec = yaml.safe_load(SPEC.read_text())
+    spec.update(data_root=str(tmp_path / "tasks"), tasks=tasks, phases=phases)
+    (tmp_path / "logo.png").write_bytes((SPEC.parent / "logo.png").read_bytes())
+    (tmp_path / "spec.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    return tmp_path / "spec.yaml"
+
+
+def code_phase(tasks: list[str]) -> dict:
+    return {"label": "Images", "start": "2027-10-01 00:00:00", "submission": "code",
+            "tasks": tasks, "execution_time_limit": 600}
+
+
+@pytest.mark.parametrize("baseline", ["small_cnn", "map"])
+def test_the_embedded_image_phase_scores_its_baselines(baseline, tmp_path):
+    result = run_local("--config", str(SPEC), "--phase", "images", "--score-hidden",
+                       "--baseline", baseline, "--out", str(tmp_path))
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    scores = scores_of(result.stdout)
+    for task in ("digits_acquisition", "digits_severity"):
+        assert scores[f"{task}_auroc_in"] > (0.95 if baseline == "small_cnn" else 0.8)
+    assert "penalised" not in result.stdout
+
+
+@pytest.fixture(scope="module")
+def large(tmp_path_factory):
+    """A code phase of one image task whose images outweigh the memory limit, its programs
+    staged as the worker holds them, under the resident rule."""
+    root = tmp_path_factory.mktemp("large")
+    write_image_task(root / "tasks", "big", TRAIN, TEST, SIZE)
+    spec = load_spec(image_spec(root, {"big": {"budget_seconds": 120}},
+                                {"images": code_phase(["big"])}))
+    plan = phase_plan(spec, "images", code_submission=True)
+    assemble_ingestion_program(plan, root / "ingestion_program", {
+        **TEST_LIMITS, "memory_bytes": MEMORY_LIMIT, "memory_rule": "resident",
+        "disk_bytes": 64 * 2**20})
+    stage_input_data(plan, root / "input")
+    stage_reference_data(plan, root / "hidden_ref")
+    KIND_RECORDS["retina"].sample_code_submission(root / "sample")
+    return root
+
+
+READS_THE_IMAGES_WHOLE = """
+import numpy as np
+
+def predict(task, x_train, y_train, x_test):
+    whole = np.array(x_train)            # a copy in memory: 281 MiB
+    return np.full(len(x_test), 0.5)
+"""
+
+REPORTS_WHAT_IT_GOT = """
+import os
+import numpy as np
+from tabular_mlp import Network, entropy
+
+def predict(task, x_train, y_train, x_test):
+    print("types", type(x_train).__name__, type(x_test).__name__, x_train.dtype,
+          x_train.shape, x_train.flags.writeable, task.image_shape, task.inputs, flush=True)
+    print("links", os.stat(x_train.filename).st_nlink, flush=True)
+    p = Network(x_train, y_train, seed=0).probability(x_test)
+    return p, entropy(p)
+"""
+
+
+def run(large: Path, tmp_path: Path, code: str):
+    folder = new_kind_run(large, tmp_path, {"submission.py": code})
+    result = run_ingestion(folder, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert processes_of(tmp_path) == []
+    output = folder / "run" / "output"
+    return read_run_record(output / "ingestion_record.json").tasks["big"], output, result.stdout
+
+
+def sampled_peak(stdout: str) -> float:
+    """The highest resident memory (anonymous and shared pages, all the task's processes)
+    the supervisor sampled, in bytes, as the ingestion reports it."""
+    return float(re.search(r"highest resident memory sampled (\d+) MiB", stdout).group(1)) * 2**20
+
+
+def test_the_sample_reads_images_larger_than_its_memory_limit_by_memory_map(large, tmp_path):
+    images = (large / "input" / "big_train_images.npy").stat().st_size
+    assert images > 1.5 * MEMORY_LIMIT
+    task, output, stdout = run(large, tmp_path, REPORTS_WHAT_IT_GOT)
+    assert task.status == "ok", task.message
+    said = (output / "big_stdout.txt").read_text()
+    assert f"types memmap memmap uint8 ({TRAIN}, {SIZE}, {SIZE}, 3) False ({SIZE}, {SIZE}, 3) " \
+           "images" in said, said
+    assert "links 2" in said, said          # a hard link of the input file, not a copy
+    assert sampled_peak(stdout) < MEMORY_LIMIT < images / 1.5
+
+
+def test_reading_the_images_whole_is_stopped_by_the_memory_limit(large, tmp_path):
+    task, _, _ = run(large, tmp_path, READS_THE_IMAGES_WHOLE)
+    assert task.status == "failed"
+    assert "memory limit" in task.message, task.message
+
+
+def test_an_image_task_in_a_results_phase_publishes_images_and_no_reference(tmp_path):
+    write_image_task(tmp_path / "tasks", "small", 60, 30, 16, channels=1)
+    spec = load_spec(image_spec(tmp_path, {"small": {"budget_seconds": 20}}, {
+        "development": {"label": "Development", "start": "2027-09-01 00:00:00",
+                        "submission": "results", "tasks": ["small"],
+                        "execution_time_limit": 300}}))
+    public = stage_public_data(phase_plan(spec, "development"), tmp_path / "public")
+    names = sorted(path.name for path in public.iterdir())
+    assert names == ["small_inputs.npz", "small_task.json", "small_test_images.npy",
+                     "small_train.csv", "small_train_images.npy"]
+    assert np.load(public / "small_test_images.npy").shape == (30, 16, 16, 1)
+    assert json.loads((public / "small_task.json").read_text())["images"]["size"] == 16
+    assert "shifted" not in (public / "small_train.csv").read_text()
+
+
+def test_staged_images_are_hard_links_of_the_task_files(tmp_path):
+    folder = write_image_task(tmp_path / "tasks", "small", 60, 30, 16, channels=1)
+    spec = load_spec(image_spec(tmp_path, {"small": {"budget_seconds": 20}},
+                                {"images": code_phase(["small"])}))
+    staged = stage_input_data(phase_plan(spec, "images"), tmp_path / "input")
+    for name in ("train_images.npy", "test_images.npy"):
+        assert os.path.samefile(staged / f"small_{name}", folder / name)
