@@ -19,6 +19,21 @@ Run with an interpreter that has torch or jax (the one running this script by de
 
     python benchmarks/gpu_sandbox.py [--framework auto|torch|jax] [--memory-gib 4]
                                      [--size 2048] [--batch 4096] [--steps 50] [--budget 300]
+
+Retina's image baselines (``--retina``): the image phase of Retina's default competition, as
+a GPU competition would hold it (docker image ``codalab/codalab-legacy:gpu310``, so the
+resident memory rule), built into a starting kit with its hidden references, then a kit
+baseline run by that kit's own ``run_local.py`` as a participant with a GPU runs it: the
+kit's ingestion and scoring programs, the sandbox, the budgets. ``--synthetic N`` adds a task
+of N random 64 x 64 x 3 images (random labels: its scores mean nothing, its time and memory
+do). Printed per task: status, the device the baseline used, training seconds of the budget,
+peak memory (the child's ru_maxrss, file pages included, and the resident memory sampled),
+in-domain AUROC and the joint referral area. Preparing the kit needs the builder's packages;
+running a prepared kit needs numpy and the baseline's framework only, so the two can be done
+on different machines:
+
+    python benchmarks/gpu_sandbox.py --retina torch_mc_dropout --prepare-kit KIT [--synthetic N]
+    python benchmarks/gpu_sandbox.py --retina torch_mc_dropout --kit KIT   # on the GPU machine
 """
 from __future__ import annotations
 
@@ -34,12 +49,6 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
-
-from bundle.phase_data import stage_input_data, stage_reference_data  # noqa: E402
-from bundle.phase_plan import phase_plan  # noqa: E402
-from bundle.programs import assemble_ingestion_program  # noqa: E402
-from bundle.spec import load_spec  # noqa: E402
-from ingestion_harness import new_run, run_ingestion  # noqa: E402
 
 LABELS_SPEC = REPO / "kinds" / "label_accuracy" / "default_spec.yaml"
 RULES = ("resident", "address_space")
@@ -175,6 +184,11 @@ def gpu_on_host() -> str | None:
 
 
 def prepare(root: Path, rule: str, args) -> Path:
+    from bundle.phase_data import stage_input_data, stage_reference_data
+    from bundle.phase_plan import phase_plan
+    from bundle.programs import assemble_ingestion_program
+    from bundle.spec import load_spec
+    from ingestion_harness import new_run
     spec = load_spec(LABELS_SPEC)
     plan = phase_plan(spec, "evaluation", code_submission=True, budget_seconds=args.budget)
     plan = dataclasses.replace(plan, tasks=tuple(t for t in plan.tasks if t.name == "iris"))
@@ -218,6 +232,7 @@ def protections(log: str) -> list[str]:
 
 
 def run_rule(root: Path, rule: str, args) -> dict:
+    from ingestion_harness import run_ingestion
     run = prepare(root, rule, args)
     result = run_ingestion(run, timeout=args.budget + 180, python=args.python)
     output = run / "run" / "output"
@@ -264,6 +279,109 @@ def print_results(results: list[dict], gpu: str | None, args) -> None:
             print(f"  {line}")
 
 
+# --- Retina's image baselines through a starting kit ---------------------------------------
+
+RETINA_SPEC = REPO / "kinds" / "retina" / "default_spec.yaml"
+GPU_IMAGE = "codalab/codalab-legacy:gpu310"
+IMAGE_PHASE = "images"
+SYNTHETIC = "synthetic"
+
+
+def prepare_retina_kit(destination: Path, args) -> Path:
+    """The image phase's kit for a GPU competition, with the hidden references to score on;
+    with ``--synthetic``, a task of random images added to the phase."""
+    import yaml
+    from bundle.local_run import build_kit
+    from bundle.spec import load_spec
+    from retina_image_tasks import write_image_task
+    spec = yaml.safe_load(RETINA_SPEC.read_text())
+    tasks = list(spec["phases"][IMAGE_PHASE]["tasks"])
+    work = destination.parent / f"{destination.name}-spec"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    if args.synthetic:
+        embedded = RETINA_SPEC.parent / "reference" / "embedded"
+        for task in tasks:
+            shutil.copytree(embedded / task, work / "tasks" / task)
+        write_image_task(work / "tasks", SYNTHETIC, args.synthetic, max(args.synthetic // 4, 64), 64)
+        spec["data_root"] = str(work / "tasks")
+        tasks.append(SYNTHETIC)
+    spec["docker_image"] = GPU_IMAGE
+    spec["tasks"] = {name: {"budget_seconds": args.image_budget} for name in tasks}
+    spec["phases"] = {IMAGE_PHASE: {**spec["phases"][IMAGE_PHASE], "tasks": tasks,
+                                    "execution_time_limit": int(len(tasks) * (args.image_budget
+                                                                                + 60) + 120)}}
+    shutil.copyfile(RETINA_SPEC.parent / spec["logo"], work / spec["logo"])
+    (work / "spec.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    kit = build_kit(load_spec(work / "spec.yaml"), IMAGE_PHASE, destination,
+                    hidden_references=True)
+    shutil.rmtree(work / "tasks", ignore_errors=True)
+    return kit
+
+
+def run_retina_kit(kit: Path, baseline: str, python: str, out: Path) -> tuple[int, str]:
+    command = [python, "run_local.py", "--code", f"baselines/{baseline}.py", "--out", str(out)]
+    result = subprocess.run(command, cwd=kit, capture_output=True, text=True, timeout=3600)
+    return result.returncode, result.stdout + result.stderr
+
+
+def retina_rows(out: Path, log: str) -> list[dict]:
+    """Per task: the ingestion record's figures, the device line the baseline printed, the
+    resident memory sampled and the scores."""
+    records = list(out.rglob("ingestion_record.json"))
+    tasks = json.loads(records[0].read_text())["tasks"] if records else {}
+    scores = {}
+    if "\nscores:\n" in log:
+        for line in log.split("\nscores:\n")[1].split("\n\n")[0].splitlines():
+            key, _, value = line.partition(":")
+            scores[key.strip()] = value.strip()
+    rows = []
+    for name, task in tasks.items():
+        stdout = next(out.rglob(f"{name}_stdout.txt"), None)
+        said = stdout.read_text(errors="replace") if stdout else ""
+        device = next((line.split("device:", 1)[1].strip() for line in said.splitlines()
+                       if "device:" in line), "-")
+        sampled = re.search(rf"\[{name}\] .*highest resident memory sampled (\d+) MiB", log)
+        rows.append({"task": name, "status": task.get("status"), "device": device,
+                     "training_seconds": round(task.get("training_seconds") or 0.0, 1),
+                     "ru_maxrss_mib": task.get("peak_memory_mb"),
+                     "resident_sampled_mib": int(sampled.group(1)) if sampled else None,
+                     "auroc_in": scores.get(f"{name}_auroc_in"),
+                     "referral_joint": scores.get(f"{name}_referral_joint"),
+                     "message": task.get("message", "")})
+    return rows
+
+
+def retina(args, gpu: str | None) -> int:
+    if args.prepare_kit:
+        kit = prepare_retina_kit(args.prepare_kit.absolute(), args)
+        print(f"prepared {kit}: run it with --retina {args.retina} --kit {kit}")
+        return 0
+    with tempfile.TemporaryDirectory(prefix="gpu-sandbox-retina-") as work:
+        kit = args.kit or prepare_retina_kit(Path(work) / "kit", args)
+        out = Path(work) / "run"
+        code, log = run_retina_kit(kit, args.retina, args.python, out)
+        rows = retina_rows(out, log)
+    print(f"GPU on this machine: {gpu}" if gpu else
+          "no GPU found (nvidia-smi absent or lists none): the figures below are CPU figures")
+    print(f"interpreter: {args.python}; baseline {args.retina}; run_local exit {code}")
+    columns = ("task", "status", "device", "training_seconds", "ru_maxrss_mib",
+               "resident_sampled_mib", "auroc_in", "referral_joint")
+    print("| " + " | ".join(columns) + " |")
+    print("|" + "---|" * len(columns))
+    for row in rows:
+        print("| " + " | ".join(_cell(row.get(c)) for c in columns) + " |")
+    for row in rows:
+        if row["message"]:
+            print(f"{row['task']}: {row['message']}")
+    if not rows or code != 0:
+        print(log[-4000:])
+    for line in log.splitlines():
+        if line.startswith(("protection: limits", "protection: memory")):
+            print(line)
+    return 0 if rows and code == 0 else 1
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--framework", choices=("auto", "torch", "jax"), default="auto")
@@ -275,8 +393,20 @@ def main() -> int:
     parser.add_argument("--budget", type=float, default=300.0, help="the task's seconds")
     parser.add_argument("--python", default=sys.executable,
                         help="interpreter of the ingestion and the submission")
+    parser.add_argument("--retina", metavar="BASELINE",
+                        help="run this Retina kit baseline on the image phase instead")
+    parser.add_argument("--prepare-kit", type=Path, metavar="DIR",
+                        help="with --retina: only build the kit into DIR")
+    parser.add_argument("--kit", type=Path, metavar="DIR",
+                        help="with --retina: run a kit prepared by --prepare-kit")
+    parser.add_argument("--synthetic", type=int, default=0, metavar="N",
+                        help="with --retina: add a task of N random 64x64x3 images")
+    parser.add_argument("--image-budget", type=float, default=60.0,
+                        help="with --retina: each image task's budget in seconds")
     args = parser.parse_args()
     gpu = gpu_on_host()
+    if args.retina:
+        return retina(args, gpu)
     with tempfile.TemporaryDirectory(prefix="gpu-sandbox-") as work:
         results = [run_rule(Path(work), rule, args) for rule in RULES]
     print_results(results, gpu, args)

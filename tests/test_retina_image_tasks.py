@@ -6,6 +6,8 @@ builds with its data in a results phase too."""
 import json
 import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -148,3 +150,20 @@ def test_staged_images_are_hard_links_of_the_task_files(tmp_path):
     staged = stage_input_data(phase_plan(spec, "images"), tmp_path / "input")
     for name in ("train_images.npy", "test_images.npy"):
         assert os.path.samefile(staged / f"small_{name}", folder / name)
+
+
+def test_images_larger_than_the_address_space_limit_are_refused_by_the_build(tmp_path):
+    """Under RLIMIT_AS a memory map counts in full: 2.3 MiB of images under a 0.5 GiB limit
+    leave no room for the interpreter, and the build says so before any upload."""
+    write_image_task(tmp_path / "tasks", "small", 60, 30, 16, channels=1)
+    spec = image_spec(tmp_path, {"small": {"budget_seconds": 20}}, {"images": code_phase(["small"])})
+    raw = yaml.safe_load(spec.read_text())
+    raw["sandbox"] = {"memory_gib": 0.5, "memory_limit": "address_space"}
+    spec.write_text(yaml.safe_dump(raw, sort_keys=False))
+    result = subprocess.run([sys.executable, str(REPO / "build_bundle.py"), "--config", str(spec),
+                             "--phase", "images", "--out", str(tmp_path / "out")],
+                            capture_output=True, text=True, timeout=600, cwd=REPO)
+    assert result.returncode != 0
+    assert "[mapped-data-memory]" in result.stderr + result.stdout
+    assert "task small maps 0.00 GiB of data" in result.stderr + result.stdout
+    assert not list((tmp_path / "out").glob("*.zip")) if (tmp_path / "out").exists() else True

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ingestion_program.ingest.config import CONFIG_NAME as INGESTION_CONFIG
+from ingestion_program.ingest.config import ADDRESS_SPACE, CONFIG_NAME as INGESTION_CONFIG
 from ingestion_program.ingest.config import (DEFAULT_STARTUP_SECONDS, OVERHEAD_SECONDS_PER_TASK,
                                              worst_case_seconds)
 from scoring_program.scorer.config import CONFIG_NAME as SCORING_CONFIG, scores_file_keys
@@ -17,7 +17,7 @@ from scoring_program.scorer.config import CONFIG_NAME as SCORING_CONFIG, scores_
 from .. import competition_rules
 from .codabench_yaml import items
 from .codalab_yaml import phases, program_members
-from .framework import CODABENCH, CODALAB, Bundle, CannotCheck, Problem, is_int, rule
+from .framework import BOTH, CODABENCH, CODALAB, Bundle, CannotCheck, Problem, is_int, rule
 
 DEFAULT_TIME_LIMIT = 300                 # CodaLab's default execution_time_limit (§4.5)
 
@@ -192,3 +192,32 @@ def check_time_and_keys_v2(bundle: Bundle) -> Iterator[Problem]:
                 yield from ((f"phases[{i}]: {problem}", fix) for problem in _key_problems(
                     task["scoring_program"], keys, expected, ranking))
     yield from ((problem, fix) for problem in _union_problems(written, expected))
+
+
+# What a participant's process needs in address space beside the data it maps: Python, numpy
+# and its BLAS threads reserve a few hundred MiB before any work is done.
+INTERPRETER_ADDRESS_SPACE = 512 * 2**20
+
+
+@rule("mapped-data-memory", "under the address-space memory rule, each code task's limit leaves "
+      "room for the data its child maps (a memory map counts in full against RLIMIT_AS)",
+      "set sandbox.memory_limit: resident (the default on GPU images), or raise "
+      "sandbox.memory_gib above the mapped data plus 0.5 GiB", BOTH)
+def check_mapped_data_memory(bundle: Bundle) -> Iterator[Problem]:
+    """A task whose child maps more than its address space allows fails every submission at
+    start-up, however careful the code (the kind's contract says how much: mapped_bytes)."""
+    for member in sorted(name for name in bundle.names if name.endswith("ingestion_program.zip")):
+        try:
+            config = bundle.read_json(member, INGESTION_CONFIG)
+        except CannotCheck as error:
+            yield f"{member}: mapped data not checked: {error}"
+            continue
+        limits = config.get("limits", {})
+        if limits.get("memory_rule") != ADDRESS_SPACE:
+            continue
+        for task in config.get("tasks", []):
+            mapped = task.get("contract", {}).get("mapped_bytes", 0)
+            if mapped + INTERPRETER_ADDRESS_SPACE > limits["memory_bytes"]:
+                yield (f"{member}: task {task['name']} maps {mapped / 2**30:.2f} GiB of data, "
+                       f"over its address-space limit of {limits['memory_bytes'] / 2**30:.2f} GiB "
+                       "with the interpreter's 0.5 GiB: every submission would fail to load it")

@@ -129,7 +129,9 @@ class ImageFiles(TableFiles):
 
     def contract(self, name: str) -> dict:
         return {"n_test": self.n_test, "inputs": "images", "image_shape": list(self.image_shape),
-                "image_files": {file: f"{name}_{file}" for file in IMAGE_FILES}}
+                "image_files": {file: f"{name}_{file}" for file in IMAGE_FILES},
+                # the child maps both arrays: under RLIMIT_AS they count in full
+                "mapped_bytes": sum((self.folder / file).stat().st_size for file in IMAGE_FILES)}
 
     def description(self) -> str:
         return "images " + " x ".join(map(str, self.image_shape))

@@ -26,6 +26,9 @@ ARCHITECTURE = [
     {"layer_name": "Dense", "units": 2},
 ]
 BATCH = 64
+# A convolution's windows (im2col) and every layer's cache live for a whole batch: at most
+# this many pixels a batch bounds that memory (about 250 MB), whatever the images' size.
+BATCH_PIXELS = 2**18
 LEARNING_RATE = 0.01
 MAX_EPOCHS = 40
 SEED = 0
@@ -79,9 +82,13 @@ def train_step(layers, params, optimiser, x, y, weights):
     optimiser.update(params, grads)
 
 
+def batch_size(image_shape):
+    return int(np.clip(BATCH_PIXELS // (image_shape[0] * image_shape[1]), 1, BATCH))
+
+
 def probabilities(task, layers, params, images):
     out = np.empty(len(images))
-    for indices, batch in task.batches(images, 256):
+    for indices, batch in task.batches(images, batch_size(task.image_shape)):
         logits, _ = run(layers, params, task.standardise(batch))
         logits = logits - logits.max(axis=1, keepdims=True)
         p = np.exp(logits)
@@ -94,7 +101,7 @@ def train_epoch(task, model, x_train, y_train, weights, rng, n_test):
     keep the time that predicting ``n_test`` images takes (about a third of a training step
     per image: twice that is kept)."""
     layers, params, optimiser = model
-    for indices, batch in task.batches(x_train, BATCH, rng):
+    for indices, batch in task.batches(x_train, batch_size(task.image_shape), rng):
         started = time.monotonic()
         if AUGMENT:
             batch = task.augment(batch, rng)
