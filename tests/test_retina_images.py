@@ -315,6 +315,16 @@ def test_an_unknown_layout_is_refused_naming_the_key(converted):
     assert problem == "images.test[1].layout: 'eyepacs2' is not one of eyepacs, aptos, csv"
 
 
+def test_a_label_file_where_convert_writes_is_refused(converted):
+    (converted / "aptos" / "train.csv").rename(converted / "train.csv")
+    declaration = declaration_of(converted)
+    declaration["images"]["test"][1]["labels"] = "train.csv"
+    (converted / "eyes_task.json").write_text(json.dumps(declaration))
+    [problem] = refused(converted)
+    assert problem.startswith(f"images.test[1].labels: {converted / 'train.csv'} is a file "
+                              "that convert writes")
+
+
 def test_every_problem_is_listed(converted):
     (converted / "train" / "13_right.jpeg").unlink()
     save(fundus(np.random.default_rng(5)), converted / "test" / "99_right.jpeg")

@@ -152,18 +152,7 @@ def images_settings(declaration: dict) -> tuple[dict, list[str]]:
         return {}, ["images: the declaration has no images section (an object)"]
     problems = _unknown_keys("images", section, SECTION_KEYS)
     settings = {**DEFAULTS, **{key: section[key] for key in SECTION_KEYS if key in section}}
-    if "size" not in section:
-        problems.append("images.size: required (the side in pixels, 8..1024)")
-    else:
-        problems += _int_problem("images.size", settings["size"], 8, 1024)
-    problems += _choice_problem("images.channels", settings["channels"], tuple(MODES))
-    if not isinstance(settings["crop_border"], bool):
-        problems.append(f"images.crop_border: {settings['crop_border']!r} is not true or false")
-    problems += _int_problem("images.border_threshold", settings["border_threshold"], 0, 255)
-    problems += _choice_problem("images.unreadable", settings["unreadable"], ("stop", "skip"))
-    problems += _int_problem("images.referable_from_grade", settings["referable_from_grade"],
-                             1, 4)
-    problems += _int_problem("images.seed", settings["seed"], 0, None)
+    problems += _scalar_problems(settings, section)
     for split in ("train", "test"):
         sources = section.get(split)
         if not isinstance(sources, list) or not sources:
@@ -177,6 +166,23 @@ def images_settings(declaration: dict) -> tuple[dict, list[str]]:
     return settings, problems
 
 
+def _scalar_problems(settings: dict, section: dict) -> list[str]:
+    problems = []
+    if "size" not in section:
+        problems.append("images.size: required (the side in pixels, 8..1024)")
+    else:
+        problems += _int_problem("images.size", settings["size"], 8, 1024)
+    problems += _choice_problem("images.channels", settings["channels"], tuple(MODES))
+    if not isinstance(settings["crop_border"], bool):
+        problems.append(f"images.crop_border: {settings['crop_border']!r} is not true or false")
+    problems += _int_problem("images.border_threshold", settings["border_threshold"], 0, 255)
+    problems += _choice_problem("images.unreadable", settings["unreadable"], ("stop", "skip"))
+    problems += _int_problem("images.referable_from_grade", settings["referable_from_grade"],
+                             1, 4)
+    problems += _int_problem("images.seed", settings["seed"], 0, None)
+    return problems
+
+
 # --- the label files -----------------------------------------------------------------------
 
 @dataclass
@@ -187,9 +193,14 @@ class Row:
     label: int
     grade: int
     shifted: bool
-    where: str        # "<labels file>, line N"
+    labels: Path      # the label file that lists it...
+    line: int         # ...on this line
     source: str       # "train[0]", "test[1]"
     folder: str       # the source's folder as declared
+
+    @property
+    def where(self) -> str:
+        return f"{self.labels}, line {self.line}"
 
 
 @dataclass
@@ -244,86 +255,118 @@ def _row_targets(layout: Layout, fields: dict, settings: dict,
     return (None if problems else (label, grade, bool(shifted))), problems
 
 
-def _header_problem(labels: Path, header: list[str], layout: Layout, name: str,
-                    source: dict) -> list[str]:
+class Folders:
+    """The files directly in each image folder, listed once, and the names that rows give."""
+
+    def __init__(self):
+        self.files: dict[Path, set[str]] = {}
+        self.named: dict[Path, set[str]] = {}
+
+    def listing(self, folder: Path) -> set[str]:
+        key = folder.resolve()
+        if key not in self.files:
+            with os.scandir(folder) as entries:
+                self.files[key] = {entry.name for entry in entries if entry.is_file()}
+            self.named[key] = set()
+        return self.files[key]
+
+    def exists(self, folder: Path, name: str) -> bool:
+        return name in self.listing(folder) or ("/" in name and (folder / name).is_file())
+
+    def name(self, folder: Path, name: str) -> None:
+        self.named[folder.resolve()].add(name)
+
+
+def _source_problems(labels: Path, header: list[str], folder: Path, source: dict,
+                     where: str) -> list[str]:
+    layout = LAYOUTS[source["layout"]]
     needed = [layout.name_column, layout.grade_column] + (
         [layout.label_column] if layout.label_column else [])
-    if name == "csv" and source["shifted"] is None:
+    if source["shifted"] is None:
         needed.append("shifted")
-    if set(needed) <= set(header):
-        return []
-    return [f"{labels}: header has columns {', '.join(header) or '(none)'}; the {name} layout "
-            f"needs {', '.join(needed)}"
-            + (" (or the source's \"shifted\" key)" if "shifted" in needed else "")]
-
-
-def _source_rows(task: Path, source: dict, where: str, settings: dict,
-                 named: dict) -> tuple[list[Row], list[str]]:
-    """The rows of one source that its ``grades`` keep, and every problem of its label file;
-    records in ``named`` (folder -> {file name: labels file}) every file that a row names."""
-    layout, labels, folder = LAYOUTS[source["layout"]], task / source["labels"], \
-        task / source["folder"]
-    try:
-        header, lines = _read_csv(labels)
-    except ConvertError as error:
-        return [], error.problems
-    problems = _header_problem(labels, header, layout, source["layout"], source)
-    if source["layout"] == "csv" and source["shifted"] is not None and "shifted" in header:
+    problems = [] if set(needed) <= set(header) else [
+        f"{labels}: header has columns {', '.join(header) or '(none)'}; the "
+        f"{source['layout']} layout needs {', '.join(needed)}"
+        + (" (or the source's \"shifted\" key)" if "shifted" in needed else "")]
+    if source["shifted"] is not None and source["layout"] == "csv" and "shifted" in header:
         problems.append(f"{labels}: has a shifted column and {where} a \"shifted\" key: "
                         "give one of them")
     if not folder.is_dir():
         problems.append(f"{folder}: image folder does not exist ({where}.folder)")
+    return problems
+
+
+def _row(values: dict, place: str, source: dict, settings: dict,
+         folder: Path, folders: Folders) -> tuple[tuple | None, list[str]]:
+    """(file name, label, grade, shifted) of a row its source keeps (None for one that its
+    ``grades`` leave out or that has problems), and the row's problems."""
+    layout = LAYOUTS[source["layout"]]
+    image = values[layout.name_column].strip()
+    file_name = image + (layout.suffix or "")
+    folders.name(folder, file_name)
+    targets, wrong = _row_targets(layout, values, settings, source["shifted"])
+    problems = [f"{place}: image {image}: {what}" for what in wrong]
+    if targets is None or targets[1] not in source["grades"]:
+        return None, problems
+    if not folders.exists(folder, file_name):
+        return None, [f"{place}: image {image}: {folder / file_name} does not exist"]
+    return (file_name, *targets), problems
+
+
+def _source_rows(task: Path, source: dict, where: str, settings: dict,
+                 folders: Folders) -> tuple[list[Row], list[str]]:
+    """The rows of one source that its ``grades`` keep, and every problem of its label file
+    and folder; tells ``folders`` every file name that a row gives."""
+    labels, folder = task / source["labels"], task / source["folder"]
+    if labels.resolve() in {(task / name).resolve() for name in OUTPUTS + (CONVERTED,)}:
+        return [], [f"{where}.labels: {labels} is a file that convert writes: move the label "
+                    "file into a folder of its own"]
+    try:
+        header, lines = _read_csv(labels)
+    except ConvertError as error:
+        return [], error.problems
+    problems = _source_problems(labels, header, folder, source, where)
     if problems:
         return [], problems
+    try:
+        folders.listing(folder)
+    except OSError as error:
+        return [], [f"{folder}: cannot list the image folder ({error.strerror or error})"]
     seen: dict[str, int] = {}
-    names = named.setdefault(folder.resolve(), {})
     rows = []
     for line, fields in lines:
         place = f"{labels}, line {line}"
+        values = dict(zip(header, fields))
+        image = values.get(LAYOUTS[source["layout"]].name_column, "").strip()
         if len(fields) != len(header):
             problems.append(f"{place}: {len(fields)} fields, the header has {len(header)}")
-            continue
-        values = dict(zip(header, fields))
-        image = values[layout.name_column].strip()
-        file_name = image + (layout.suffix or "")
-        if image in seen:
+        elif image in seen:
             problems.append(f"{place}: image {image} also on line {seen[image]}")
-            continue
-        seen[image] = line
-        names.setdefault(file_name, labels)
-        targets, wrong = _row_targets(layout, values, settings, source["shifted"])
-        problems += [f"{place}: image {image}: {what}" for what in wrong]
-        if targets is None or targets[1] not in source["grades"]:
-            continue
-        path = folder / file_name
-        if not path.is_file():
-            problems.append(f"{place}: image {image}: {path} does not exist")
-            continue
-        rows.append(Row(path, file_name, *targets, place, where.removeprefix("images."),
-                        source["folder"]))
+        else:
+            seen[image] = line
+            kept, wrong = _row(values, place, source, settings, folder, folders)
+            problems += wrong
+            if kept:
+                rows.append(Row(folder / kept[0], *kept, labels, line,
+                                where.removeprefix("images."), source["folder"]))
     return rows, problems
 
 
-def _unnamed_files(task: Path, settings: dict, named: dict) -> list[str]:
+def _unnamed_files(task: Path, settings: dict, folders: Folders) -> list[str]:
     """A line for each image file in a source's folder that no row of the label files
     pointing at that folder names."""
-    problems, done = [], set()
+    sources: dict[Path, list[dict]] = {}
     for source in settings["train"] + settings["test"]:
-        folder = task / source["folder"]
-        key = folder.resolve()
-        if key in done or key not in named:
+        sources.setdefault((task / source["folder"]).resolve(), []).append(source)
+    problems = []
+    for key, group in sources.items():
+        if key not in folders.files:
             continue
-        done.add(key)
-        extensions = {ext for other in settings["train"] + settings["test"]
-                      if (task / other["folder"]).resolve() == key
-                      for ext in LAYOUTS[other["layout"]].extensions}
-        label_files = " or ".join(sorted({str(task / other["labels"])
-                                          for other in settings["train"] + settings["test"]
-                                          if (task / other["folder"]).resolve() == key}))
-        with os.scandir(folder) as entries:
-            stray = sorted(entry.name for entry in entries if entry.is_file()
-                           and Path(entry.name).suffix.lower() in extensions
-                           and entry.name not in named[key])
+        extensions = {ext for source in group for ext in LAYOUTS[source["layout"]].extensions}
+        label_files = " or ".join(sorted({str(task / source["labels"]) for source in group}))
+        stray = sorted(name for name in folders.files[key] - folders.named[key]
+                       if Path(name).suffix.lower() in extensions)
+        folder = task / group[0]["folder"]
         problems += [f"{folder / name}: no row of {label_files} names it" for name in stray]
     return problems
 
@@ -345,15 +388,16 @@ def list_sources(task: Path, settings: dict) -> Listing:
     """Every row to convert, train in the label files' order and test pooled then shuffled
     with ``default_rng(seed).permutation``; raises ConvertError with every problem of the
     label files and folders (no image is opened here)."""
-    named: dict = {}
+    folders = Folders()
     found, problems = {}, []
     for split in ("train", "test"):
         found[split] = []
         for index, source in enumerate(settings[split]):
-            rows, wrong = _source_rows(task, source, f"images.{split}[{index}]", settings, named)
+            rows, wrong = _source_rows(task, source, f"images.{split}[{index}]", settings,
+                                       folders)
             found[split] += rows
             problems += wrong
-    problems += _unnamed_files(task, settings, named)
+    problems += _unnamed_files(task, settings, folders)
     if not problems:
         problems += _balance_problems(found["train"], found["test"])
     if problems:
@@ -534,11 +578,12 @@ def _decode_into(tmp: Path, settings: dict, listing: Listing, workers: int, log)
 def _duplicate_problems(listing: Listing, decoded: dict) -> list[str]:
     trained = {}
     for row, result in zip(listing.train, decoded["train"]):
-        trained.setdefault(result.sha256, row)
+        if not result.why:
+            trained.setdefault(result.sha256, row)
     return [f"{row.path} ({row.where}): the same bytes as the training image "
             f"{trained[result.sha256].path} ({trained[result.sha256].where})"
             for row, result in zip(listing.test, decoded["test"])
-            if result.sha256 and result.sha256 in trained]
+            if not result.why and result.sha256 in trained]
 
 
 def _compact(path: Path, array: np.memmap, keep: np.ndarray) -> np.memmap:
@@ -581,23 +626,33 @@ def _per_source(kept: list[tuple[Row, Decoded]]) -> dict[str, int]:
         item[0].startswith("test"), int(item[0].split("[")[1].rstrip("]")))))
 
 
-def _finish(tmp: Path, settings: dict, listing: Listing, decoded: dict) -> dict:
-    """Checks the decoded images (every failure, every train/test duplicate), drops the
-    skipped ones, writes the tables and the record in ``tmp``; returns the record."""
-    failures = [(row, result) for split in ("train", "test")
-                for row, result in zip(getattr(listing, split), decoded[split]) if result.why]
+def _split(listing: Listing, decoded: dict, split: str, failed: bool):
+    return [(row, result) for row, result in zip(getattr(listing, split), decoded[split])
+            if bool(result.why) == failed]
+
+
+def _check(settings: dict, listing: Listing, decoded: dict) -> None:
+    """Raises ConvertError with every problem of the decoded images: each failure unless
+    skipped, each test image with a training image's bytes, and, once failures are left
+    out, a split without both labels."""
+    failures = _split(listing, decoded, "train", True) + _split(listing, decoded, "test", True)
     problems = _duplicate_problems(listing, decoded)
     if settings["unreadable"] == "stop":
-        problems = [f"{row.path} ({row.where}): {result.why}" for row, result in failures] \
-            + problems
-    kept = {split: [(row, result) for row, result in zip(getattr(listing, split),
-                                                         decoded[split]) if not result.why]
-            for split in ("train", "test")}
-    if not problems and failures:
-        problems = _balance_problems([row for row, _ in kept["train"]],
-                                     [row for row, _ in kept["test"]])
+        problems = [f"{row.path} ({row.where}): {result.why}"
+                    for row, result in failures] + problems
+    elif not problems and failures:
+        problems = _balance_problems(
+            [row for row, _ in _split(listing, decoded, "train", False)],
+            [row for row, _ in _split(listing, decoded, "test", False)])
     if problems:
         raise ConvertError(problems)
+
+
+def _finish(tmp: Path, settings: dict, listing: Listing, decoded: dict) -> dict:
+    """Checks the decoded images, drops the skipped ones from the arrays, writes the tables
+    and the record in ``tmp``; returns the record."""
+    _check(settings, listing, decoded)
+    kept = {split: _split(listing, decoded, split, False) for split in ("train", "test")}
     arrays = {}
     for split, name in (("train", TRAIN_IMAGES), ("test", TEST_IMAGES)):
         arrays[name] = decoded["arrays"][split]
@@ -609,9 +664,9 @@ def _finish(tmp: Path, settings: dict, listing: Listing, decoded: dict) -> dict:
         "format": FORMAT, "settings": settings, "train": len(kept["train"]),
         "test": len(kept["test"]), "shifted": sum(row.shifted for row, _ in kept["test"]),
         "sources": _per_source(kept["train"] + kept["test"]),
-        "skipped": [{"file": str(row.path), "labels": row.where.rsplit(", line ", 1)[0],
-                     "row": int(row.where.rsplit(" ", 1)[1]), "why": result.why}
-                    for row, result in failures],
+        "skipped": [{"file": str(row.path), "labels": str(row.labels), "row": row.line,
+                     "why": result.why} for split in ("train", "test")
+                    for row, result in _split(listing, decoded, split, True)],
         "arrays": {name: {"shape": list(array.shape), "bytes": (tmp / name).stat().st_size}
                    for name, array in arrays.items()}}
     (tmp / CONVERTED).write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
