@@ -486,32 +486,46 @@ def _decode_chunk(paths: list[str], decoding: Decoding) -> list[Decoded]:
     return [decode_file(path, decoding) for path in paths]
 
 
+def decoding_pool(workers: int) -> ProcessPoolExecutor:
+    """A pool of ``workers`` processes started by a fork server: forking a process that
+    runs threads (a test runner, a build) may deadlock."""
+    return ProcessPoolExecutor(max_workers=workers,
+                               mp_context=multiprocessing.get_context("forkserver"))
+
+
 def decode_all(paths: list[str], decoding: Decoding, workers: int,
-               take: Callable[[int, Decoded], None]) -> None:
+               take: Callable[[int, Decoded], None],
+               pool: ProcessPoolExecutor | None = None) -> None:
     """Calls ``take(index, decoded)`` exactly once for each path, in completion order, with
-    at most workers x CHUNK x IN_FLIGHT decoded images alive at once. Raises
-    BrokenProcessPool when a worker dies (killed for memory, say)."""
+    at most workers x CHUNK x IN_FLIGHT decoded images alive at once; in this process for
+    one worker, else in ``pool`` (one of its own when not given). Raises BrokenProcessPool
+    when a worker dies (killed for memory, say)."""
     if workers <= 1:
         for index, path in enumerate(paths):
             take(index, decode_file(path, decoding))
-        return
+    elif pool is None:
+        with decoding_pool(workers) as pool:
+            decode_all(paths, decoding, workers, take, pool)
+    else:
+        _decode_in(pool, paths, decoding, workers, take)
+
+
+def _decode_in(pool: ProcessPoolExecutor, paths: list[str], decoding: Decoding, workers: int,
+               take: Callable[[int, Decoded], None]) -> None:
     starts = iter(range(0, len(paths), CHUNK))
-    # forkserver: forking a process that runs threads (a test runner, a build) may deadlock
-    context = multiprocessing.get_context("forkserver")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        pending = {}
-        while True:
-            for start in starts:
-                pending[pool.submit(_decode_chunk, paths[start:start + CHUNK], decoding)] = start
-                if len(pending) >= workers * IN_FLIGHT:
-                    break
-            if not pending:
-                return
-            done, _ = wait(pending, return_when=FIRST_COMPLETED)
-            for future in done:
-                start = pending.pop(future)
-                for offset, decoded in enumerate(future.result()):
-                    take(start + offset, decoded)
+    pending = {}
+    while True:
+        for start in starts:
+            pending[pool.submit(_decode_chunk, paths[start:start + CHUNK], decoding)] = start
+            if len(pending) >= workers * IN_FLIGHT:
+                break
+        if not pending:
+            return
+        done, _ = wait(pending, return_when=FIRST_COMPLETED)
+        for future in done:
+            start = pending.pop(future)
+            for offset, decoded in enumerate(future.result()):
+                take(start + offset, decoded)
 
 
 # --- writing -------------------------------------------------------------------------------
