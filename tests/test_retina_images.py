@@ -153,13 +153,20 @@ def test_the_border_crop_gives_the_same_disc_with_or_without_a_wide_border(tmp_p
     framed.paste(plain, (35, 15))
     save(plain, task / "pictures" / "plain.png")
     save(framed, task / "pictures" / "framed.png")
-    decoding = images.Decoding(32, 3, True, 10)
-    with_plain = images.decode_file(str(task / "pictures" / "plain.png"), decoding).pixels
-    with_frame = images.decode_file(str(task / "pictures" / "framed.png"), decoding).pixels
-    disc = [int((pixels.max(axis=2) > 10).sum()) for pixels in (with_plain, with_frame)]
+    for name in ("a", "b", "c"):
+        save(fundus(rng), task / "pictures" / f"{name}.png")
+    write_csv(task / "train.src.csv", [["image", "label", "grade"], ["plain.png", 0, 0],
+                                       ["framed.png", 1, 2]])
+    write_csv(task / "test.src.csv", [["image", "label", "grade", "shifted"], ["a.png", 0, 1, 0],
+                                      ["b.png", 1, 2, 0], ["c.png", 1, 4, 1]])
+    declare(task, size=32, train=[{"layout": "csv", "labels": "train.src.csv",
+                                   "folder": "pictures"}],
+            test=[{"layout": "csv", "labels": "test.src.csv", "folder": "pictures"}])
+    quiet_convert(task)
+    disc = [int((pixels.max(axis=2) > 10).sum()) for pixels in np.load(task / "train_images.npy")]
     assert abs(disc[0] - disc[1]) <= 0.02 * disc[0] and disc[0] > 0.6 * 32 * 32
     uncropped = images.decode_file(str(task / "pictures" / "framed.png"),
-                                   decoding._replace(crop_border=False)).pixels
+                                   images.Decoding(32, 3, False, 10)).pixels
     assert (uncropped.max(axis=2) > 10).sum() < disc[1] / 3
 
 

@@ -58,7 +58,7 @@ REDUCING_GAP = 3.0
 # in memory at once stay below workers x CHUNK x IN_FLIGHT, whatever the number of images.
 CHUNK = 8
 IN_FLIGHT = 4
-COPY_BLOCK = 256
+COPY_BLOCK = 64
 
 
 def _rerun(folder: Path) -> str:
@@ -721,7 +721,10 @@ def convert(task: Path, workers: int | None = None, log=sys.stderr) -> dict:
     problems = _room_problems(task, settings, listing)
     if problems:
         raise ConvertError(problems)
-    tmp = Path(tempfile.mkdtemp(prefix=".convert-tmp-", dir=task))
+    try:
+        tmp = Path(tempfile.mkdtemp(prefix=".convert-tmp-", dir=task))
+    except OSError as error:
+        raise ConvertError([f"{task}: cannot write there ({error})"]) from None
     try:
         decoded = _decode_into(tmp, settings, listing, workers or os.cpu_count() or 1, log)
         record = _finish(tmp, settings, listing, decoded)
@@ -730,6 +733,8 @@ def convert(task: Path, workers: int | None = None, log=sys.stderr) -> dict:
     except BrokenProcessPool as error:
         raise ConvertError([f"{task}: a decoding worker died ({error}); try fewer --workers"]) \
             from None
+    except OSError as error:  # the worker's reading errors come back as results, not here
+        raise ConvertError([f"{task}: cannot write the converted files ({error})"]) from None
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return record
