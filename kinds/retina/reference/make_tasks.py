@@ -2,6 +2,7 @@
 
     python -m reference_data --kind retina generate [--out DIR]
     python -m reference_data --kind retina verify
+    python -m reference_data --kind retina convert <task folder> [--workers N]   (image tasks)
 
 Data: scikit-learn's diabetes study (Efron et al. 2004): 442 real patients, ten baseline
 measurements each (age, sex, body mass index, blood pressure, six blood serum values), and a
@@ -120,6 +121,12 @@ def verify(root: Path = EMBEDDED) -> list[str]:
                 or not filecmp.cmp(path, root / name / path.name, shallow=False)]
 
 
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least 1")
+    return int(text)
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m reference_data --kind retina",
                                      description="The embedded Retina tasks, from scikit-learn's "
@@ -128,7 +135,15 @@ def main(argv: list[str]) -> int:
     made = commands.add_parser("generate", help="write the embedded tasks")
     made.add_argument("--out", type=Path, default=EMBEDDED)
     commands.add_parser("verify", help="check the committed tasks equal a fresh generation")
+    converting = commands.add_parser(
+        "convert", help="decode an image task's sources (its images section) into arrays")
+    converting.add_argument("folder", type=Path, help="the task folder, holding <task>_task.json")
+    converting.add_argument("--workers", type=_positive, default=None,
+                            help="decoding processes (default: one per CPU)")
     args = parser.parse_args(argv)
+    if args.command == "convert":
+        from .images import run_convert
+        return run_convert(args.folder, args.workers)
     if args.command == "generate":
         for name in generate(args.out):
             print(f"wrote {args.out / name}")
