@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -125,3 +126,21 @@ def write_sources(root: Path) -> list[Path]:
         (folder / f"{task}_task.json").write_text(json.dumps(declaration(task), indent=1) + "\n")
         folders.append(folder)
     return folders
+
+
+def generate(root: Path) -> list[str]:
+    """The converted tasks in ``root`` (their sources made and converted in a temporary
+    folder, then left out: the arrays stand for them)."""
+    import shutil
+    import tempfile
+    from .images import convert
+    with tempfile.TemporaryDirectory(prefix="retina-digits-") as scratch:
+        for folder in write_sources(Path(scratch)):
+            with open(os.devnull, "w") as quiet:
+                convert(folder, workers=1, log=quiet)
+            destination = root / folder.name
+            destination.mkdir(parents=True, exist_ok=True)
+            for path in sorted(folder.iterdir()):
+                if path.is_file():
+                    shutil.copyfile(path, destination / path.name)
+    return list(TASKS)

@@ -108,7 +108,11 @@ def write_shift(shift: str, root: Path) -> list[str]:
 
 
 def generate(root: Path) -> list[str]:
-    return [name for shift in SIZES for name in write_shift(shift, root)]
+    """Every embedded task: the diabetes study's tables, then the digit images (converted as
+    an organizer's images are: digit_images.py)."""
+    from . import digit_images
+    return [name for shift in SIZES for name in write_shift(shift, root)] \
+        + digit_images.generate(root)
 
 
 def verify(root: Path = EMBEDDED) -> list[str]:
@@ -130,7 +134,8 @@ def _positive(text: str) -> int:
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m reference_data --kind retina",
                                      description="The embedded Retina tasks, from scikit-learn's "
-                                                 "diabetes study.")
+                                                 "diabetes study and digit scans; convert an "
+                                                 "image task's sources.")
     commands = parser.add_subparsers(dest="command", required=True)
     made = commands.add_parser("generate", help="write the embedded tasks")
     made.add_argument("--out", type=Path, default=EMBEDDED)
