@@ -22,9 +22,10 @@ def declaration(size: int, channels: int) -> dict:
 
 
 def write_image_task(root: Path, name: str, n_train: int, n_test: int, size: int,
-                     channels: int = 3, seed: int = 0) -> Path:
-    """``root/name``: random uint8 images (written in chunks, never whole in memory), labels
-    that alternate, grades 0-4, a shuffled test set with a third of it shifted."""
+                     channels: int = 3, seed: int = 0, shifted_fraction: float = 1 / 3) -> Path:
+    """``root/name``: random uint8 images (written in chunks, never whole in memory), random
+    grades 0-4 (referable from 2), a test set in random order with ``shifted_fraction`` of it
+    shifted."""
     rng = np.random.default_rng(seed)
     folder = root / name
     folder.mkdir(parents=True)
@@ -48,7 +49,7 @@ def write_image_task(root: Path, name: str, n_train: int, n_test: int, size: int
         writer.writerow(["image", "label", "grade"])
         writer.writerows((f"image_{i}.png", int(g >= 2), int(g)) for i, g in enumerate(grades))
     test_grades = rng.integers(0, 5, n_test)
-    shifted = rng.random(n_test) < 1 / 3
+    shifted = rng.random(n_test) < shifted_fraction
     with open(folder / "test_reference.csv", "w", newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(["label", "grade", "shifted"])
