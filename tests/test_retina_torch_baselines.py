@@ -145,7 +145,10 @@ def test_each_baseline_learns_and_saves_its_first_prediction(baselines, problem,
 @pytest.mark.parametrize("name", NAMES)
 def test_a_fixed_seed_gives_the_same_predictions_on_the_cpu(baselines, problem, name,
                                                             monkeypatch):
+    import torch
     monkeypatch.setattr(sys.modules["torch_resnet"], "EPOCHS", 3)
+    # cuDNN's kernel choice may vary between runs: the promise holds on the CPU only
+    monkeypatch.setattr(sys.modules["torch_resnet"], "device", lambda: torch.device("cpu"))
     first, second = run(baselines[name], problem), run(baselines[name], problem)
     np.testing.assert_array_equal(first[1], second[1])
     np.testing.assert_array_equal(first[2], second[2])
