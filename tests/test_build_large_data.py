@@ -1,7 +1,8 @@
 """Data larger than memory: zips written and read member by member in chunks, incompressible
 members stored, and a leakage check that streams public files and loads only the arrays
-that could equal a hidden one."""
+that could equal a hidden one. The build's peak memory does not grow with its data."""
 import hashlib
+import importlib.util
 import io
 import zipfile
 from pathlib import Path
@@ -17,6 +18,14 @@ REPO = Path(__file__).resolve().parents[1]
 MIB = 2**20
 
 
+def _benchmark():
+    spec = importlib.util.spec_from_file_location(
+        "build_large_data", REPO / "benchmarks" / "build_large_data.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def _npy(array) -> bytes:
     buffer = io.BytesIO()
     np.save(buffer, array)
@@ -27,6 +36,24 @@ def _npz(**arrays) -> bytes:
     buffer = io.BytesIO()
     np.savez(buffer, **arrays)
     return buffer.getvalue()
+
+
+def test_the_builds_peak_memory_does_not_grow_with_its_input_data(tmp_path):
+    benchmark = _benchmark()
+    spec = benchmark.write_spec(tmp_path)
+    peaks = {}
+    for size in (64 * MIB, 512 * MIB):
+        images = benchmark.write_images(tmp_path / "images.npy", size)
+        out = tmp_path / f"out{size}"
+        _, peaks[size] = benchmark.measure(spec, out, images)
+        (dataset,) = out.glob("*input_data.zip")
+        with zipfile.ZipFile(dataset) as archive:
+            info = archive.getinfo(benchmark.IMAGES)
+        assert info.file_size >= size and info.compress_type == zipfile.ZIP_STORED
+        assert sorted(p.name for p in out.iterdir() if p.name.startswith(".")) == []
+        images.unlink()
+    grown = peaks[512 * MIB] - peaks[64 * MIB]
+    assert grown < (512 - 64) * MIB / 4, {size // MIB: peak // MIB for size, peak in peaks.items()}
 
 
 def _old_way(destination: Path, members: dict[str, bytes]) -> bytes:
