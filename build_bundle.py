@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import hashlib
 import os
 import shutil
 import sys
@@ -38,6 +37,7 @@ from bundle.platforms import DEFAULT_PLATFORM, PLATFORMS, Platform, platform, pl
 from bundle.platforms import codabench_importer
 from bundle.record_key import secret_path
 from bundle.spec import DEFAULT_SPEC, SpecError, load_spec
+from bundle.zips import content_sha256
 
 REPO = Path(__file__).resolve().parent
 IMAGE_PYTHON = REPO / ".venv-image" / "bin" / "python"
@@ -153,7 +153,7 @@ def _local_datasets(zip_path: Path) -> tuple[dict[str, Path], list[str]]:
         if not local.is_file():
             problems.append(f"dataset {key}: its local copy {local} is missing (the dry run "
                             "runs the data from the copy written next to the bundle)")
-        elif hashlib.sha256(local.read_bytes()).hexdigest() != sha256:
+        elif content_sha256(local) != sha256:
             problems.append(f"dataset {key}: {local} is not the zip the bundle was built with "
                             f"(sha256 {sha256[:16]}...): rebuild")
         else:
@@ -177,7 +177,7 @@ def _check(zip_path: Path, margin: float, submission: Path | None = None,
         print(f"  data uploaded apart, read from the local copies: "
               f"{', '.join(path.name for path in datasets.values())}")
     failures = check_bundle(zip_path, site.name, scoring_margin_seconds=margin,
-                            datasets={key: path.read_bytes() for key, path in datasets.items()})
+                            datasets=datasets)
     for failure in failures:
         print(f"  rule {failure.rule}: {failure.message} (fix: {failure.fix})", file=sys.stderr)
     try:
@@ -255,6 +255,17 @@ def _moved(folder: Path | None, out: Path) -> Path | None:
     return final
 
 
+def _place(built: Path, target: Path) -> None:
+    """A data zip from the staging folder into --out: a hard link where the file system
+    allows (a copy of many GB costs minutes and the space twice), a copy elsewhere. The
+    staging copy stays, next to a bundle that waits for its keys."""
+    target.unlink(missing_ok=True)
+    try:
+        os.link(built, target)
+    except OSError:
+        shutil.copyfile(built, target)
+
+
 def _build(args, spec, staging: Path) -> tuple[int, list, list]:
     """Build every target into ``staging``; move the zips into --out only when all of them
     were built, so a failed run leaves nothing new there. A bundle whose data uploaded apart
@@ -273,7 +284,7 @@ def _build(args, spec, staging: Path) -> tuple[int, list, list]:
     ready, pending = [], []
     for bundle in built:
         for dataset in bundle.datasets:
-            shutil.copyfile(staging / dataset.file, args.out / dataset.file)
+            _place(staging / dataset.file, args.out / dataset.file)
         if bundle.waiting_for_keys:
             pending.append(bundle)
             continue
@@ -282,7 +293,7 @@ def _build(args, spec, staging: Path) -> tuple[int, list, list]:
         ready.append(dataclasses.replace(bundle, path=final,
                                          worker_folder=_moved(bundle.worker_folder, args.out)))
     for bundle in ready + pending:
-        digest = hashlib.sha256(bundle.path.read_bytes()).hexdigest()
+        digest = content_sha256(bundle.path)
         print(f"{'wrote' if bundle in ready else 'built (waiting for dataset keys)'} "
               f"{os.path.relpath(bundle.path) if bundle in ready else bundle.path.name}  "
               f"sha256 {digest}")

@@ -11,16 +11,17 @@ Every failure is a BuildError (a task's files that cannot be read or staged incl
 the organizer's file); a zip whose writing or checks fail is removed. The command line builds
 into a temporary folder and moves the zips into ``--out`` only when all of them were built,
 so a failed run leaves nothing new there.
+
+Data may be far larger than memory: every nested zip is a file in a work folder inside the
+output folder, written and read back member by member (zips.py, leakage.py), and the data zips
+uploaded apart are moved from there next to the bundle.
 """
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import io
 import json
 import shutil
 import tempfile
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -40,7 +41,8 @@ from .render import guide_contexts, page_contexts, render_pages
 from .spec import CompetitionSpec
 from .starting_kit import references_in_kit, stage_starting_kit
 from .worker_data import WorkerPart, folder_name, worker_files, worker_part, write_worker_folder
-from .zips import folder_members, write_zip
+from .zips import (Content, content_sha256, content_size, folder_members, read_members,
+                   write_zip, zip_members)
 
 LARGE_MEMBER_BYTES = 100 * 2**20       # G24: bundles are unpacked in memory by the site
 PHASE_FILES = ("scoring_program", "reference_data", "public_data", "starting_kit",
@@ -112,10 +114,10 @@ def _worker_parts(work: Path, plan: PhasePlan, spec: CompetitionSpec, bundle: st
 def _zip_members(work: Path, plan: PhasePlan, spec: CompetitionSpec,
                  say: Callable[[str], None], platform: str,
                  guide: tuple[dict, dict | None],
-                 kept: dict[str, WorkerPart] | None = None) -> dict[str, bytes]:
-    """The nested zips of a phase (those it has), as bytes; ``guide``: its kit guide's context
-    and the baseline table the pages show; ``kept``: its data kept on the worker instead of
-    in zips."""
+                 kept: dict[str, WorkerPart] | None = None) -> dict[str, Path]:
+    """The nested zips of a phase (those it has), written in ``work``; ``guide``: its kit
+    guide's context and the baseline table the pages show; ``kept``: its data kept on the
+    worker instead of in zips."""
     kept = kept or {}
     references, inputs = (kept[data].config_entry() if data in kept else None
                           for data in ("reference_data", "input_data"))
@@ -141,20 +143,18 @@ def _zip_members(work: Path, plan: PhasePlan, spec: CompetitionSpec,
             folder = steps[name](work / name)
         except (ValueError, KeyError, OSError) as error:   # FormatError is a ValueError
             raise BuildError(f"staging {name} of phase {plan.name} failed: {error}") from error
-        zips[f"{name}.zip"] = write_zip(work / f"{name}.zip", folder_members(folder)).read_bytes()
+        zips[f"{name}.zip"] = write_zip(work / f"{name}.zip", folder_members(folder))
+        if folder == work / name:
+            shutil.rmtree(folder)             # zipped: large data is on disk once, not twice
     return zips
 
 
-def _members_of(zip_bytes: bytes) -> dict[str, bytes]:
-    with zipfile.ZipFile(io.BytesIO(zip_bytes)) as archive:
-        return {name: archive.read(name) for name in archive.namelist()}
-
-
-def _size_warnings(members: dict[str, bytes]) -> list[str]:
+def _size_warnings(members: dict[str, Content]) -> list[str]:
     """Large members of a bundle under the refusal size (datasets.SAFE_BUNDLE_BYTES)."""
-    return [f"{name} is {len(data) / 2**20:.0f} MiB: the site unpacks bundles in memory "
+    return [f"{name} is {size / 2**20:.0f} MiB: the site unpacks bundles in memory "
             "(G24); upload large data apart (spec key upload_separately)"
-            for name, data in members.items() if len(data) > LARGE_MEMBER_BYTES]
+            for name, content in members.items()
+            if (size := content_size(content)) > LARGE_MEMBER_BYTES]
 
 
 def _shown(spec: CompetitionSpec, phase_key: str, track_key: str | None):
@@ -201,15 +201,15 @@ def _hidden_zips(plans: list[PhasePlan], files: list[dict]) -> list[str]:
 def _leaks(plans: list[PhasePlan], files: list[dict], members: dict) -> list[str]:
     """Every hidden reference of a code phase against every public zip of the competition."""
     hidden = {f"{zip_name}:{name}": data for zip_name in _hidden_zips(plans, files)
-              for name, data in _members_of(members[zip_name]).items()}
-    public = {part[key]: _members_of(members[part[key]]) for part in files
+              for name, data in read_members(members[zip_name]).items()}
+    public = {part[key]: zip_members(members[part[key]]) for part in files
               for key in ("input_data", "public_data", "starting_kit") if key in part}
     zeroed = kind(plans[0].kind).ZEROED_PUBLIC_ARRAYS
     return leakage_problems(hidden, public, zeroed) if hidden else []
 
 
 def _worker_leaks(plans: list[PhasePlan], files: list[dict], kept: list[dict[str, WorkerPart]],
-                  members: dict[str, bytes]) -> list[str]:
+                  members: dict[str, Content]) -> list[str]:
     """Every hidden reference (of a phase whose kit does not publish them; kept on the worker
     or in the bundle) against every file of the bundle, nested zips opened, and of the worker
     folder. The record key is no reference: on Codabench the ingestion program carries it
@@ -222,13 +222,13 @@ def _worker_leaks(plans: list[PhasePlan], files: list[dict], kept: list[dict[str
             where, opened = parts["reference_data"].folder, parts["reference_data"].opened()
         else:
             where = phase_files["reference_data"]
-            opened = _members_of(members[where])
+            opened = read_members(members[where])
         hidden |= {f"{where}/{name}": data for name, data in opened.items()
                    if name != RECORD_KEY_NAME}
     references = {phase_files.get("reference_data") for phase_files in files}
     everything = {"bundle": {name: data for name, data in members.items()
                              if not name.endswith(".zip")},
-                  **{name: _members_of(data) for name, data in members.items()
+                  **{name: zip_members(data) for name, data in members.items()
                      if name.endswith(".zip") and name not in references},
                   # sealed files too: the check that sealing hid them
                   "worker folder": worker_files([p for parts in kept for p in parts.values()])}
@@ -275,11 +275,40 @@ def build_competition(spec: CompetitionSpec, phase_keys: list[str], track_key: s
     problem = site.spec_problem(spec)
     if problem:
         raise BuildError(problem)
-    with tempfile.TemporaryDirectory(prefix="bundle-") as work:
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    # Work in the output folder, not /tmp: data zips leave it by a rename, and a /tmp held in
+    # memory (tmpfs) would hold the very data the build keeps out of memory.
+    with tempfile.TemporaryDirectory(prefix=".bundle-", dir=out_dir) as work:
         members, files, kept = _phase_members(Path(work), plans, spec, say, platform, guides,
                                               name)
-    parts = [part for phase_parts in kept for part in phase_parts.values()]
-    if parts:
+        parts = [part for phase_parts in kept for part in phase_parts.values()]
+        _leakage_check(plans, files, kept, members, say)
+        datasets = _separate(spec, name, files, members)
+        pages = render_pages(contexts, kind(plans[0].kind).TEMPLATES)
+        members.update(_documents(site, spec, shown, plans, columns, files, pages))
+        members["competition.yaml"] = (yaml_comments(datasets).encode("utf-8")
+                                       + members["competition.yaml"])
+        oversize = oversize_problem(members, _separable(files, members), spec.max_bundle_bytes)
+        if oversize:
+            raise BuildError(oversize)
+        path, datasets, worker_folder = _emit(out_dir, name, members, datasets, parts, spec,
+                                              platform, say)
+        listed = tuple((member, content_size(content), content_sha256(content))
+                       for member, content in sorted(members.items()))
+        warnings = _size_warnings(members) + _worker_warnings(parts)
+    tasks = tuple(dict.fromkeys(t.name for plan in plans for t in plan.tasks))
+    return BuiltBundle(path, tuple(phase_keys), track_key, tasks,
+                       {t.name: t.budget_seconds for plan in plans for t in plan.tasks
+                        if t.budget_seconds},
+                       listed, tuple(warnings + site.build_warnings(spec, shown)),
+                       tuple(datasets), worker_folder)
+
+
+def _leakage_check(plans: list[PhasePlan], files: list[dict],
+                   kept: list[dict[str, WorkerPart]], members: dict[str, Content],
+                   say: Callable[[str], None]) -> None:
+    if any(kept):
         say("  leakage check (every file of the bundle and of the worker folder) ...")
         leaks = _worker_leaks(plans, files, kept, members)
         if leaks:
@@ -291,26 +320,26 @@ def build_competition(spec: CompetitionSpec, phase_keys: list[str], track_key: s
         if leaks:
             raise BuildError("leakage check failed (hidden data in a public zip):\n  "
                              + "\n  ".join(leaks))
-    datasets = _separate(spec, name, files, members)
-    pages = render_pages(contexts, kind(plans[0].kind).TEMPLATES)
-    members.update(_documents(site, spec, shown, plans, columns, files, pages))
-    members["competition.yaml"] = (yaml_comments(datasets).encode("utf-8")
-                                   + members["competition.yaml"])
-    oversize = oversize_problem(members, _separable(files, members), spec.max_bundle_bytes)
-    if oversize:
-        raise BuildError(oversize)
-    path = Path(out_dir) / name
-    written = [path, *(Path(out_dir) / dataset.file for dataset in datasets)]
-    worker_folder = Path(out_dir) / folder_name(name) if parts else None
+
+
+def _emit(out_dir: Path, name: str, members: dict[str, Content], datasets: list[Dataset],
+          parts: list[WorkerPart], spec: CompetitionSpec, platform: str,
+          say: Callable[[str], None]) -> tuple[Path, list[Dataset], Path | None]:
+    """The bundle, its data zips and worker folder written in ``out_dir`` and checked; all of
+    them removed if anything fails. The data zips are moved there from the work folder."""
+    path = out_dir / name
+    placed = [dataclasses.replace(d, path=out_dir / d.file) for d in datasets]
+    written = [path, *(d.path for d in placed)]
+    worker_folder = out_dir / folder_name(name) if parts else None
     try:
         write_zip(path, members)
-        for dataset in datasets:
-            (Path(out_dir) / dataset.file).write_bytes(dataset.data)
+        for built, moved in zip(datasets, placed):
+            shutil.move(built.path, moved.path)
         if parts:
             write_worker_folder(out_dir, folder_name(name), parts, spec.codabench_queue)
         say("  checking the emitted bundle ...")
         failures = check_bundle(path, platform, scoring_margin_seconds=spec.scoring_margin_seconds,
-                                datasets={d.reference: d.data for d in datasets})
+                                datasets={d.reference: d.path for d in placed})
     except BaseException:
         _remove(written, worker_folder)       # never a partial zip
         raise
@@ -318,16 +347,7 @@ def build_competition(spec: CompetitionSpec, phase_keys: list[str], track_key: s
         _remove(written, worker_folder)
         raise BuildError("the emitted bundle breaks platform rules:\n  " + "\n  ".join(
             f"[{f.rule}] {f.message} (fix: {f.fix})" for f in failures))
-    tasks = tuple(dict.fromkeys(t.name for plan in plans for t in plan.tasks))
-    return BuiltBundle(path, tuple(phase_keys), track_key, tasks,
-                       {t.name: t.budget_seconds for plan in plans for t in plan.tasks
-                        if t.budget_seconds},
-                       tuple((member, len(data), hashlib.sha256(data).hexdigest())
-                             for member, data in sorted(members.items())),
-                       tuple(_size_warnings(members) + _worker_warnings(parts)
-                             + site.build_warnings(spec, shown)),
-                       tuple(dataclasses.replace(d, data=b"") for d in datasets),
-                       worker_folder)
+    return path, placed, worker_folder
 
 
 # Checking a worker's copy reads every byte of it (sha256), before the first task runs and
@@ -341,7 +361,7 @@ def _worker_warnings(parts: list[WorkerPart]) -> list[str]:
             "or more, on the worker's disk), outside the tasks' budgets: leave room for it in "
             "execution_time_limit"
             for part in parts
-            if (size := sum(map(len, part.files.values()))) > WORKER_CHECK_WARNING_BYTES]
+            if (size := part.size) > WORKER_CHECK_WARNING_BYTES]
 
 
 def _remove(written: list[Path], worker_folder: Path | None) -> None:
@@ -356,14 +376,14 @@ def _documents(site: Platform, spec, phases, plans, columns, files, pages) -> di
     return site.documents(spec, phases, plans, columns, files, pages)
 
 
-def _separable(files: list[dict], members: dict[str, bytes]) -> dict[str, str]:
+def _separable(files: list[dict], members: dict[str, Content]) -> dict[str, str]:
     """The data zips still in the bundle that could be uploaded apart: member -> its kind."""
     return {part[kind]: kind for part in files
             for kind in SEPARABLE if part.get(kind) in members}
 
 
 def _separate(spec: CompetitionSpec, name: str, files: list[dict],
-              members: dict[str, bytes]) -> list[Dataset]:
+              members: dict[str, Content]) -> list[Dataset]:
     try:
         return separate(files, members, name.removesuffix(".zip"), spec.upload_separately,
                         spec.dataset_keys)

@@ -10,12 +10,13 @@ every build), written next to the bundle, and the dry run reads those local copi
 """
 from __future__ import annotations
 
-import hashlib
 import re
 import uuid
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from . import platforms
+from .zips import Content, content_sha256, content_size
 
 SEPARABLE = ("input_data", "reference_data", "public_data", "starting_kit")
 # Larger bundles are refused: CodaLab reads the whole bundle into memory at unpack (G24), and
@@ -40,7 +41,8 @@ class Dataset:
     sha256: str
     size: int
     key: str | None        # the site's key from the spec; None until it is uploaded
-    data: bytes = field(default=b"", repr=False, compare=False)
+    # The zip on disk (data may be larger than memory): as built, then next to the bundle
+    path: Path | None = field(default=None, repr=False, compare=False)
 
     @property
     def file(self) -> str:
@@ -61,7 +63,7 @@ class DatasetKeyError(ValueError):
     pass
 
 
-def separate(files: list[dict], members: dict[str, bytes], stem: str, kinds: tuple[str, ...],
+def separate(files: list[dict], members: dict[str, Content], stem: str, kinds: tuple[str, ...],
              keys: dict[str, dict]) -> list[Dataset]:
     """Take the zips of ``kinds`` out of ``members`` and name them in ``files`` by key (or the
     stand-in): the bundle's own member map and file map, changed in place. A key whose sha256
@@ -75,9 +77,10 @@ def separate(files: list[dict], members: dict[str, bytes], stem: str, kinds: tup
             if member not in datasets:
                 name = f"{stem}.{member.removesuffix('.zip')}"
                 entry = keys.get(name)
-                data = members.pop(member)
-                datasets[member] = Dataset(name, member, kind, hashlib.sha256(data).hexdigest(),
-                                           len(data), entry["key"] if entry else None, data)
+                built = members.pop(member)
+                datasets[member] = Dataset(name, member, kind, content_sha256(built),
+                                           content_size(built), entry["key"] if entry else None,
+                                           built)
                 if entry and entry["sha256"] != datasets[member].sha256:
                     raise DatasetKeyError(
                         f"dataset_keys.{name}: the key was entered for a zip of sha256 "
@@ -104,18 +107,19 @@ def local_copies(yaml_text: str) -> dict[str, tuple[str, str]]:
     return {key: (file, sha) for key, file, sha in COMMENT_PATTERN.findall(yaml_text)}
 
 
-def oversize_problem(members: dict[str, bytes], separable: dict[str, str],
+def oversize_problem(members: dict[str, Content], separable: dict[str, str],
                      limit: int = SAFE_BUNDLE_BYTES) -> str | None:
     """Why the bundle is too large to upload, naming the zips that could go apart
     (``separable``: member -> its file kind)."""
-    total = sum(len(data) for data in members.values())
+    sizes = {name: content_size(content) for name, content in members.items()}
+    total = sum(sizes.values())
     if total <= limit:
         return None
-    largest = sorted(separable, key=lambda member: -len(members[member]))[:4]
+    largest = sorted(separable, key=lambda member: -sizes[member])[:4]
     kinds = sorted({separable[member] for member in largest})
     return (f"the bundle would hold {total / 2**20:.0f} MiB, more than the {limit / 2**20:.0f} "
             "MiB a site can safely unpack (CodaLab reads it whole into memory, G24; Codabench "
             "stalls on large bundles); its largest data: "
-            + ", ".join(f"{m} {len(members[m]) / 2**20:.0f} MiB" for m in largest)
+            + ", ".join(f"{m} {sizes[m] / 2**20:.0f} MiB" for m in largest)
             + f". Upload those apart: add upload_separately: [{', '.join(kinds)}] to the spec; "
             "the build then writes them as zips of their own with the upload steps")

@@ -26,6 +26,7 @@ from pathlib import Path
 from runtime.formats.sealed_files import SEALED_SUFFIX, seal, unseal
 
 from .record_key import build_secret
+from .zips import Content, content_sha256, content_size
 
 KEPT = ("reference_data", "input_data")      # what a spec may keep on the worker
 FOLDER_SUFFIX = ".worker_data"
@@ -50,17 +51,28 @@ def sealing_key(plan, folder: str) -> bytes:
 class WorkerPart:
     """One phase's data of one kind as the worker holds it."""
     folder: str                                  # <stem>.worker_data/<phase>/<data>
-    files: dict[str, bytes] = field(repr=False)  # path inside the folder -> bytes as stored
+    # path inside the folder -> its content as stored: sealed references in memory (they are
+    # small), input data as the staged file (it may be larger than memory)
+    files: dict[str, Content] = field(repr=False)
     key: bytes | None = field(default=None, repr=False)    # the sealing key (references)
+    sums: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
+
+    def __post_init__(self):
+        # each file's sha256 is named three times (program, SHA256SUMS, leakage check): one read
+        if not self.sums:
+            self.sums.update({name: content_sha256(content)
+                              for name, content in sorted(self.files.items())})
+
+    @property
+    def size(self) -> int:
+        return sum(map(content_size, self.files.values()))
 
     def config_entry(self) -> dict:
         """What the program that reads it is told (runtime/worker_data.py)."""
-        entry = {"folder": self.folder,
-                 "files": {name: hashlib.sha256(data).hexdigest()
-                           for name, data in sorted(self.files.items())}}
+        entry = {"folder": self.folder, "files": dict(sorted(self.sums.items()))}
         return entry | ({"key": self.key.hex()} if self.key else {})
 
-    def opened(self) -> dict[str, bytes]:
+    def opened(self) -> dict[str, Content]:
         """Its files as the program reads them (sealed ones opened)."""
         if self.key is None:
             return dict(self.files)
@@ -69,8 +81,8 @@ class WorkerPart:
                 for name, data in self.files.items()}
 
 
-def _files(folder: Path) -> dict[str, bytes]:
-    return {path.relative_to(folder).as_posix(): path.read_bytes()
+def _files(folder: Path) -> dict[str, Path]:
+    return {path.relative_to(folder).as_posix(): path
             for path in sorted(p for p in Path(folder).rglob("*") if p.is_file())}
 
 
@@ -80,16 +92,19 @@ def worker_part(staged: Path, plan, bundle_name: str, data: str) -> WorkerPart:
     if data != "reference_data":
         return WorkerPart(folder, _files(staged))
     key = sealing_key(plan, folder)
-    return WorkerPart(folder, {name + SEALED_SUFFIX: seal(key, name, content)
-                               for name, content in _files(staged).items()}, key)
+    return WorkerPart(folder, {name + SEALED_SUFFIX: seal(key, name, path.read_bytes())
+                               for name, path in _files(staged).items()}, key)
 
 
-def worker_files(parts: list[WorkerPart]) -> dict[str, bytes]:
+def worker_files(parts: list[WorkerPart]) -> dict[str, Content]:
     """Every file of the worker folder, by its path inside it, SHA256SUMS included."""
-    files = {f"{part.folder.split('/', 1)[1]}/{name}": data
-             for part in parts for name, data in part.files.items()}
-    sums = "".join(f"{hashlib.sha256(data).hexdigest()}  {name}\n"
-                   for name, data in sorted(files.items()))
+    def inside(part: WorkerPart, name: str) -> str:
+        return f"{part.folder.split('/', 1)[1]}/{name}"
+    files = {inside(part, name): content for part in parts
+             for name, content in part.files.items()}
+    digests = {inside(part, name): digest for part in parts
+               for name, digest in part.sums.items()}
+    sums = "".join(f"{digests[name]}  {name}\n" for name in sorted(files))
     return files | {CHECKSUMS: sums.encode("ascii")}
 
 
@@ -111,9 +126,12 @@ def write_worker_folder(out_dir: Path, folder: str, parts: list[WorkerPart],
     target = Path(out_dir) / folder
     if target.exists():
         shutil.rmtree(target)
-    for name, data in worker_files(parts).items():
+    for name, content in worker_files(parts).items():
         (target / name).parent.mkdir(parents=True, exist_ok=True)
-        (target / name).write_bytes(data)
+        if isinstance(content, Path):
+            shutil.copyfile(content, target / name)
+        else:
+            (target / name).write_bytes(content)
     (target / README).write_text(
         "Data of the bundle of the same name, kept on the competition's workers: its "
         "references sealed (only its scoring program opens them), its input data as it is.\n\n"

@@ -8,6 +8,7 @@ exception a "crashed" one, so one broken rule never hides the others.
 """
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import zipfile
@@ -19,6 +20,7 @@ from typing import Callable, Iterator
 import yaml
 
 from ..platforms import CODABENCH, CODALAB, PLATFORMS, platform as platform_named
+from ..zips import nested_zip
 
 # every platform: a rule's filter names those it runs on
 BOTH = tuple(PLATFORMS)
@@ -62,11 +64,13 @@ class Bundle:
     ``platform`` is the site's object (``bundle/platforms/``)."""
 
     def __init__(self, archive: zipfile.ZipFile, platform: str, margin: float,
-                 datasets: dict[str, bytes] | None = None):
+                 datasets: dict[str, Path | bytes] | None = None):
         self.archive, self.platform, self.margin = archive, platform_named(platform), margin
         self.names = archive.namelist()
-        # Local copies of the data the yaml names by key (uploaded apart), by that key
+        # Local copies of the data the yaml names by key (uploaded apart), by that key: files
+        # (or bytes), opened only when a rule reads them
         self.datasets = dict(datasets or {})
+        self._opened = contextlib.ExitStack()
         self.yaml_name = self.platform.pick_yaml(self.names)
         self.spec, self.yaml_error, self.duplicates = None, None, []
         self._nested: dict[str, zipfile.ZipFile] = {}
@@ -98,9 +102,8 @@ class Bundle:
             if member not in self.names and member not in self.datasets:
                 raise CannotCheck(f"member {member!r} is not in the bundle "
                                   f"(see {self.platform.files_rule})")
-            data = self.datasets.get(member) or self.archive.read(member)
             try:
-                self._nested[member] = zipfile.ZipFile(BytesIO(data))
+                self._nested[member] = self._opened.enter_context(self._open_nested(member))
             except zipfile.BadZipFile as error:
                 raise CannotCheck(f"member {member!r} is not a valid zip ({error})") from None
         return self._nested[member]
@@ -117,9 +120,16 @@ class Bundle:
             raise CannotCheck(f"{member}::{name} is not a JSON object")
         return config
 
+    def _open_nested(self, member: str):
+        local = self.datasets.get(member)
+        if isinstance(local, bytes):
+            return zipfile.ZipFile(BytesIO(local))
+        if local is not None:
+            return zipfile.ZipFile(local)
+        return nested_zip(self.archive, member)
+
     def close(self) -> None:
-        for archive in self._nested.values():
-            archive.close()
+        self._opened.close()
 
 
 def is_int(value) -> bool:
@@ -180,7 +190,7 @@ def rules_for(platform: str) -> dict[str, Rule]:
 
 
 def check_bundle(path: Path, platform: str, scoring_margin_seconds: float = 60.0,
-                 datasets: dict[str, bytes] | None = None) -> list[CheckFailure]:
+                 datasets: dict[str, Path | bytes] | None = None) -> list[CheckFailure]:
     """Every failure of the platform's rules on the bundle zip at ``path``; empty means valid.
     ``datasets``: local copies of data the yaml names by key, checked as if they were members."""
     rules = rules_for(platform)

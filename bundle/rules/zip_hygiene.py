@@ -9,8 +9,10 @@ from __future__ import annotations
 import re
 import zipfile
 from io import BytesIO
+from pathlib import Path
 from typing import Iterator
 
+from ..zips import nested_zip
 from .framework import CODABENCH, CODALAB, REZIP, Bundle, Problem, rule
 
 JUNK = frozenset({"__MACOSX", ".DS_Store", "__pycache__"})
@@ -37,12 +39,11 @@ def walk(archive: zipfile.ZipFile, where: str, depth: int) -> Iterator[str]:
             yield f"member {shown} is junk (__MACOSX, ._*, .DS_Store, __pycache__, *.pyc) (G2)"
         if name.lower().endswith(".zip") and depth < 2:
             try:
-                inner = zipfile.ZipFile(BytesIO(archive.read(name)))
+                with nested_zip(archive, name) as inner:
+                    problems = list(walk(inner, f"{where}{name}::", depth + 1))
             except zipfile.BadZipFile as error:
-                yield f"member {shown} is not a valid zip ({error})"
-                continue
-            with inner:
-                yield from walk(inner, f"{where}{name}::", depth + 1)
+                problems = [f"member {shown} is not a valid zip ({error})"]
+            yield from problems
 
 
 @rule("v2-zip", DESCRIPTION, REZIP, CODABENCH)
@@ -55,9 +56,9 @@ def check_zip_structure(bundle: Bundle) -> Iterator[Problem]:
     elif folder:
         yield f"every member is inside {folder!r}: the site reads every path from the zip root"
     yield from walk(bundle.archive, "", 0)
-    for key, data in sorted(bundle.datasets.items()):     # data uploaded apart, by its key
+    for key, local in sorted(bundle.datasets.items()):     # data uploaded apart, by its key
         try:
-            dataset = zipfile.ZipFile(BytesIO(data))
+            dataset = zipfile.ZipFile(local if isinstance(local, Path) else BytesIO(local))
         except zipfile.BadZipFile as error:
             yield f"the local copy of dataset {key} is not a valid zip ({error})"
             continue
