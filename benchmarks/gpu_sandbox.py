@@ -339,13 +339,15 @@ def retina_rows(out: Path, log: str) -> list[dict]:
     for name, task in tasks.items():
         stdout = next(out.rglob(f"{name}_stdout.txt"), None)
         said = stdout.read_text(errors="replace") if stdout else ""
-        device = next((line.split("device:", 1)[1].strip() for line in said.splitlines()
-                       if "device:" in line), "-")
+        device = next((line.split("training on", 1)[1].strip() for line in said.splitlines()
+                       if "training on" in line), "-")
+        gpu_memory = re.findall(r"GPU memory peak (\d+) MiB", said)
         sampled = re.search(rf"\[{name}\] .*highest resident memory sampled (\d+) MiB", log)
         rows.append({"task": name, "status": task.get("status"), "device": device,
                      "training_seconds": round(task.get("training_seconds") or 0.0, 1),
                      "ru_maxrss_mib": task.get("peak_memory_mb"),
                      "resident_sampled_mib": int(sampled.group(1)) if sampled else None,
+                     "gpu_memory_mib": gpu_memory[-1] if gpu_memory else None,
                      "auroc_in": scores.get(f"{name}_auroc_in"),
                      "referral_joint": scores.get(f"{name}_referral_joint"),
                      "message": task.get("message", "")})
@@ -366,7 +368,7 @@ def retina(args, gpu: str | None) -> int:
           "no GPU found (nvidia-smi absent or lists none): the figures below are CPU figures")
     print(f"interpreter: {args.python}; baseline {args.retina}; run_local exit {code}")
     columns = ("task", "status", "device", "training_seconds", "ru_maxrss_mib",
-               "resident_sampled_mib", "auroc_in", "referral_joint")
+               "resident_sampled_mib", "gpu_memory_mib", "auroc_in", "referral_joint")
     print("| " + " | ".join(columns) + " |")
     print("|" + "---|" * len(columns))
     for row in rows:

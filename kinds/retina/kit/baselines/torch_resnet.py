@@ -229,6 +229,8 @@ def predict_probabilities(model, task, x_test, samples=1, dropout_on=False):
             with _autocast():
                 out[sample, indices] = torch.sigmoid(model(x)).double().cpu().numpy()
     model.eval()
+    if device().type == "cuda":
+        print(f"GPU memory peak {torch.cuda.max_memory_allocated() / 2**20:.0f} MiB", flush=True)
     return out
 
 
