@@ -239,7 +239,10 @@ def unzip_bundle(bundle_zip: Path, destination: Path, datasets: dict[str, Path] 
     that key: where the site would fetch it from its storage."""
     bundle = unzip(bundle_zip, destination)
     for key, local in (datasets or {}).items():
-        shutil.copyfile(local, bundle / key)
+        try:
+            os.link(local, bundle / key)       # read only: data of many GB is not copied
+        except OSError:
+            shutil.copyfile(local, bundle / key)
     return bundle
 
 

@@ -426,3 +426,39 @@ def test_section_problems_name_their_keys():
         "images.train[0].shifted: training sources are never shifted, got True",
         "images.test[0].grades: [5] is not a list of grades 0-4",
         "images.test[0].shifted: required (true or false) for the aptos layout"]
+
+
+PLATFORMS = ("codabench", "codalab")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_an_eyepacs_and_aptos_task_builds_and_dry_runs_with_a_skipped_image_on_the_pages(
+        tmp_path, platform):
+    """The real label files' layouts through convert (one unreadable photograph skipped),
+    then the build and its dry run on the platform; the pages say what was left out."""
+    import yaml
+    import zipfile
+    task = eyepacs_and_aptos(tmp_path / "tasks")
+    declaration = json.loads((task / "eyes_task.json").read_text())
+    declaration["images"]["unreadable"] = "skip"
+    (task / "eyes_task.json").write_text(json.dumps(declaration))
+    (task / "test" / "5_left.jpeg").write_bytes(b"not a picture at all")
+    quiet_convert(task)
+    spec_file = REPO / "kinds" / "retina" / "default_spec.yaml"
+    spec = yaml.safe_load(spec_file.read_text())
+    spec.update(data_root=str(tmp_path / "tasks"), tasks={"eyes": {"budget_seconds": 20}},
+                phases={"images": {**spec["phases"]["images"], "tasks": ["eyes"]}})
+    (tmp_path / "logo.png").write_bytes((spec_file.parent / "logo.png").read_bytes())
+    (tmp_path / "spec.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    done = subprocess.run([sys.executable, "build_bundle.py", "--config", str(tmp_path / "spec.yaml"),
+                           "--platform", platform, "--phase", "images", "--check",
+                           "--out", str(tmp_path / "out")],
+                          cwd=REPO, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "dry run FAILED" not in done.stdout
+    [bundle] = (tmp_path / "out").glob("*.zip")
+    with zipfile.ZipFile(bundle) as archive:
+        pages = "".join(archive.read(name).decode() for name in archive.namelist()
+                        if name.endswith(".html"))
+    assert "images 16 x 16 x 3; 1 unreadable image(s) left out" in pages

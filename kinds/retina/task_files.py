@@ -122,6 +122,7 @@ class ImageFiles(TableFiles):
                 raise FormatError(f"{path}: file does not exist (run `python -m reference_data "
                                   f"--kind retina convert {folder}`)")
             self.shapes[name] = read_header(path)[0]
+        self.skipped = _skipped(folder / CONVERTED_RECORD)
 
     @property
     def image_shape(self) -> tuple[int, ...]:
@@ -134,7 +135,10 @@ class ImageFiles(TableFiles):
                 "mapped_bytes": sum((self.folder / file).stat().st_size for file in IMAGE_FILES)}
 
     def description(self) -> str:
-        return "images " + " x ".join(map(str, self.image_shape))
+        """The images' shape, and how many the convert left out as unreadable (skip mode):
+        participants see what the task lost."""
+        shape = "images " + " x ".join(map(str, self.image_shape))
+        return shape + (f"; {self.skipped} unreadable image(s) left out" if self.skipped else "")
 
     def stage_inputs(self, name: str, destination: Path) -> None:
         _npz(destination / f"{name}_inputs.npz", y_train=self.labels, grades_train=self.grades)
@@ -170,6 +174,15 @@ class ImageFiles(TableFiles):
     def problems(self, declaration: dict) -> list[str]:
         from .reference.images import converted_problems
         return converted_problems(self.folder, declaration)
+
+
+def _skipped(record: Path) -> int:
+    """The images convert left out (skip mode), from its record; 0 without a record (the
+    build's check names a missing one)."""
+    try:
+        return len(json.loads(record.read_text()).get("skipped", []))
+    except (OSError, ValueError, AttributeError):
+        return 0
 
 
 def _image_rows(path: Path) -> tuple[list[str], np.ndarray, np.ndarray]:
