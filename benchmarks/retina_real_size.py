@@ -99,6 +99,8 @@ def build_steps(work: Path, args) -> list[Step]:
     keys = printed_keys(first.log)
     if not keys:
         return [first]
+    for made in (work / "out").glob("*.zip"):      # the next build makes them again: disk
+        made.unlink()
     write_spec(work, args, keys)
     second = run_step("1b build with the keys", build, work / "build2.log")
     print(tail(second.log, 12))
@@ -168,9 +170,10 @@ def main(argv=None) -> int:
     try:
         steps = [write_tasks(work, args)]
         steps += build_steps(work, args)
-        if all(step.status == 0 for step in steps[2:]):
-            steps += local_steps(work)
         print_sizes(work)
+        if all(step.status == 0 for step in steps[2:]):
+            shutil.rmtree(work / "out")               # the local runs make kits of their own
+            steps += local_steps(work)
         print("\n== summary (wall time; peak RSS = the step's largest process)")
         for step in steps:
             print(step.line())
