@@ -16,6 +16,7 @@ from bundle.build import BuildError, build_bundle
 from bundle.phase_data import leakage_problems
 from bundle.spec import DEFAULT_SPEC, load_spec
 from kinds.bdl2021.kind import files
+from array_bytes import npy_bytes, npz_bytes
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
@@ -141,12 +142,12 @@ def test_check_catches_an_ingestion_that_exceeds_the_time_limit(built, tmp_path)
 
 def test_leakage_check_catches_planted_leaks(tmp_path):
     labels = np.arange(200, dtype=float)
-    hidden = {"wine_test_labels.npy": _npy(labels), "wine_probs.npy": _npy(np.eye(50))}
+    hidden = {"wine_test_labels.npy": npy_bytes(labels), "wine_probs.npy": npy_bytes(np.eye(50))}
     clean = {"starting_kit.zip": {"README.md": b"hello"}}
     assert leakage_problems(hidden, clean) == []
     planted = {"starting_kit.zip": {"notes.bin": b"xx" + labels.tobytes() + b"yy",
                                     "copy.npy": hidden["wine_probs.npy"]},
-               "public_data.zip": {"wine.npz": _npz(y_test=np.ones(5))}}
+               "public_data.zip": {"wine.npz": npz_bytes(y_test=np.ones(5))}}
     problems = " ".join(leakage_problems(hidden, planted, zeroed=("y_test",)))
     assert "contains the bytes of hidden wine_test_labels.npy" in problems
     assert "copy.npy is a copy of hidden wine_probs.npy" in problems
@@ -164,18 +165,6 @@ def test_build_stops_on_a_leak(monkeypatch, tmp_path):
     monkeypatch.setattr(build_module, "stage_starting_kit", leaky_kit)
     with pytest.raises(BuildError, match="leakage check failed"):
         build_bundle(load_spec(DEFAULT_SPEC), "evaluation", "light", tmp_path)
-
-
-def _npy(array) -> bytes:
-    buffer = io.BytesIO()
-    np.save(buffer, array)
-    return buffer.getvalue()
-
-
-def _npz(**arrays) -> bytes:
-    buffer = io.BytesIO()
-    np.savez(buffer, **arrays)
-    return buffer.getvalue()
 
 
 def test_logo_is_shipped_and_referenced(tmp_path):

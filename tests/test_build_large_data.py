@@ -3,7 +3,6 @@ members stored, and a leakage check that streams public files and loads only the
 that could equal a hidden one. The build's peak memory does not grow with its data."""
 import hashlib
 import importlib.util
-import io
 import zipfile
 from pathlib import Path
 
@@ -13,6 +12,7 @@ import pytest
 from bundle import leakage, zips
 from bundle.leakage import leakage_problems
 from bundle.zips import write_zip, zip_members
+from array_bytes import npy_bytes, npz_bytes
 
 REPO = Path(__file__).resolve().parents[1]
 MIB = 2**20
@@ -24,18 +24,6 @@ def _benchmark():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
-
-
-def _npy(array) -> bytes:
-    buffer = io.BytesIO()
-    np.save(buffer, array)
-    return buffer.getvalue()
-
-
-def _npz(**arrays) -> bytes:
-    buffer = io.BytesIO()
-    np.savez(buffer, **arrays)
-    return buffer.getvalue()
 
 
 def test_the_builds_peak_memory_does_not_grow_with_its_input_data(tmp_path):
@@ -69,14 +57,14 @@ def _old_way(destination: Path, members: dict[str, bytes]) -> bytes:
 
 def test_small_members_keep_their_bytes_and_large_incompressible_ones_are_stored(tmp_path):
     rng = np.random.default_rng(0)
-    small = {"a.txt": b"hello " * 1000, "b.npy": _npy(rng.normal(size=1000))}
+    small = {"a.txt": b"hello " * 1000, "b.npy": npy_bytes(rng.normal(size=1000))}
     (tmp_path / "b.npy").write_bytes(small["b.npy"])
     from_files = write_zip(tmp_path / "files.zip", {"a.txt": small["a.txt"],
                                                     "b.npy": tmp_path / "b.npy"})
     assert from_files.read_bytes() == _old_way(tmp_path / "old.zip", small)
 
-    (tmp_path / "noise.npy").write_bytes(_npy(rng.integers(0, 256, 9 * MIB, dtype=np.uint8)))
-    (tmp_path / "zeros.npy").write_bytes(_npy(np.zeros(9 * MIB, dtype=np.uint8)))
+    (tmp_path / "noise.npy").write_bytes(npy_bytes(rng.integers(0, 256, 9 * MIB, dtype=np.uint8)))
+    (tmp_path / "zeros.npy").write_bytes(npy_bytes(np.zeros(9 * MIB, dtype=np.uint8)))
     large = {"noise.npy": tmp_path / "noise.npy", "zeros.npy": tmp_path / "zeros.npy"}
     first = write_zip(tmp_path / "large1.zip", large).read_bytes()
     assert write_zip(tmp_path / "large2.zip", large).read_bytes() == first
@@ -93,7 +81,7 @@ def test_small_members_keep_their_bytes_and_large_incompressible_ones_are_stored
 def test_a_hidden_file_across_two_chunks_of_a_public_file_is_found(monkeypatch, tmp_path):
     monkeypatch.setattr(leakage, "CHUNK", 4096)
     secret = np.arange(300, dtype=np.int64)
-    hidden = {"labels.npy": _npy(secret)}
+    hidden = {"labels.npy": npy_bytes(secret)}
     for start in (4096 - 100, 3 * 4096 - 1, 5):
         public = bytes(start) + hidden["labels.npy"] + bytes(20000)
         path = tmp_path / f"public{start}.bin"
@@ -110,13 +98,13 @@ def test_a_hidden_file_across_two_chunks_of_a_public_file_is_found(monkeypatch, 
 def test_public_arrays_are_compared_when_their_size_could_match(monkeypatch, tmp_path):
     monkeypatch.setattr(leakage, "NESTED_IN_MEMORY_BYTES", 0)     # npz read from a copy
     labels = np.arange(40, dtype=float)
-    hidden = {"labels.npy": _npy(labels)}
-    (tmp_path / "same.npy").write_bytes(_npy(labels.reshape(-1, 1).astype(np.float32)))
-    (tmp_path / "other.npy").write_bytes(_npy(labels + 1))
-    (tmp_path / "big.npy").write_bytes(_npy(np.zeros(10**6)))
-    (tmp_path / "inputs.npz").write_bytes(_npz(x=np.ones((50, 4)), y_test=np.zeros(40),
+    hidden = {"labels.npy": npy_bytes(labels)}
+    (tmp_path / "same.npy").write_bytes(npy_bytes(labels.reshape(-1, 1).astype(np.float32)))
+    (tmp_path / "other.npy").write_bytes(npy_bytes(labels + 1))
+    (tmp_path / "big.npy").write_bytes(npy_bytes(np.zeros(10**6)))
+    (tmp_path / "inputs.npz").write_bytes(npz_bytes(x=np.ones((50, 4)), y_test=np.zeros(40),
                                                y_copy=labels.astype(np.int32)))
-    (tmp_path / "leaky.npz").write_bytes(_npz(y_test=np.ones(7)))
+    (tmp_path / "leaky.npz").write_bytes(npz_bytes(y_test=np.ones(7)))
     public = write_zip(tmp_path / "public.zip",
                        {name: tmp_path / name for name in
                         ("same.npy", "other.npy", "big.npy", "inputs.npz", "leaky.npz")})
@@ -147,9 +135,9 @@ def test_large_text_files_are_parsed_only_with_a_hidden_arrays_count(monkeypatch
 def test_the_stored_and_streamed_checks_agree_with_the_in_memory_ones(tmp_path):
     """The same leaks found from bytes, from files and from members of a zip on disk."""
     labels = np.arange(200, dtype=float)
-    hidden = {"wine_test_labels.npy": _npy(labels), "wine_probs.npy": _npy(np.eye(50))}
+    hidden = {"wine_test_labels.npy": npy_bytes(labels), "wine_probs.npy": npy_bytes(np.eye(50))}
     planted = {"notes.bin": b"xx" + labels.tobytes() + b"yy",
-               "copy.npy": hidden["wine_probs.npy"], "wine.npz": _npz(y_test=np.ones(5))}
+               "copy.npy": hidden["wine_probs.npy"], "wine.npz": npz_bytes(y_test=np.ones(5))}
     from_bytes = leakage_problems(hidden, {"kit.zip": planted}, ("y_test",))
     archive = tmp_path / "kit.zip"
     with zipfile.ZipFile(archive, "w") as opened:
