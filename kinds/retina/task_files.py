@@ -155,9 +155,8 @@ class ImageFiles(TableFiles):
         return tuple(self.images(file) for file in IMAGE_FILES)
 
     def write_stand_in(self, folder: Path, kept, held, shifted) -> None:
-        train = self.images(IMAGE_FILES[0])
         for file, rows in zip(IMAGE_FILES, (kept, held)):
-            copy_rows(train, rows, folder / file)
+            copy_rows(self.folder / IMAGE_FILES[0], rows, folder / file)
         with open(folder / tables.TRAIN_FILE, "w", newline="") as handle:
             writer = csv.writer(handle)
             writer.writerow(["image", "label", "grade"])
@@ -176,17 +175,23 @@ class ImageFiles(TableFiles):
         return converted_problems(self.folder, declaration)
 
 
-def copy_rows(images: np.ndarray, rows, path: Path, chunk_bytes: int = 64 * 2**20) -> None:
-    """``images[rows]`` written to the .npy file ``path`` a chunk at a time: a stand-in of
-    35,000 photographs never sits in memory."""
+def copy_rows(source: Path, rows, path: Path, chunk_bytes: int = 64 * 2**20) -> None:
+    """Rows ``rows`` of the .npy file ``source`` written to the .npy file ``path``, a chunk
+    at a time. Each chunk maps the source afresh and lets the map go, and the output is
+    written, not mapped: a mapped page counts in a process's resident memory until it is
+    unmapped, and a stand-in of 35,000 photographs would otherwise count whole."""
+    from .reference.images import read_header
     rows = np.asarray(rows)
-    out = np.lib.format.open_memmap(path, mode="w+", dtype=images.dtype,
-                                    shape=(rows.size, *images.shape[1:]))
-    step = max(1, chunk_bytes // max(1, images[0].nbytes))
-    for start in range(0, rows.size, step):
-        out[start:start + step] = images[rows[start:start + step]]
-    out.flush()
-    del out
+    shape, dtype = read_header(source)
+    header = {"descr": np.lib.format.dtype_to_descr(np.dtype(dtype)), "fortran_order": False,
+              "shape": (rows.size, *shape[1:])}
+    step = max(1, chunk_bytes // max(1, int(np.prod(shape[1:])) * np.dtype(dtype).itemsize))
+    with open(path, "wb") as out:
+        np.lib.format.write_array_header_1_0(out, header)
+        for start in range(0, rows.size, step):
+            images = np.load(source, mmap_mode="r", allow_pickle=False)
+            out.write(np.ascontiguousarray(images[rows[start:start + step]]).tobytes())
+            del images
 
 
 def _skipped(record: Path) -> int:
