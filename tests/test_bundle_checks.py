@@ -328,6 +328,13 @@ MUTATIONS = [
      "time-limit", "execution_time_limit", ()),
     ("no-ingestion-config", drop("ingestion_config.json", inside="ingestion_program.zip"),
      "time-limit", "ingestion_config.json", ()),
+    ("mapped-over-address-space", put("ingestion_config.json", json.dumps({
+        "format": "ingestion-config/1", "phase": "evaluation",
+        "tasks": [{"name": "wine", "budget_seconds": 30.0,
+                   "contract": {"mapped_bytes": 5 * 2**30}}],
+        "limits": {"grace_seconds": 2.0, "memory_bytes": 2**32, "memory_rule": "address_space"}}),
+        inside="ingestion_program.zip"), "mapped-data-memory",
+     "task wine maps 5.00 GiB of data, over its address-space limit of 4.00 GiB", ()),
     ("scoring-missing-key", put("scoring_config.json", scoring_config(KEYS[:2]),
                                 inside="scoring_program.zip"), "scoring-keys", "weighted_loss",
      ()),

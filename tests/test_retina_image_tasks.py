@@ -164,6 +164,6 @@ def test_images_larger_than_the_address_space_limit_are_refused_by_the_build(tmp
                              "--phase", "images", "--out", str(tmp_path / "out")],
                             capture_output=True, text=True, timeout=600, cwd=REPO)
     assert result.returncode != 0
-    assert "[mapped-data-memory]" in result.stderr + result.stdout
+    assert "[v2-mapped-data-memory]" in result.stderr + result.stdout
     assert "task small maps 0.00 GiB of data" in result.stderr + result.stdout
     assert not list((tmp_path / "out").glob("*.zip")) if (tmp_path / "out").exists() else True

@@ -17,7 +17,7 @@ from scoring_program.scorer.config import CONFIG_NAME as SCORING_CONFIG, scores_
 from .. import competition_rules
 from .codabench_yaml import items
 from .codalab_yaml import phases, program_members
-from .framework import BOTH, CODABENCH, CODALAB, Bundle, CannotCheck, Problem, is_int, rule
+from .framework import CODABENCH, CODALAB, Bundle, CannotCheck, Problem, is_int, rule
 
 DEFAULT_TIME_LIMIT = 300                 # CodaLab's default execution_time_limit (§4.5)
 
@@ -197,20 +197,25 @@ def check_time_and_keys_v2(bundle: Bundle) -> Iterator[Problem]:
 # What a participant's process needs in address space beside the data it maps: Python, numpy
 # and its BLAS threads reserve a few hundred MiB before any work is done.
 INTERPRETER_ADDRESS_SPACE = 512 * 2**20
+MAPPED_FIX = ("set sandbox.memory_limit: resident (the default on GPU images), or raise "
+              "sandbox.memory_gib above the mapped data plus 0.5 GiB")
 
 
-@rule("mapped-data-memory", "under the address-space memory rule, each code task's limit leaves "
-      "room for the data its child maps (a memory map counts in full against RLIMIT_AS)",
-      "set sandbox.memory_limit: resident (the default on GPU images), or raise "
-      "sandbox.memory_gib above the mapped data plus 0.5 GiB", BOTH)
+@rule("mapped-data-memory", "under the address-space memory rule, each code task's limit "
+      "leaves room for the data its child maps (a memory map counts in full against RLIMIT_AS)",
+      MAPPED_FIX, CODALAB)
+@rule("v2-mapped-data-memory", "under the address-space memory rule, each code task's limit "
+      "leaves room for the data its child maps (a memory map counts in full against RLIMIT_AS)",
+      MAPPED_FIX, CODABENCH)
 def check_mapped_data_memory(bundle: Bundle) -> Iterator[Problem]:
     """A task whose child maps more than its address space allows fails every submission at
-    start-up, however careful the code (the kind's contract says how much: mapped_bytes)."""
+    start-up, however careful the code (the kind's contract says how much: mapped_bytes).
+    The programs are those the yaml names (a config that cannot be read is the time rules')."""
+    bundle.comp                    # an unreadable yaml: this rule is not checked either
     for member in sorted(name for name in bundle.names if name.endswith("ingestion_program.zip")):
         try:
             config = bundle.read_json(member, INGESTION_CONFIG)
-        except CannotCheck as error:
-            yield f"{member}: mapped data not checked: {error}"
+        except CannotCheck:
             continue
         limits = config.get("limits", {})
         if limits.get("memory_rule") != ADDRESS_SPACE:
