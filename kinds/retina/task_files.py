@@ -176,22 +176,24 @@ class ImageFiles(TableFiles):
 
 
 def copy_rows(source: Path, rows, path: Path, chunk_bytes: int = 64 * 2**20) -> None:
-    """Rows ``rows`` of the .npy file ``source`` written to the .npy file ``path``, a chunk
-    at a time. Each chunk maps the source afresh and lets the map go, and the output is
-    written, not mapped: a mapped page counts in a process's resident memory until it is
-    unmapped, and a stand-in of 35,000 photographs would otherwise count whole."""
-    from .reference.images import read_header
-    rows = np.asarray(rows)
-    shape, dtype = read_header(source)
-    header = {"descr": np.lib.format.dtype_to_descr(np.dtype(dtype)), "fortran_order": False,
-              "shape": (rows.size, *shape[1:])}
-    step = max(1, chunk_bytes // max(1, int(np.prod(shape[1:])) * np.dtype(dtype).itemsize))
-    with open(path, "wb") as out:
-        np.lib.format.write_array_header_1_0(out, header)
-        for start in range(0, rows.size, step):
-            images = np.load(source, mmap_mode="r", allow_pickle=False)
-            out.write(np.ascontiguousarray(images[rows[start:start + step]]).tobytes())
-            del images
+    """Rows ``rows`` of the .npy file ``source`` (C order) written to the .npy file ``path``,
+    read row by row with pread and written a chunk at a time: never mapped, since a map of
+    rows drawn across a file brings most of the file's pages into resident memory (the
+    kernel reads ahead around each), and a stand-in of 35,000 photographs would count whole."""
+    from .reference.images import array_layout
+    rows = np.asarray(rows, dtype=np.int64)
+    shape, dtype, fortran, start_of_data = array_layout(source)
+    with open(source, "rb") as handle:
+        row_bytes = int(np.prod(shape[1:])) * dtype.itemsize
+        header = {"descr": np.lib.format.dtype_to_descr(dtype), "fortran_order": fortran,
+                  "shape": (rows.size, *shape[1:])}
+        step = max(1, chunk_bytes // max(1, row_bytes))
+        with open(path, "wb") as out:
+            np.lib.format.write_array_header_1_0(out, header)
+            for first in range(0, rows.size, step):
+                out.write(b"".join(os.pread(handle.fileno(), row_bytes,
+                                            start_of_data + int(row) * row_bytes)
+                                   for row in rows[first:first + step]))
 
 
 def _skipped(record: Path) -> int:

@@ -771,7 +771,9 @@ def run_convert(task: Path, workers: int | None = None) -> int:
 
 # --- reading back (the build) --------------------------------------------------------------
 
-def _header(path: Path) -> tuple[tuple[int, ...], np.dtype, bool, int]:
+def array_layout(path: Path) -> tuple[tuple[int, ...], np.dtype, bool, int]:
+    """(shape, dtype, Fortran order, byte offset of the data) of a .npy file, from its
+    header alone."""
     with open(path, "rb") as handle:
         version = np.lib.format.read_magic(handle)
         if version == (1, 0):
@@ -786,7 +788,7 @@ def _header(path: Path) -> tuple[tuple[int, ...], np.dtype, bool, int]:
 def read_header(path: Path) -> tuple[tuple[int, ...], np.dtype]:
     """(shape, dtype) from a .npy file's header, without reading its data; raises OSError
     for a file that cannot be read and ValueError for one that is not a .npy file."""
-    shape, dtype, _, _ = _header(Path(path))
+    shape, dtype, _, _ = array_layout(Path(path))
     return shape, dtype
 
 
@@ -802,7 +804,7 @@ def _table_rows(path: Path) -> int | None:
 def _array_problems(task: Path, name: str, table: str, settings: dict) -> list[str]:
     path, expected = task / name, ("N",) + _array_shape(0, settings)[1:]
     try:
-        shape, dtype, fortran, offset = _header(path)
+        shape, dtype, fortran, offset = array_layout(path)
     except FileNotFoundError:
         return [f"{path}: does not exist: {_rerun(task)}"]
     except (OSError, ValueError) as error:
