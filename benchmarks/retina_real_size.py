@@ -35,7 +35,6 @@ import re
 import shutil
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -82,13 +81,19 @@ def write_spec(work: Path, args, keys: dict | None = None) -> Path:
 
 
 def write_tasks(work: Path, args) -> Step:
-    started = time.perf_counter()
+    """In a child process: a process's peak resident memory passes to the children it forks
+    (Linux copies the high-water mark with the address space), so the arrays written here
+    through memory maps would show in every later step's figure."""
+    return run_step("0 write the tasks' arrays", [
+        PYTHON, Path(__file__), "--write-only", work, "--size", args.size, "--train", args.train,
+        "--test", args.test, "--shifted", args.shifted, "--slice", args.slice],
+        work / "write.log")
+
+
+def write_only(work: Path, args) -> None:
     write_image_task(work / "tasks", TASK, args.train, args.test, args.size,
                      shifted_fraction=args.shifted / args.test)
     write_image_task(work / "tasks", SLICE, args.slice, args.slice // 2, args.size, seed=1)
-    step = Step("0 write the tasks' arrays", time.perf_counter() - started, 0, 0, work / "none")
-    print(step.line(), flush=True)
-    return step
 
 
 def build_steps(work: Path, args) -> list[Step]:
@@ -157,7 +162,11 @@ def main(argv=None) -> int:
     parser.add_argument("--slice-budget", type=float, default=120.0)
     parser.add_argument("--work", type=Path)
     parser.add_argument("--keep", action="store_true")
+    parser.add_argument("--write-only", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.write_only:
+        write_only(args.write_only, args)
+        return 0
     if args.work and args.work.exists() and any(args.work.iterdir()):
         raise SystemExit(f"--work {args.work}: not empty; name a new or empty folder")
     work = args.work or Path(tempfile.mkdtemp(prefix="retina_real_size_"))
