@@ -120,6 +120,8 @@ def test_the_sample_reads_images_larger_than_its_memory_limit_by_memory_map(larg
            "images" in said, said
     assert "links 2" in said, said          # a hard link of the input file, not a copy
     assert sampled_peak(stdout) < MEMORY_LIMIT < images / 1.5
+    # the links changed nothing of the input files (their modes are the ingestion's guard)
+    assert "modes it had changed were put back" not in stdout, stdout
 
 
 def test_reading_the_images_whole_is_stopped_by_the_memory_limit(large, tmp_path):

@@ -18,35 +18,34 @@ from .participant import IMAGE_FILES
 def stage_inputs(task, input_dir: Path, folder: Path) -> Path:
     """The task's inputs file, copied for the child; on an image task a folder with it and
     the image arrays (named as participant.py reads them), each a hard link to the input
-    file where the two folders share a file system (no copy of tens of GB per task), else a
-    copy. Read-only either way: the child maps them, it never writes them."""
+    file where the two folders share a file system and the file is already readable by all
+    and writable by its owner alone (no copy of tens of GB per task, and no change to the
+    input file's mode), else a read-only copy. The child maps them; it never writes them."""
     if task.contract.get("inputs") != "images":
         return copy_inputs_file(task, input_dir, folder)
     staged = folder / "data"
     staged.mkdir()
-    shutil.copyfile(input_dir / task.inputs, staged / "inputs.npz")
+    _copy_read_only(input_dir / task.inputs, staged / "inputs.npz")
     for name in IMAGE_FILES:
         _link_or_copy(input_dir / task.contract["image_files"][name], staged / name)
-    for path in staged.iterdir():
-        _read_only(path)
     os.chmod(staged, 0o755)
     return staged
 
 
-def _read_only(path: Path) -> None:
-    """Readable by all, writable by none; a linked file owned by another user keeps the
-    mode its owner gave it (which the child cannot change either)."""
-    try:
-        os.chmod(path, 0o444)
-    except PermissionError:
-        pass
+def _copy_read_only(source: Path, destination: Path) -> None:
+    shutil.copyfile(source, destination)
+    os.chmod(destination, 0o444)
 
 
 def _link_or_copy(source: Path, destination: Path) -> None:
-    try:
-        os.link(source, destination)
-    except OSError:                   # another file system, or links not allowed there
-        shutil.copyfile(source, destination)
+    mode = os.stat(source).st_mode
+    if mode & 0o004 and not mode & 0o022:      # what the child may do with it already
+        try:
+            os.link(source, destination)
+            return
+        except OSError:               # another file system, or links not allowed there
+            pass
+    _copy_read_only(source, destination)
 
 
 def output_bytes(task) -> int:
