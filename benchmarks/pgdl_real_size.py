@@ -340,11 +340,18 @@ def write_spec(work: Path, per_network: float, models: int, keys: dict | None = 
     spec.update(data_root=str(work / "data"), tasks={TASK: {"budget_seconds": budget}},
                 phases={PHASE: phase}, upload_separately=list(APART),
                 codabench_queue=FAKE_KEY.format(0), slug="pgdl-real-size")
+    return save_spec(work, spec, SPEC_TEMPLATE, keys)
+
+
+def save_spec(work: Path, spec: dict, template: Path, keys: dict | None) -> Path:
+    """``work/spec.yaml`` with the dataset keys (once the zips exist), and the template's logo
+    beside it."""
+    import yaml
     if keys:
         spec["dataset_keys"] = keys
     path = work / "spec.yaml"
     path.write_text(yaml.safe_dump(spec, sort_keys=False))
-    shutil.copyfile(SPEC_TEMPLATE.parent / spec["logo"], work / spec["logo"])
+    shutil.copyfile(template.parent / spec["logo"], work / spec["logo"])
     return path
 
 

@@ -29,7 +29,6 @@ counts scale it to the disk at hand:
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import shutil
@@ -40,7 +39,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
-from pgdl_real_size import FAKE_KEY, Step, mb, printed_keys, run_step, size_of, tail  # noqa: E402
+from pgdl_real_size import (FAKE_KEY, Step, mb, printed_keys, run_step,  # noqa: E402
+                            save_spec, size_of, tail)  # noqa: E402
 from retina_image_tasks import write_image_task  # noqa: E402
 
 PYTHON = sys.executable
@@ -72,12 +72,7 @@ def write_spec(work: Path, args, keys: dict | None = None) -> Path:
                 tasks={name: {"budget_seconds": seconds} for name, seconds in budgets.items()},
                 phases=phases, upload_separately=list(APART),
                 codabench_queue=FAKE_KEY.format(0))
-    if keys:
-        spec["dataset_keys"] = keys
-    path = work / "spec.yaml"
-    path.write_text(yaml.safe_dump(spec, sort_keys=False))
-    shutil.copyfile(SPEC_TEMPLATE.parent / spec["logo"], work / spec["logo"])
-    return path
+    return save_spec(work, spec, SPEC_TEMPLATE, keys)
 
 
 def write_tasks(work: Path, args) -> Step:
