@@ -47,9 +47,10 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
 from kinds.pgdl2020.reference.tfrecord import masked_crc32c  # noqa: E402
+from protobuf_bytes import length_field, varint  # noqa: E402
 
 PYTHON = sys.executable
 TASK = "task1_like"
@@ -177,27 +178,14 @@ def write_keras_hdf5(path: Path, layers: list[dict], arrays: dict) -> None:
                 group.create_dataset(weight, data=array)
 
 
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        low, value = value & 0x7F, value >> 7
-        out.append(low | (0x80 if value else 0))
-        if not value:
-            return bytes(out)
-
-
-def _field(number: int, payload: bytes) -> bytes:
-    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
-
-
 # Field numbers as tensorflow's protos define them (and kinds/pgdl2020/reference/tfrecord.py
 # reads them): TensorProto dtype 1, tensor_shape 2, tensor_content 4; TensorShapeProto dim 2,
 # its size 1; Example features 1; Features feature 1 (map entries: key 1, value 2); Feature
 # bytes_list 1, its value 1.
 def _tensor_head(dtype: int, shape: tuple) -> bytes:
     """TensorProto's dtype and tensor_shape, the part every example's tensor shares."""
-    dims = b"".join(_field(2, _varint(1 << 3) + _varint(size)) for size in shape)
-    return _varint(1 << 3) + _varint(dtype) + _field(2, dims)
+    dims = b"".join(length_field(2, varint(1 << 3) + varint(size)) for size in shape)
+    return varint(1 << 3) + varint(dtype) + length_field(2, dims)
 
 
 IMAGE_HEAD = _tensor_head(1, IMAGE)          # DT_FLOAT
@@ -207,11 +195,12 @@ LABEL_HEAD = _tensor_head(3, ())             # DT_INT32 scalar: an empty, presen
 def example(image: np.ndarray, label: int) -> bytes:
     """A tf.train.Example of two bytes features, each what tf.io.serialize_tensor writes
     (tensor_content: the raw little-endian values)."""
-    tensors = (("inputs", IMAGE_HEAD + _field(4, image.astype("<f4").tobytes())),
-               ("output", LABEL_HEAD + _field(4, struct.pack("<i", label))))
-    entries = b"".join(_field(1, _field(1, key.encode()) + _field(2, _field(1, _field(1, value))))
+    tensors = (("inputs", IMAGE_HEAD + length_field(4, image.astype("<f4").tobytes())),
+               ("output", LABEL_HEAD + length_field(4, struct.pack("<i", label))))
+    entries = b"".join(length_field(1, length_field(1, key.encode())
+                                    + length_field(2, length_field(1, length_field(1, value))))
                        for key, value in tensors)
-    return _field(1, entries)
+    return length_field(1, entries)
 
 
 def tfrecord(data: bytes) -> bytes:

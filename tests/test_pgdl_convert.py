@@ -20,6 +20,7 @@ import yaml
 from kinds.pgdl2020.reference import tfrecord
 from kinds.pgdl2020.runtime.participant import Model
 from reference_data.__main__ import main as reference_main
+from protobuf_bytes import length_field, tag, varint, varint_field
 
 REPO = Path(__file__).resolve().parents[1]
 SPEC = REPO / "kinds" / "pgdl2020" / "default_spec.yaml"
@@ -40,28 +41,6 @@ def crc32c_bitwise(data: bytes) -> int:
 def masked(data: bytes) -> int:
     crc = crc32c_bitwise(data)
     return ((((crc >> 15) | (crc << 17)) & 0xFFFFFFFF) + 0xA282EAD8) & 0xFFFFFFFF
-
-
-def varint(value: int) -> bytes:
-    value &= (1 << 64) - 1            # negative integers as 10-byte two's complement
-    out = bytearray()
-    while True:
-        low, value = value & 0x7F, value >> 7
-        out.append(low | (0x80 if value else 0))
-        if not value:
-            return bytes(out)
-
-
-def tag(number: int, wire: int) -> bytes:
-    return varint(number << 3 | wire)
-
-
-def length_field(number: int, payload: bytes) -> bytes:
-    return tag(number, 2) + varint(len(payload)) + payload
-
-
-def varint_field(number: int, value: int) -> bytes:
-    return tag(number, 0) + varint(value)
 
 
 def tensor_proto(array: np.ndarray, style: str = "content") -> bytes:
