@@ -95,9 +95,9 @@ def predict(task, x_train, y_train, x_test):
 """
 
 
-def run(large: Path, tmp_path: Path, code: str):
+def run(large: Path, tmp_path: Path, code: str, unprivileged: bool = False):
     folder = new_kind_run(large, tmp_path, {"submission.py": code})
-    result = run_ingestion(folder, timeout=600)
+    result = run_ingestion(folder, timeout=600, unprivileged=unprivileged)
     assert result.returncode == 0, result.stdout + result.stderr
     assert processes_of(tmp_path) == []
     output = folder / "run" / "output"
@@ -110,10 +110,13 @@ def sampled_peak(stdout: str) -> float:
     return float(re.search(r"highest resident memory sampled (\d+) MiB", stdout).group(1)) * 2**20
 
 
-def test_the_sample_reads_images_larger_than_its_memory_limit_by_memory_map(large, tmp_path):
+@pytest.mark.parametrize("unprivileged", [False, True], ids=["root", "no-capabilities"])
+def test_the_sample_reads_images_larger_than_its_memory_limit_by_memory_map(large, tmp_path,
+                                                                             unprivileged):
+    """As root, and as Codabench runs us (root without capabilities: setpriv)."""
     images = (large / "input" / "big_train_images.npy").stat().st_size
     assert images > 1.5 * MEMORY_LIMIT
-    task, output, stdout = run(large, tmp_path, REPORTS_WHAT_IT_GOT)
+    task, output, stdout = run(large, tmp_path, REPORTS_WHAT_IT_GOT, unprivileged)
     assert task.status == "ok", task.message
     said = (output / "big_stdout.txt").read_text()
     assert f"types memmap memmap uint8 ({TRAIN}, {SIZE}, {SIZE}, 3) False ({SIZE}, {SIZE}, 3) " \
@@ -124,8 +127,9 @@ def test_the_sample_reads_images_larger_than_its_memory_limit_by_memory_map(larg
     assert "modes it had changed were put back" not in stdout, stdout
 
 
-def test_reading_the_images_whole_is_stopped_by_the_memory_limit(large, tmp_path):
-    task, _, _ = run(large, tmp_path, READS_THE_IMAGES_WHOLE)
+@pytest.mark.parametrize("unprivileged", [False, True], ids=["root", "no-capabilities"])
+def test_reading_the_images_whole_is_stopped_by_the_memory_limit(large, tmp_path, unprivileged):
+    task, _, _ = run(large, tmp_path, READS_THE_IMAGES_WHOLE, unprivileged)
     assert task.status == "failed"
     assert "memory limit" in task.message, task.message
 
