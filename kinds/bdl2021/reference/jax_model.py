@@ -7,7 +7,6 @@ checks that both give the same potential, gradient and predictions.
 """
 from __future__ import annotations
 
-import math
 import os
 import sys
 
@@ -24,11 +23,17 @@ import jax  # noqa: E402
 jax.config.update("jax_enable_x64", True)      # before any array: references are float64
 
 import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
 
 from ..runtime.declared_model import MLP  # noqa: E402
+from ..runtime.declared_model_jax import JaxOps, log_likelihood, log_likelihoods  # noqa: E402,F401
 
 
-def forward(model: MLP, theta, x):
+def forward(model, theta, x):
+    """The network's outputs: the tanh MLP as the references were made with it, any other
+    declared network through ``networks.py``'s operations on JAX."""
+    if not isinstance(model, MLP):
+        return model.apply(JaxOps, theta, x)
     h = x
     layers = model.unpack(theta)          # slicing and reshapes only: works on JAX arrays
     for weight, bias in layers[:-1]:
@@ -37,24 +42,15 @@ def forward(model: MLP, theta, x):
     return h @ weight + bias
 
 
-def log_likelihoods(likelihood: str, output, y):
-    """log p(y_i | f(x_i)) per row: softmax, or Normal(mu, softplus(r)^2) for f = (mu, r)."""
-    if likelihood == "softmax":
-        log_probs = jax.nn.log_softmax(output, axis=-1)
-        return jnp.take_along_axis(log_probs, y[:, None], axis=1)[:, 0]
-    mean, scale = output[:, 0], jax.nn.softplus(output[:, 1])
-    return -0.5 * math.log(2 * math.pi) - jnp.log(scale) - 0.5 * ((y - mean) / scale) ** 2
+def _inputs(model, x):
+    """x as the network reads it (float64, or token ids), on the default device."""
+    return jnp.asarray(model.prepare_inputs(np.asarray(x)))
 
 
-def log_likelihood(likelihood: str, output, y):
-    """sum_i log p(y_i | f(x_i))."""
-    return log_likelihoods(likelihood, output, y).sum()
-
-
-def log_density(model: MLP, likelihood: str, prior_variance: float, x, y):
+def log_density(model, likelihood: str, prior_variance: float, x, y):
     """theta -> log p(y | x, theta) + log p(theta), up to the prior's constant: the negative of
     the numpy ``Posterior``'s potential U."""
-    x = jnp.asarray(x, dtype=jnp.float64)
+    x = _inputs(model, x)
     y = jnp.asarray(y, dtype=jnp.int64 if likelihood == "softmax" else jnp.float64)
 
     def value(theta):
@@ -63,7 +59,7 @@ def log_density(model: MLP, likelihood: str, prior_variance: float, x, y):
     return value
 
 
-def log_density_of_data(model: MLP, likelihood: str, prior_variance: float):
+def log_density_of_data(model, likelihood: str, prior_variance: float):
     """(theta, x, y, weights) -> sum_i weights_i log p(y_i | x_i, theta) + log p(theta): the
     data as arguments, so they can be split across devices (``sharded.py``); rows of weight 0
     are padding and count for nothing."""
@@ -73,10 +69,10 @@ def log_density_of_data(model: MLP, likelihood: str, prior_variance: float):
     return value
 
 
-def predictive_probabilities(model: MLP, theta, x):
-    return jax.nn.softmax(forward(model, theta, jnp.asarray(x, dtype=jnp.float64)), axis=-1)
+def predictive_probabilities(model, theta, x):
+    return jax.nn.softmax(forward(model, theta, _inputs(model, x)), axis=-1)
 
 
-def predictive_mean_and_scale(model: MLP, theta, x):
-    output = forward(model, theta, jnp.asarray(x, dtype=jnp.float64))
+def predictive_mean_and_scale(model, theta, x):
+    output = forward(model, theta, _inputs(model, x))
     return output[:, 0], jax.nn.softplus(output[:, 1])

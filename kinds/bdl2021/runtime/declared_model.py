@@ -1,4 +1,5 @@
-"""The declared task model: a fully connected tanh network with an isotropic Gaussian prior.
+"""The declared task model: a network (the tanh MLP below, or one of ``networks.py``) with
+an isotropic Gaussian prior.
 
 Parameters live in one flat vector (what HMC moves); ``MLP`` knows how to slice it into
 weight matrices and biases. Layer l maps h -> h @ W_l + b_l, tanh on every hidden layer.
@@ -7,6 +8,11 @@ Likelihoods, as in the 2021 competition:
 - ``softmax``: y ~ Categorical(softmax(f(x)));
 - ``gaussian``: f(x) = (mu, r), y ~ Normal(mu, softplus(r)^2).
 The prior is N(0, prior_variance) on every weight and bias.
+
+``task_network(model_declaration)`` builds the network a task declares. Every network has
+``num_parameters``, ``prepare_inputs(x)``, ``forward(theta, x)``, ``output_and_vjp(theta, x)``
+and ``initial(rng)``; the tanh MLP keeps its own hand-written gradient (the references of the
+embedded tasks were made with it), any other goes through ``networks.Network``.
 """
 from __future__ import annotations
 
@@ -14,6 +20,11 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+
+try:                       # a package in the programs; a file beside this one in the kit
+    from .networks import Network, NetworkError
+except ImportError:
+    from networks import Network, NetworkError
 
 LIKELIHOODS = ("softmax", "gaussian")
 
@@ -81,6 +92,34 @@ class MLP:
                 delta = (delta @ layers[index][0].T) * (1.0 - h * h)
         return np.concatenate([part for bias, weight in reversed(grads) for part in (weight, bias)])
 
+    def prepare_inputs(self, x) -> np.ndarray:
+        x = np.asarray(x)
+        return x.reshape(len(x), -1).astype(np.float64, copy=False)
+
+    def output_and_vjp(self, theta, x):
+        """Outputs and the map from their gradient to theta's gradient."""
+        output, activations, layers = self.forward_with_activations(theta, x)
+        return output, lambda output_grad: self.backward(output_grad, activations, layers)
+
+    def initial(self, rng: np.random.Generator) -> np.ndarray:
+        """Weights N(0, 1/fan_in), zero biases."""
+        theta = np.zeros(self.num_parameters)
+        for weight, _ in self.unpack(theta):
+            weight[...] = rng.normal(0.0, 1.0 / math.sqrt(weight.shape[0]), weight.shape)
+        return theta
+
+    def describe(self) -> str:
+        return f"{'-'.join(map(str, self.layer_sizes))} tanh MLP"
+
+
+def task_network(model: dict, where: str = "model"):
+    """The network a task's ``model`` declares; NetworkError names the key at fault."""
+    if isinstance(model, dict) and model.get("type") == "mlp" \
+            and model.get("activation", "tanh") == "tanh":
+        network = Network(model, where)      # checks the declaration
+        return MLP(tuple(network.spec["layer_sizes"]))
+    return Network(model, where)
+
 
 def output_size(likelihood: str, num_classes: int | None) -> int:
     return 2 if likelihood == "gaussian" else int(num_classes)
@@ -107,7 +146,7 @@ def log_likelihood_and_output_grad(likelihood: str, output: np.ndarray, y: np.nd
 @dataclass(frozen=True)
 class Posterior:
     """U(theta) = -log p(y | x, theta) - log p(theta) for one task's training set."""
-    model: MLP
+    model: object            # MLP or networks.Network
     likelihood: str
     prior_variance: float
     x: np.ndarray
@@ -117,19 +156,19 @@ class Posterior:
         # Far-out leapfrog proposals may underflow the Gaussian scale to 0; the potential
         # is then inf and the Metropolis step rejects the proposal, so no warning is due.
         with np.errstate(all="ignore"):
-            output, activations, layers = self.model.forward_with_activations(theta, self.x)
+            output, vjp = self.model.output_and_vjp(theta, self.x)
             log_lik, output_grad = log_likelihood_and_output_grad(self.likelihood, output, self.y)
-            log_lik_grad = self.model.backward(output_grad, activations, layers)
+            log_lik_grad = vjp(output_grad)
         if not math.isfinite(log_lik):
             return math.inf, np.zeros_like(theta)
         potential = -log_lik + 0.5 * float(theta @ theta) / self.prior_variance
         return potential, -log_lik_grad + theta / self.prior_variance
 
 
-def predictive_probabilities(model: MLP, theta: np.ndarray, x: np.ndarray) -> np.ndarray:
+def predictive_probabilities(model, theta: np.ndarray, x: np.ndarray) -> np.ndarray:
     return np.exp(log_softmax(model.forward(theta, x)))
 
 
-def predictive_mean_and_scale(model: MLP, theta: np.ndarray, x: np.ndarray):
+def predictive_mean_and_scale(model, theta: np.ndarray, x: np.ndarray):
     output = model.forward(theta, x)
     return output[:, 0], softplus(output[:, 1])

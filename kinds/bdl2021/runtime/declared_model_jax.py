@@ -1,0 +1,106 @@
+"""The declared networks in JAX: ``networks.py``'s operations on jax.numpy, so
+``Network(spec).apply(JaxOps, theta, x)`` is the same function of the same parameter vector
+as the numpy form, differentiable and jit-compilable.
+
+    from declared_model import task_network
+    from declared_model_jax import JaxOps, log_likelihood
+    network = task_network(task.model)
+    logits = network.apply(JaxOps, theta, x)        # x: (N, *input_shape)
+
+The arrays keep the dtype they are given: float64 needs ``jax_enable_x64`` (the references
+are float64; training in float32 is the participant's choice).
+"""
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+try:                       # a package in the programs; a file beside this one in the kit
+    from .networks import FRN_EPSILON, LSTM_FORGET_BIAS, same_padding
+except ImportError:
+    from networks import FRN_EPSILON, LSTM_FORGET_BIAS, same_padding
+
+
+class JaxOps:
+    shape = staticmethod(jnp.shape)
+
+    @staticmethod
+    def dense(x, w, b):
+        return x @ w + b
+
+    @staticmethod
+    def conv2d(x, w, b, stride, padding):
+        kh, kw = w.shape[:2]
+        pads = ([same_padding(x.shape[1], kh, stride), same_padding(x.shape[2], kw, stride)]
+                if padding == "same" else [(0, 0), (0, 0)])
+        y = lax.conv_general_dilated(x, w.astype(x.dtype), (stride, stride), pads,
+                                     dimension_numbers=("NHWC", "HWIO", "NHWC"))
+        return y + b
+
+    @staticmethod
+    def pool(x, kind, size):
+        window = (1, size[0], size[1], 1)
+        if kind == "avg_pool":
+            return lax.reduce_window(x, 0.0, lax.add, window, window, "VALID") / math.prod(size)
+        return lax.reduce_window(x, -jnp.inf, lax.max, window, window, "VALID")
+
+    @staticmethod
+    def activation(x, name):
+        if name == "relu":
+            return jax.nn.relu(x)
+        if name == "swish":
+            return jax.nn.swish(x)
+        if name == "tanh":
+            return jnp.tanh(x)
+        if name == "sigmoid":
+            return jax.nn.sigmoid(x)
+        return x
+
+    @staticmethod
+    def frn(x, gamma, beta, tau):
+        nu2 = jnp.mean(jnp.square(x), axis=(1, 2), keepdims=True)
+        return jnp.maximum(gamma * x * lax.rsqrt(nu2 + FRN_EPSILON) + beta, tau)
+
+    @staticmethod
+    def add(x, y):
+        return x + y
+
+    @staticmethod
+    def reshape(x, shape):
+        return jnp.reshape(x, shape)
+
+    @staticmethod
+    def embed(tokens, table):
+        return jnp.take(table, tokens, axis=0)
+
+    @staticmethod
+    def lstm(x, w, b):
+        cell = w.shape[1] // 4
+
+        def step(carry, x_t):
+            h, c = carry
+            z = jnp.concatenate([x_t, h], axis=1) @ w + b
+            i, g = jax.nn.sigmoid(z[:, :cell]), jnp.tanh(z[:, cell:2 * cell])
+            f = jax.nn.sigmoid(z[:, 2 * cell:3 * cell] + LSTM_FORGET_BIAS)
+            c = f * c + i * g
+            return (jax.nn.sigmoid(z[:, 3 * cell:]) * jnp.tanh(c), c), None
+        zeros = jnp.zeros((x.shape[0], cell), x.dtype)
+        (h, _), _ = lax.scan(step, (zeros, zeros), jnp.swapaxes(x, 0, 1))
+        return h
+
+
+def log_likelihoods(likelihood: str, output, y):
+    """log p(y_i | f(x_i)) per row: softmax, or Normal(mu, softplus(r)^2) for f = (mu, r)."""
+    if likelihood == "softmax":
+        log_probs = jax.nn.log_softmax(output, axis=-1)
+        return jnp.take_along_axis(log_probs, y[:, None], axis=1)[:, 0]
+    mean, scale = output[:, 0], jax.nn.softplus(output[:, 1])
+    return -0.5 * math.log(2 * math.pi) - jnp.log(scale) - 0.5 * ((y - mean) / scale) ** 2
+
+
+def log_likelihood(likelihood: str, output, y):
+    """sum_i log p(y_i | f(x_i))."""
+    return log_likelihoods(likelihood, output, y).sum()
