@@ -195,12 +195,16 @@ def test_generate_writes_an_organizers_references_next_to_their_inputs(tmp_path)
     assert "problem" not in verified.stderr and "1 task(s) verified" in verified.stdout
 
 
-def test_generate_refuses_a_network_it_cannot_build_with_the_key_named(tmp_path):
-    organizer_task(tmp_path, model_type="cifar_alexnet")
+@pytest.mark.parametrize("model_type, message", [
+    ("alexnet", "model.type is 'alexnet'; expected one of mlp, sequential, resnet20_frn"),
+    # a convolutional network needs images: the declaration does not say their shape
+    ("cifar_alexnet", "model.input_shape is None; expected one example's shape")])
+def test_generate_refuses_a_network_it_cannot_build_with_the_key_named(tmp_path, model_type,
+                                                                        message):
+    organizer_task(tmp_path, model_type=model_type)
     result = run_cli("generate", "--data-root", str(tmp_path))
     assert result.returncode == 2
-    assert "blobs_task.json: model.type is 'cifar_alexnet'; references can be made for 'mlp'" \
-        in result.stderr
+    assert f"blobs_task.json: {message}" in result.stderr
     assert "Traceback" not in result.stderr
 
 

@@ -17,6 +17,7 @@ from bundle.programs import ingestion_config
 from bundle.spec import SpecError, load_spec
 from ingestion_program.ingest.config import TaskSpec
 from kinds.bdl2021.runtime import calibration
+from kinds.bdl2021.runtime.declared_model import MLP
 from local_runs import REPO, run_local
 from runtime.rules.epoch_budgets import task_budget
 
@@ -60,16 +61,18 @@ def test_the_median_epoch_converts_the_budget_and_the_ceiling_caps_it():
     assert task_budget(_task(None, 7.0), Path("data"), contract).budget_seconds == 7.0
 
 
-def test_the_reference_sgd_is_timed_in_whole_epochs_and_stops_at_its_cap():
+def test_the_reference_sgd_is_timed_in_epochs_or_scaled_steps_and_stops_at_its_cap():
     with np.load(WINE / "wine.npz") as arrays:
         x, y = arrays["x_train"], arrays["y_train"]
-    samples = calibration.sgd_epoch_seconds([13, 16, 3], "softmax", 0.2, x, y)
+    samples = calibration.sgd_epoch_seconds(MLP((13, 16, 3)), "softmax", 0.2, x, y)
     assert len(samples) == calibration.SAMPLES and all(s > 0 for s in samples)
     ticks = iter(range(0, 10_000, 10))              # a clock where every epoch takes 10 s
-    slow = calibration.sgd_epoch_seconds([13, 16, 3], "softmax", 0.2, x, y,
+    slow = calibration.sgd_epoch_seconds(MLP((13, 16, 3)), "softmax", 0.2, x, y,
                                          clock=lambda: float(next(ticks)))
     assert len(slow) == 1                           # over the time cap after one sample
-    regression = calibration.sgd_epoch_seconds([13, 8, 2], "gaussian", 1.0, x, x[:, 0])
+    # so slow an epoch is timed in one minibatch step, scaled to the epoch's N / B steps
+    assert slow[0] == pytest.approx(10.0 * len(x) / min(calibration.REFERENCE_BATCH, len(x)))
+    regression = calibration.sgd_epoch_seconds(MLP((13, 8, 2)), "gaussian", 1.0, x, x[:, 0])
     assert all(np.isfinite(regression))
 
 

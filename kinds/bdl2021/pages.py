@@ -11,6 +11,7 @@ from markupsafe import Markup, escape
 
 from .organizer_checks import convergence_failures
 from .reference.task_files import DEFAULT_ROOT
+from .runtime.declared_model import task_network
 from .runtime.score_types import CLASSIFICATION, REGRESSION, TASK_TYPES
 from .tasks import files, has_public_references, has_std, prediction_stem
 
@@ -41,6 +42,12 @@ def formula_html(text: str) -> Markup:
                            for odd, piece in ((i % 2 == 1, p) for i, p in enumerate(pieces)))
 
 
+def model_text(model: dict) -> str:
+    """The declared network in a few words, with its parameter count."""
+    network = task_network(model)
+    return f"{network.describe()} ({network.num_parameters} parameters)"
+
+
 def _task_rows(plan, phase) -> list[dict]:
     rows = []
     for task in plan.tasks:
@@ -50,8 +57,7 @@ def _task_rows(plan, phase) -> list[dict]:
             "sizes": f"{d['n_train']} / {d['n_test']}",
             "predict": (f"{d['num_classes']} class probabilities"
                         if task.task_type == CLASSIFICATION else f"{d['num_samples']} samples of y"),
-            "model": f"{'-'.join(map(str, d['model']['layer_sizes']))} tanh MLP "
-                     f"({d['model']['num_parameters']})",
+            "model": model_text(d["model"]),
             "prior_variance": f"{d['prior']['variance']:g}",
             "budget": (task.budget_text() if phase.code_submission and task.budget_seconds
                        else "-"),

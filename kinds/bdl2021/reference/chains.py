@@ -11,11 +11,15 @@ import numpy as np
 
 from .datasets import PreparedTask
 from .hmc import ChainConfig, ProgressFn, run_chain
-from ..runtime.declared_model import MLP, Posterior, output_size, predictive_mean_and_scale, predictive_probabilities
+from ..runtime.declared_model import (MLP, Posterior, output_size, predictive_mean_and_scale,
+                                      predictive_probabilities, task_network)
 from .tasks import REGRESSION_SAMPLES, TaskDeclaration
 
 
-def task_model(task: TaskDeclaration, prepared: PreparedTask) -> MLP:
+def task_model(task: TaskDeclaration, prepared: PreparedTask):
+    """The declared network: ``task.network``, else the tanh MLP of ``hidden_layers``."""
+    if task.network is not None:
+        return task_network(task.network, where=task.name)
     num_classes = int(prepared.y_train.max()) + 1 if task.kind == "classification" else None
     return MLP((prepared.x_train.shape[1], *task.hidden_layers,
                 output_size(task.likelihood, num_classes)))
@@ -52,7 +56,7 @@ def _regression_samples(model, samples, x_test, rng) -> tuple[np.ndarray, np.nda
     return means, y
 
 
-def initial_position(task: TaskDeclaration, model: MLP, chain_index: int) -> np.ndarray:
+def initial_position(task: TaskDeclaration, model, chain_index: int) -> np.ndarray:
     """Over-dispersed start: a draw from the prior, far from where the chains end up."""
     return chain_rng(task, chain_index, 0).normal(0.0, np.sqrt(task.prior_variance),
                                                   model.num_parameters)

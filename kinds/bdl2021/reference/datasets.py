@@ -92,4 +92,7 @@ def prepare(task: TaskDeclaration) -> PreparedTask:
         standardisation.update(y_mean=y_mean, y_std=y_std)
     else:
         y_train, y_test = y_train.astype(np.int64), y_test.astype(np.int64)
+    if task.network is not None:         # a convolutional network reads images
+        shape = tuple(task.network["input_shape"])
+        x_train, x_test = x_train.reshape(-1, *shape), x_test.reshape(-1, *shape)
     return PreparedTask(x_train, y_train, x_test, y_test, blocks, feature_names, standardisation)

@@ -62,7 +62,7 @@ def _chain_job(task: TaskDeclaration, chain_index: int, queue) -> tuple[str, Cha
 
 def _declaration_json(task: TaskDeclaration, prepared: PreparedTask, files, engine: str) -> dict:
     model = task_model(task, prepared)
-    outputs = {"num_classes": model.layer_sizes[-1]} if task.kind == "classification" \
+    outputs = {"num_classes": int(prepared.y_train.max()) + 1} if task.kind == "classification" \
         else {"num_samples": REGRESSION_SAMPLES}
     return {
         "name": task.name, "phase": task.phase, "summary": task.summary, "kind": task.kind,
@@ -71,9 +71,7 @@ def _declaration_json(task: TaskDeclaration, prepared: PreparedTask, files, engi
         "n_train": len(prepared.x_train), "n_test": len(prepared.x_test),
         "input_shape": list(prepared.x_train.shape[1:]),
         "test_blocks": [asdict(block) for block in prepared.blocks],
-        "model": {"type": "mlp", "activation": "tanh", "layer_sizes": list(model.layer_sizes),
-                  "num_parameters": model.num_parameters,
-                  "parameter_order": "per layer: weight (in x out, row-major) then bias"},
+        "model": model_declaration(task, model),
         "likelihood": ({"name": "softmax", "definition": "y ~ Categorical(softmax(f(x)))"}
                        if task.kind == "classification" else
                        {"name": "gaussian", "definition":
@@ -89,6 +87,16 @@ def _declaration_json(task: TaskDeclaration, prepared: PreparedTask, files, engi
         "hmc": {**asdict(task.hmc), "engine": ENGINES[engine]},
         "files": {role: path.name for role, path in files.all().items()},
     }
+
+
+def model_declaration(task: TaskDeclaration, model) -> dict:
+    """The ``model`` participants must follow, with its parameter count and order."""
+    if task.network is None:
+        return {"type": "mlp", "activation": "tanh", "layer_sizes": list(model.layer_sizes),
+                "num_parameters": model.num_parameters,
+                "parameter_order": "per layer: weight (in x out, row-major) then bias"}
+    return {**task.network, "num_parameters": model.num_parameters,
+            "parameter_order": [[p.name, list(p.shape)] for p in model.parameters]}
 
 
 def write_task(root: Path, task: TaskDeclaration, prepared: PreparedTask,

@@ -26,7 +26,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 from ..runtime.declared_model import MLP  # noqa: E402
-from ..runtime.declared_model_jax import JaxOps, log_likelihood, log_likelihoods  # noqa: E402,F401
+from .declared_model_jax import JaxOps, log_likelihood, log_likelihoods  # noqa: E402,F401
 
 
 def forward(model, theta, x):

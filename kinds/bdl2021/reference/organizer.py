@@ -2,9 +2,10 @@
 --data-root DIR``.
 
 A task folder in the documented format (docs/organizer_data.md): ``<task>.npz`` with the true
-``y_test`` and ``<task>_task.json`` whose model is the declared network,
-``{"type": "mlp", "activation": "tanh", "layer_sizes": [inputs, hidden..., outputs]}``, with its
-likelihood and Gaussian prior. Optional ``"hmc": {"num_chains", "num_warmup", "num_samples"}``
+``y_test`` and ``<task>_task.json`` whose model is the declared network (the tanh MLP
+``{"type": "mlp", "activation": "tanh", "layer_sizes": [inputs, hidden..., outputs]}``, or
+any network of ``runtime/networks.py``, e.g. ``{"type": "resnet20_frn", "input_shape":
+[32, 32, 3], "outputs": 10}``), with its likelihood and Gaussian prior. Optional ``"hmc": {"num_chains", "num_warmup", "num_samples"}``
 and ``"seed"`` in the declaration set the run (defaults: 4 chains, 1000 + 1000 draws, seed 0).
 The command writes the model average, each chain's predictive and the diagnostics next to the
 inputs, under the same convergence gate as the embedded tasks.
@@ -17,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from runtime.formats import FormatError
+from kinds.bdl2021.runtime.declared_model import MLP, NetworkError, task_network
 from kinds.bdl2021.runtime.formats import read_task_inputs
 
 from .datasets import PreparedTask, TestBlock
@@ -54,12 +56,6 @@ def _task_kind(declaration: dict, path: Path, likelihood: str) -> str:
     return kind
 
 
-def _sizes_valid(sizes) -> bool:
-    return (isinstance(sizes, list) and len(sizes) >= 2
-            and all(isinstance(size, int) and not isinstance(size, bool) and size > 0
-                    for size in sizes))
-
-
 def _shown(values: np.ndarray) -> str:
     """Distinct values as a reader checks them: all of a few, else the range."""
     if len(values) <= MAX_SHOWN_LABELS:
@@ -77,7 +73,31 @@ def _check_labels(path: Path, inputs, classes: int) -> None:
                 if values.min() == 1 and values.max() == classes else "")
         raise FormatError(f"{path}: {key} holds the labels {_shown(values)}; classification "
                           f"labels must be the integers 0..{classes - 1}, one per output of "
-                          f"the network (model.layer_sizes ends in {classes}){hint}")
+                          f"the network (it has {classes} outputs){hint}")
+
+
+def _check_outputs(path: Path, inputs_path: Path, inputs, network, kind: str) -> int:
+    """The network reads these inputs and has one output per class (2 for regression);
+    returns the number of outputs."""
+    outputs = network.layer_sizes[-1] if isinstance(network, MLP) else network.spec["outputs"]
+    if kind == "classification":
+        _check_labels(inputs_path, inputs, outputs)
+    expected = 2 if kind == "regression" else int(inputs.y_train.max()) + 1
+    example = inputs.x_train.shape[1:]
+    if isinstance(network, MLP):
+        wanted, key = [int(np.prod(example)), expected], "model.layer_sizes"
+        if [network.layer_sizes[0], outputs] != wanted:
+            raise FormatError(f"{path}: {key} is {list(network.layer_sizes)}; expected "
+                              f"[{wanted[0]}, hidden sizes..., {wanted[1]}] for these inputs "
+                              "and outputs")
+        return outputs
+    if tuple(example) != network.input_shape:
+        raise FormatError(f"{path}: model.input_shape is {list(network.input_shape)}, but "
+                          f"{inputs_path} holds x_train examples of shape {list(example)}")
+    if outputs < expected or (kind == "regression" and outputs != 2):
+        raise FormatError(f"{path}: model.outputs is {outputs}; expected {expected} for "
+                          f"these {'labels' if kind == 'classification' else 'targets'}")
+    return outputs
 
 
 def load_task(root: Path, name: str, overrides: dict) -> tuple[TaskDeclaration, PreparedTask]:
@@ -88,8 +108,10 @@ def load_task(root: Path, name: str, overrides: dict) -> tuple[TaskDeclaration, 
         declaration = json.loads(path.read_text())
     except (OSError, json.JSONDecodeError) as error:
         raise FormatError(f"{path}: not a readable JSON declaration ({error})") from None
-    _declared(declaration, path, "model.type", ("mlp",))
-    _declared(declaration, path, "model.activation", ("tanh",))
+    try:
+        network = task_network(declaration.get("model"), where=str(path))
+    except NetworkError as error:
+        raise FormatError(str(error)) from None
     likelihood = _declared(declaration, path, "likelihood.name", tuple(LIKELIHOOD_KINDS))
     _declared(declaration, path, "prior.distribution", ("normal",))
     variance = declaration["prior"].get("variance")
@@ -98,30 +120,25 @@ def load_task(root: Path, name: str, overrides: dict) -> tuple[TaskDeclaration, 
     kind = _task_kind(declaration, path, likelihood)
     inputs_path = Path(root) / name / f"{name}.npz"
     inputs = read_task_inputs(inputs_path)
-    sizes = declaration["model"].get("layer_sizes")
-    if kind == "classification" and _sizes_valid(sizes):
-        _check_labels(inputs_path, inputs, sizes[-1])
-    outputs = 2 if kind == "regression" else int(inputs.y_train.max()) + 1
-    expected_ends = [int(np.prod(inputs.x_train.shape[1:])), outputs]
-    if not _sizes_valid(sizes) or [sizes[0], sizes[-1]] != expected_ends:
-        raise FormatError(f"{path}: model.layer_sizes is {sizes!r}; expected [{expected_ends[0]}, "
-                          f"hidden sizes..., {expected_ends[1]}] for these inputs and outputs")
+    outputs = _check_outputs(path, inputs_path, inputs, network, kind)
     if kind == "classification" and declaration.get("num_classes", outputs) != outputs:
         raise FormatError(f"{path}: num_classes is {declaration['num_classes']!r}, but "
-                          f"model.layer_sizes ends in {outputs} outputs; expected the same "
-                          "number of classes in both")
+                          f"the model has {outputs} outputs; expected the same number of "
+                          "classes in both")
     settings = {**DEFAULT_HMC, **declaration.get("hmc", {}), **overrides}
     task = TaskDeclaration(
         name=name, phase=declaration.get("phase", "evaluation"),
         summary=declaration.get("summary", ""), dataset="", kind=kind,
-        hidden_layers=tuple(sizes[1:-1]), prior_variance=float(variance),
+        hidden_layers=tuple(network.layer_sizes[1:-1]) if isinstance(network, MLP) else (),
+        prior_variance=float(variance),
         hmc=HMCSettings(settings["num_chains"], settings["num_warmup"], settings["num_samples"],
-                        trajectory_length=0.0), seed=int(declaration.get("seed", 0)))
+                        trajectory_length=0.0), seed=int(declaration.get("seed", 0)),
+        network=None if isinstance(network, MLP) else declaration["model"])
     blocks = tuple(TestBlock(b["name"], b["start"], b["stop"])
                    for b in declaration.get("test_blocks", ())) or (
         TestBlock("all", 0, len(inputs.x_test)),)
-    x_train = inputs.x_train.reshape(len(inputs.x_train), -1)
-    x_test = inputs.x_test.reshape(len(inputs.x_test), -1)
+    x_train = network.prepare_inputs(inputs.x_train)
+    x_test = network.prepare_inputs(inputs.x_test)
     y_train, y_test = ((inputs.y_train.astype(np.int64), inputs.y_test.astype(np.int64))
                        if kind == "classification" else (inputs.y_train, inputs.y_test))
     return task, PreparedTask(x_train, y_train, x_test, y_test, blocks, (), {})

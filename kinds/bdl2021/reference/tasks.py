@@ -12,11 +12,14 @@ task of the NeurIPS 2021 competition:
 | diabetes_gap  | UCI-gap energy regression          | evaluation   |
 | iris          | IMDB (public reference)            | development  |
 | digits        | CIFAR-10 (public reference)        | development  |
+| digits_cnn    | CIFAR-10 + CIFAR-10-C, declared CNN | evaluation  |
 
 ``digits`` and ``digits_shift`` use different splits and different networks, so the public
 development reference of ``digits`` does not reveal the hidden clean block of
 ``digits_shift`` (the 2021 competition likewise used ResNet-20 for its public CIFAR-10
-reference and AlexNet for the hidden one).
+reference and AlexNet for the hidden one). ``digits_cnn`` declares a convolutional network
+(``networks.py``) on the digits as images, 8x8x1, with the same kind of corrupted test blocks:
+the real competition's shape (a CNN on images under shift) at a size HMC samples here.
 """
 from __future__ import annotations
 
@@ -67,6 +70,9 @@ class TaskDeclaration:
     standardisation: str = "per_feature"
     shift_blocks: tuple[ShiftBlock, ...] = field(default_factory=tuple)
     seed: int = 0
+    # A declared network other than the tanh MLP of ``hidden_layers`` (``networks.py``);
+    # the inputs are then shaped (N, *network["input_shape"]).
+    network: dict | None = None
 
     @property
     def likelihood(self) -> str:
@@ -117,6 +123,20 @@ TASKS: tuple[TaskDeclaration, ...] = (
         kind="classification", hidden_layers=(16, 16), prior_variance=0.2,
         hmc=HMCSettings(num_chains=4, num_warmup=500, num_samples=750, trajectory_length=2.0),
         standardisation="global", seed=16),
+    TaskDeclaration(
+        name="digits_cnn", phase="evaluation", dataset="digits",
+        summary="Handwritten digits as 8x8 images under a declared convolutional network; "
+                "the test set is the clean test images followed by corrupted copies at "
+                "increasing severity.",
+        kind="classification", hidden_layers=(), prior_variance=0.2,
+        hmc=HMCSettings(num_chains=4, num_warmup=500, num_samples=750, trajectory_length=2.0),
+        shift_blocks=(ShiftBlock("gaussian_noise", 2), ShiftBlock("gaussian_blur", 3),
+                      ShiftBlock("pixel_shift", 4), ShiftBlock("contrast", 5)),
+        standardisation="global", seed=17,
+        network={"type": "sequential", "input_shape": [8, 8, 1], "outputs": 10, "layers": [
+            {"type": "conv", "channels": 8, "kernel": 3, "stride": 2, "padding": "same"},
+            {"type": "activation", "name": "swish"},
+            {"type": "flatten"}, {"type": "dense", "units": 10}]}),
 )
 
 

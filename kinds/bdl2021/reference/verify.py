@@ -14,7 +14,7 @@ import numpy as np
 
 from bundle.phase_plan import declaration_path, task_data_problems
 from runtime.formats import FormatError
-from kinds.bdl2021.runtime.declared_model import MLP
+from kinds.bdl2021.runtime.declared_model import MLP, NetworkError, task_network
 from kinds.bdl2021.runtime.formats import (read_chain_probs, read_chain_samples,
                                            read_classification_probs, read_regression_samples,
                                            read_task_inputs)
@@ -129,11 +129,13 @@ def summary_table(tasks: list[VerifiedTask]) -> str:
 
 
 def _model(d: dict) -> str:
-    sizes = d.get("model", {}).get("layer_sizes")
-    if not sizes:
+    try:
+        network = task_network(d.get("model"))
+    except NetworkError:
         return "?"
-    parameters = d["model"].get("num_parameters") or MLP(tuple(sizes)).num_parameters
-    return f"{'-'.join(map(str, sizes))} ({parameters})"
+    if isinstance(network, MLP):
+        return f"{'-'.join(map(str, network.layer_sizes))} ({network.num_parameters})"
+    return f"{network.describe()} ({network.num_parameters})"
 
 
 def _row(d: dict, g: dict) -> str:

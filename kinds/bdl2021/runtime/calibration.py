@@ -19,7 +19,7 @@ import time
 
 import numpy as np
 
-from .declared_model import MLP, log_likelihood_and_output_grad
+from .declared_model import log_likelihood_and_output_grad, task_network
 
 REFERENCE_BATCH = 128
 SAMPLES = 5                # timed samples; the ingestion takes their median
@@ -27,61 +27,70 @@ SAMPLES = 5                # timed samples; the ingestion takes their median
 # a millisecond, too short to time alone on a busy machine.
 SAMPLE_SECONDS = 0.05
 TIME_CAP_SECONDS = 5.0     # stop sooner when epochs are slow; one sample at least
+# An epoch longer than this is timed in minibatch steps, not run whole: a numpy ResNet-20
+# epoch over CIFAR-10 would take the better part of an hour.
+LONG_EPOCH_SECONDS = 1.0
 STEP_SIZE = 1e-5           # the values do not matter for timing; small keeps them finite
 
 
-def _initial(model: MLP, rng: np.random.Generator) -> np.ndarray:
-    theta = np.zeros(model.num_parameters)
-    for weight, _ in model.unpack(theta):
-        weight[...] = rng.normal(0.0, 1.0 / math.sqrt(weight.shape[0]), weight.shape)
-    return theta
+def _step(model, likelihood: str, prior_variance: float, theta: np.ndarray, x, y,
+          rows: np.ndarray, n: int) -> np.ndarray:
+    output, vjp = model.output_and_vjp(theta, model.prepare_inputs(x[np.sort(rows)]))
+    _, output_grad = log_likelihood_and_output_grad(likelihood, output, y[np.sort(rows)])
+    grad = -(n / len(rows)) * vjp(output_grad) + theta / prior_variance
+    return theta - STEP_SIZE * grad
 
 
-def _epoch(model: MLP, likelihood: str, prior_variance: float, theta: np.ndarray,
-           x: np.ndarray, y: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    n = len(x)
-    batch = min(REFERENCE_BATCH, n)
+def _batches(n: int, rng: np.random.Generator) -> list[np.ndarray]:
     order = rng.permutation(n)
+    batch = min(REFERENCE_BATCH, n)
+    return [order[start:start + batch] for start in range(0, n, batch)]
+
+
+def _run(model, likelihood, prior_variance, theta, x, y, batches) -> np.ndarray:
     with np.errstate(all="ignore"):
-        for start in range(0, n, batch):
-            rows = order[start:start + batch]
-            output, activations, layers = model.forward_with_activations(theta, x[rows])
-            _, output_grad = log_likelihood_and_output_grad(likelihood, output, y[rows])
-            grad = -(n / len(rows)) * model.backward(output_grad, activations, layers) \
-                + theta / prior_variance
-            theta = theta - STEP_SIZE * grad
+        for rows in batches:
+            theta = _step(model, likelihood, prior_variance, theta, x, y, rows, len(x))
     return theta
 
 
-def sgd_epoch_seconds(layer_sizes, likelihood: str, prior_variance: float, x: np.ndarray,
+def sgd_epoch_seconds(model, likelihood: str, prior_variance: float, x: np.ndarray,
                       y: np.ndarray, seed: int = 0, clock=time.perf_counter) -> list[float]:
     """Seconds per epoch of the reference SGD (see the module docstring), one figure per
-    timed sample; a sample times as many whole epochs as fill ``SAMPLE_SECONDS``, after two
-    untimed epochs that pay for allocations and caches and size the samples."""
-    model = MLP(tuple(int(size) for size in layer_sizes))
+    timed sample. One untimed step pays for allocations and caches; one timed step sizes
+    the samples. Where an epoch is short (under ``LONG_EPOCH_SECONDS``), a sample times as
+    many whole epochs as fill ``SAMPLE_SECONDS``, after an untimed one; where it is long (a
+    CNN on 50,000 images in numpy), a sample times full minibatch steps filling
+    ``SAMPLE_SECONDS`` and scales them to the epoch's N / B steps. x may be a memory map:
+    only the minibatches are read."""
     rng = np.random.default_rng(seed)
-    x = np.asarray(x, dtype=np.float64).reshape(len(x), -1)
     y = np.asarray(y) if likelihood == "softmax" else np.asarray(y, dtype=np.float64)
-    theta = _initial(model, rng)
-    theta = _epoch(model, likelihood, prior_variance, theta, x, y, rng)
-    began = clock()      # the second epoch, warm, sizes the samples
-    theta = _epoch(model, likelihood, prior_variance, theta, x, y, rng)
-    epochs = max(1, math.ceil(SAMPLE_SECONDS / max(clock() - began, 1e-9)))
+    n, theta = len(x), model.initial(rng)
+    batches = _batches(n, rng)
+    theta = _run(model, likelihood, prior_variance, theta, x, y, batches[:1])
+    began = clock()
+    theta = _run(model, likelihood, prior_variance, theta, x, y, batches[:1])
+    step = max(clock() - began, 1e-9)
+    long_epochs = step * len(batches) > LONG_EPOCH_SECONDS
+    repeats = max(1, math.ceil(SAMPLE_SECONDS / (step if long_epochs else step * len(batches))))
+    if not long_epochs:
+        theta = _run(model, likelihood, prior_variance, theta, x, y, batches)
     samples: list[float] = []
     spent = 0.0
     while len(samples) < SAMPLES and (not samples or spent < TIME_CAP_SECONDS):
+        work = ([batches[i % len(batches)] for i in range(repeats)] if long_epochs
+                else [rows for _ in range(repeats) for rows in _batches(n, rng)])
         began = clock()
-        for _ in range(epochs):
-            theta = _epoch(model, likelihood, prior_variance, theta, x, y, rng)
+        theta = _run(model, likelihood, prior_variance, theta, x, y, work)
         elapsed = clock() - began
         spent += elapsed
-        samples.append(elapsed / epochs)
+        samples.append(elapsed / repeats * (n / len(batches[0]) if long_epochs else 1))
     return samples
 
 
 def task_epoch_seconds(declaration: dict, x_train: np.ndarray, y_train: np.ndarray
                        ) -> list[float]:
     """The reference SGD on a task as its declaration states it (model, likelihood, prior)."""
-    return sgd_epoch_seconds(declaration["model"]["layer_sizes"],
+    return sgd_epoch_seconds(task_network(declaration["model"]),
                              declaration["likelihood"]["name"],
                              float(declaration["prior"]["variance"]), x_train, y_train)

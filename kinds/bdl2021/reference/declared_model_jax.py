@@ -7,6 +7,10 @@ as the numpy form, differentiable and jit-compilable.
     network = task_network(task.model)
     logits = network.apply(JaxOps, theta, x)        # x: (N, *input_shape)
 
+It lives with the JAX samplers that make the references (``jax_model.py``), not in the
+programs' ``runtime/``: no competition image installs JAX. The starting kit ships it beside
+``declared_model.py`` and ``networks.py``.
+
 The arrays keep the dtype they are given: float64 needs ``jax_enable_x64`` (the references
 are float64; training in float32 is the participant's choice).
 """
@@ -18,10 +22,22 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-try:                       # a package in the programs; a file beside this one in the kit
-    from .networks import FRN_EPSILON, LSTM_FORGET_BIAS, same_padding
-except ImportError:
+try:                       # beside networks.py in the kit; in the package here
     from networks import FRN_EPSILON, LSTM_FORGET_BIAS, same_padding
+except ImportError:
+    from ..runtime.networks import FRN_EPSILON, LSTM_FORGET_BIAS, same_padding
+
+
+def _conv2d_as_matmul(x, w, stride, pads):
+    """The same convolution as one matrix product over the kernel's shifted windows: on a
+    CPU, XLA's float64 convolution is 2x slower than this for the small networks HMC samples
+    here; accelerators keep their own convolution."""
+    kh, kw = w.shape[:2]
+    xp = jnp.pad(x, ((0, 0), tuple(pads[0]), tuple(pads[1]), (0, 0)))
+    out_h, out_w = (xp.shape[1] - kh) // stride + 1, (xp.shape[2] - kw) // stride + 1
+    windows = [xp[:, i:i + stride * (out_h - 1) + 1:stride, j:j + stride * (out_w - 1) + 1:stride]
+               for i in range(kh) for j in range(kw)]
+    return jnp.concatenate(windows, axis=-1) @ w.reshape(-1, w.shape[-1]).astype(x.dtype)
 
 
 class JaxOps:
@@ -36,16 +52,19 @@ class JaxOps:
         kh, kw = w.shape[:2]
         pads = ([same_padding(x.shape[1], kh, stride), same_padding(x.shape[2], kw, stride)]
                 if padding == "same" else [(0, 0), (0, 0)])
+        if jax.default_backend() == "cpu":
+            return _conv2d_as_matmul(x, w, stride, pads) + b
         y = lax.conv_general_dilated(x, w.astype(x.dtype), (stride, stride), pads,
                                      dimension_numbers=("NHWC", "HWIO", "NHWC"))
         return y + b
 
     @staticmethod
     def pool(x, kind, size):
-        window = (1, size[0], size[1], 1)
-        if kind == "avg_pool":
-            return lax.reduce_window(x, 0.0, lax.add, window, window, "VALID") / math.prod(size)
-        return lax.reduce_window(x, -jnp.inf, lax.max, window, window, "VALID")
+        """Windows = strides, VALID: a reshape and a reduction (XLA's reduce_window is
+        several times slower on a CPU)."""
+        (p, q), (n, h, w, c) = size, x.shape
+        blocks = x[:, :h // p * p, :w // q * q].reshape(n, h // p, p, w // q, q, c)
+        return blocks.mean(axis=(2, 4)) if kind == "avg_pool" else blocks.max(axis=(2, 4))
 
     @staticmethod
     def activation(x, name):
