@@ -46,6 +46,11 @@ EXAMPLE_BASELINE = "sgld.py"
 SCORING_DESCRIPTION = ("Scores predictive distributions against the HMC references (agreement, "
                        "total variation, Wasserstein)")
 DECLARED_MODEL = HERE / "runtime" / "declared_model.py"
+# The declared networks as participants get them: numpy (with its gradient) and the network
+# definitions, and the JAX form (GPU images: PyTorch's form is in runtime/, as the programs
+# time epochs with it there). Copied beside every baseline.
+MODEL_FILES = (DECLARED_MODEL, HERE / "runtime" / "networks.py",
+               HERE / "reference" / "declared_model_jax.py")
 # A task budget stated in epochs (the 2021 rules): timed on the worker by runtime/calibration.py.
 EPOCH_UNIT = "one pass of plain SGD over the training data with the declared model"
 # Arrays of the public .npz files that stand in for hidden values: the leakage check proves
@@ -149,8 +154,13 @@ def package_baseline(baseline: Path, destination: Path) -> Path:
     shutil.copyfile(baseline, destination / "submission.py")
     for name in BASELINE_SUPPORT:
         shutil.copyfile(baseline.parent / name, destination / name)
-    shutil.copyfile(DECLARED_MODEL, destination / "declared_model.py")
+    copy_model_files(destination)
     return destination
+
+
+def copy_model_files(destination: Path) -> None:
+    for path in MODEL_FILES:
+        shutil.copyfile(path, destination / path.name)
 
 
 def sample_code_submission(destination: Path) -> Path:
@@ -177,7 +187,7 @@ def stage_kit(plan, destination: Path) -> None:
     model they import."""
     shutil.copytree(KIT / "baselines", destination / "baselines",
                     ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copyfile(DECLARED_MODEL, destination / "baselines" / "declared_model.py")
+    copy_model_files(destination / "baselines")
 
 
 # ---- organizers' tools ---------------------------------------------------------------------

@@ -12,7 +12,7 @@ task of the NeurIPS 2021 competition:
 | diabetes_gap  | UCI-gap energy regression          | evaluation   |
 | iris          | IMDB (public reference)            | development  |
 | digits        | CIFAR-10 (public reference)        | development  |
-| digits_cnn    | CIFAR-10 + CIFAR-10-C, declared CNN | evaluation  |
+| digits_cnn    | CIFAR-10 + CIFAR-10-C, declared CNN (public reference) | development |
 
 ``digits`` and ``digits_shift`` use different splits and different networks, so the public
 development reference of ``digits`` does not reveal the hidden clean block of
@@ -124,7 +124,7 @@ TASKS: tuple[TaskDeclaration, ...] = (
         hmc=HMCSettings(num_chains=4, num_warmup=500, num_samples=750, trajectory_length=2.0),
         standardisation="global", seed=16),
     TaskDeclaration(
-        name="digits_cnn", phase="evaluation", dataset="digits",
+        name="digits_cnn", phase="development", dataset="digits",
         summary="Handwritten digits as 8x8 images under a declared convolutional network; "
                 "the test set is the clean test images followed by corrupted copies at "
                 "increasing severity.",

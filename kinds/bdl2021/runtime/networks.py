@@ -38,6 +38,7 @@ ACTIVATIONS = ("relu", "swish", "tanh", "sigmoid", "linear")
 PADDINGS = ("same", "valid")
 FRN_EPSILON = 1e-6
 LSTM_FORGET_BIAS = 1.0      # added to the forget gate's input, as Haiku's LSTM does
+FORWARD_ROWS = 1024
 
 
 class NetworkError(ValueError):
@@ -560,7 +561,11 @@ class Network:
         return x.astype(np.int64 if self.token_inputs else np.float64, copy=False)
 
     def forward(self, theta, x) -> np.ndarray:
-        return self.apply(NumpyOps, theta, self.prepare_inputs(x))
+        """Outputs in numpy, FORWARD_ROWS examples at a time (a convolution's windows of
+        50,000 images would not fit in memory at once); x may be a memory map."""
+        parts = [self.apply(NumpyOps, theta, self.prepare_inputs(x[start:start + FORWARD_ROWS]))
+                 for start in range(0, len(x), FORWARD_ROWS)]
+        return np.concatenate(parts) if parts else np.zeros((0, self.spec["outputs"]))
 
     def output_and_vjp(self, theta, x):
         """Outputs and the map from their gradient to theta's gradient (numpy, one pass)."""

@@ -1,4 +1,4 @@
-"""Baseline: MC dropout (Gal & Ghahramani 2016) on the declared tanh MLP.
+"""Baseline: MC dropout (Gal & Ghahramani 2016) on the declared network.
 
 Dropout acts on the hidden units: after each hidden layer's tanh, every unit is kept with
 probability 1 - p (a Bernoulli mask z, no rescaling, as in the paper, so the weight matrix
@@ -22,13 +22,19 @@ a checkpoint measures its cost); the predictive averages PASSES
 stochastic forward passes with dropout on (classification: mean softmax; regression: one
 draw of y per pass, round robin as ``training.predictive`` does). Checkpoints every
 CHECKPOINT_EVERY steps keep it anytime.
+
+A declared network other than the MLP (a CNN, ``networks.py``) gets dropout where the
+2021 networks can take it without changing their layout: on the inputs of the dense head.
+Dropping input unit j of the head is zeroing row j of its weight matrix M, so one mask per
+minibatch (and per predictive pass) masks those rows; the same KL weighting applies, with
+(1 - p) / sigma^2 on the head's weights and 1 / sigma^2 on everything else.
 """
 import time
 
 import numpy as np
 
-from declared_model import log_likelihood_and_output_grad, log_softmax, softplus
-from training import initial_parameters, task_model
+from declared_model import MLP, log_likelihood_and_output_grad, log_softmax, softplus
+from training import initial_parameters, predictive, task_model
 
 DROP = 0.05                 # p, on every hidden unit
 BATCH = 64
@@ -92,8 +98,45 @@ def mc_predictive(task, model, theta, x_test, rng, passes=PASSES):
         return draws
 
 
+class HeadDropout:
+    """Dropout on the inputs of a declared network's dense head (its last two parameters:
+    weight (in, out), then bias), as masks on the weight's rows."""
+
+    def __init__(self, model):
+        weight = model.parameters[-2]
+        self.start = model.num_parameters - model.parameters[-1].size - weight.size
+        self.shape = weight.shape
+
+    def mask(self, theta_size, rng):
+        keep = np.ones(theta_size)
+        rows = (rng.random(self.shape[0]) >= DROP).astype(float)
+        keep[self.start:self.start + np.prod(self.shape)] = np.repeat(rows, self.shape[1])
+        return keep
+
+    def decay(self, model, prior_variance):
+        decay = np.full(model.num_parameters, 1.0 / prior_variance)
+        decay[self.start:self.start + np.prod(self.shape)] *= 1.0 - DROP
+        return decay
+
+
+def network_step(model, dropout, likelihood, theta, x, y, scale, decay, rng):
+    """Gradient of the dropout loss at one mask (the masked rows get none from the data)."""
+    keep = dropout.mask(len(theta), rng)
+    output, vjp = model.output_and_vjp(theta * keep, model.prepare_inputs(x))
+    _, output_grad = log_likelihood_and_output_grad(likelihood, output, y)
+    return -scale * vjp(output_grad) * keep + decay * theta
+
+
+def network_predictive(task, model, dropout, theta, x_test, rng, passes=PASSES):
+    """PASSES masked forward passes, averaged as ``training.predictive`` averages samples."""
+    samples = [theta * dropout.mask(len(theta), rng) for _ in range(passes)]
+    return predictive(task, model, samples, x_test, rng)
+
+
 def predict(task, x_train, y_train, x_test, checkpoint):
     model = task_model(task)
+    if not isinstance(model, MLP):
+        return predict_network(task, model, x_train, y_train, x_test, checkpoint)
     likelihood, prior_variance = task.likelihood["name"], task.prior["variance"]
     rng = np.random.default_rng(4)
     deadline = time.monotonic() + TIME_SHARE * task.time_left()
@@ -128,3 +171,36 @@ def predict(task, x_train, y_train, x_test, checkpoint):
         if time.monotonic() + cost > deadline:     # the final predictive fits in the share
             break
     return mc_predictive(task, model, last_good, x_test, rng)
+
+
+def predict_network(task, model, x_train, y_train, x_test, checkpoint):
+    """The same Adam loop for a declared network other than the MLP (head dropout)."""
+    likelihood, prior_variance = task.likelihood["name"], task.prior["variance"]
+    rng = np.random.default_rng(4)
+    deadline = time.monotonic() + TIME_SHARE * task.time_left()
+    n, dropout = len(x_train), HeadDropout(model)
+    batch, decay = min(BATCH, n), dropout.decay(model, prior_variance)
+    theta = last_good = initial_parameters(model, likelihood, rng)
+    first, second = np.zeros_like(theta), np.zeros_like(theta)
+    cost = 0.0
+    for step in range(1, STEPS + 1):
+        rows = np.sort(rng.choice(n, batch, replace=False)) if batch < n else slice(None)
+        with np.errstate(all="ignore"):
+            grad = network_step(model, dropout, likelihood, theta, x_train[rows],
+                                y_train[rows], n / batch, decay, rng)
+        if np.all(np.isfinite(grad)):
+            first = 0.9 * first + 0.1 * grad
+            second = 0.999 * second + 0.001 * grad * grad
+            theta = theta - LEARNING_RATE * (first / (1 - 0.9 ** step)) / (
+                np.sqrt(second / (1 - 0.999 ** step)) + 1e-8)
+            if np.all(np.isfinite(theta)):
+                last_good = theta.copy()
+            else:
+                theta = last_good.copy()
+        if step % CHECKPOINT_EVERY == 0 and time.monotonic() + 2 * cost < deadline:
+            started = time.monotonic()
+            checkpoint(network_predictive(task, model, dropout, last_good, x_test, rng))
+            cost = time.monotonic() - started
+        if time.monotonic() + cost > deadline:
+            break
+    return network_predictive(task, model, dropout, last_good, x_test, rng)

@@ -2,40 +2,41 @@
 initialisation, and the predictive of a set of parameter samples.
 
 Numpy only, so it runs in the competition's image. ``declared_model`` is the task model
-(tanh MLP, softmax or Gaussian likelihood, Gaussian prior) exactly as the HMC reference
-used it; it is copied next to this file when a submission is packaged.
+(the declared network, softmax or Gaussian likelihood, Gaussian prior) exactly as the HMC
+reference used it; it and ``networks.py`` are copied next to this file when a submission is
+packaged. Any declared network works: the tanh MLP, or a convolutional one (numpy computes
+its gradient by reverse accumulation, ``networks.TapeOps``).
 """
 import math
 
 import numpy as np
 
-from declared_model import MLP, log_likelihood_and_output_grad, predictive_mean_and_scale, \
-    predictive_probabilities
+from declared_model import log_likelihood_and_output_grad, predictive_mean_and_scale, \
+    predictive_probabilities, task_network
 
 # softplus(r) = 1 at r = log(e - 1): regression outputs start with unit noise scale.
 UNIT_SCALE_RAW = math.log(math.e - 1)
 
 
 def task_model(task):
-    return MLP(tuple(task.model["layer_sizes"]))
+    return task_network(task.model)
 
 
 def potential_and_grad(model, likelihood, prior_variance, theta, x, y, scale=1.0):
     """U = -scale * log p(y | x, theta) - log p(theta); scale = N / batch size for minibatches."""
     with np.errstate(all="ignore"):
-        output, activations, layers = model.forward_with_activations(theta, x)
+        output, vjp = model.output_and_vjp(theta, model.prepare_inputs(x))
         log_lik, output_grad = log_likelihood_and_output_grad(likelihood, output, y)
-        grad = -scale * model.backward(output_grad, activations, layers) + theta / prior_variance
+        grad = -scale * vjp(output_grad) + theta / prior_variance
     return -scale * log_lik + 0.5 * float(theta @ theta) / prior_variance, grad
 
 
 def initial_parameters(model, likelihood, rng):
-    """Weights N(0, 1/fan_in), zero biases (a unit noise scale for regression)."""
-    theta = np.zeros(model.num_parameters)
-    for weight, _ in model.unpack(theta):
-        weight[...] = rng.normal(0.0, 1.0 / math.sqrt(weight.shape[0]), weight.shape)
+    """The network's initialisation (the MLP: weights N(0, 1/fan_in), zero biases); for
+    regression a unit noise scale: the last parameter is the output bias of the scale."""
+    theta = model.initial(rng)
     if likelihood == "gaussian":
-        model.unpack(theta)[-1][1][1] = UNIT_SCALE_RAW
+        theta[-1] = UNIT_SCALE_RAW
     return theta
 
 
