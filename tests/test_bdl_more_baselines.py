@@ -15,7 +15,7 @@ from local_runs import run_baseline, scores_of
 
 REPO = Path(__file__).resolve().parents[1]
 BASELINES = REPO / "kinds" / "bdl2021" / "kit" / "baselines"
-PHASE_TASKS = {"development": ["digits", "iris"],
+PHASE_TASKS = {"development": ["digits", "digits_cnn", "iris"],
                "evaluation": ["breast_cancer", "diabetes_gap", "digits_shift", "wine"]}
 
 
@@ -47,10 +47,12 @@ def test_baseline_beats_trivial_on_every_task(baseline, phase, trivial_scores, t
 
 
 def load_baseline(name, tmp_path):
-    """The baseline as a submission sees it: declared_model.py next to training.py."""
-    (tmp_path / "declared_model.py").write_text(
-        (REPO / "kinds" / "bdl2021" / "runtime" / "declared_model.py").read_text())
-    names = ("declared_model", "training", name)
+    """The baseline as a submission sees it: declared_model.py and networks.py next to
+    training.py."""
+    for module in ("declared_model", "networks"):
+        (tmp_path / f"{module}.py").write_text(
+            (REPO / "kinds" / "bdl2021" / "runtime" / f"{module}.py").read_text())
+    names = ("declared_model", "networks", "training", name)
     saved = {module: sys.modules.pop(module) for module in names if module in sys.modules}
     sys.path[:0] = [str(BASELINES), str(tmp_path)]
     try:

@@ -36,11 +36,12 @@ class FakeTask:
 def baseline_module(monkeypatch):
     """A baseline imported as in the kit, where the declared model sits next to it."""
     import importlib.util
-    spec = importlib.util.spec_from_file_location(
-        "declared_model", REPO / "kinds" / "bdl2021" / "runtime" / "declared_model.py")
-    declared_model = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, "declared_model", declared_model)
-    spec.loader.exec_module(declared_model)
+    for name in ("networks", "declared_model"):        # declared_model imports networks
+        spec = importlib.util.spec_from_file_location(
+            name, REPO / "kinds" / "bdl2021" / "runtime" / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        monkeypatch.setitem(sys.modules, name, module)
+        spec.loader.exec_module(module)
     monkeypatch.syspath_prepend(str(BASELINES))
 
     def load(name, **settings):

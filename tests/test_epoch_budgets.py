@@ -89,7 +89,9 @@ def test_the_config_and_pages_state_the_epochs_and_the_ceiling(tmp_path):
     wine = next(task for task in plan.tasks if task.name == "wine")
     assert wine.budget_text() == "3000 epochs (at most 30 s)"
     assert budget_facts(plan.tasks) == ["an epoch is one pass of plain SGD over the training "
-                                        "data with the declared model, timed on the worker just "
+                                        "data with the declared model (minibatches of 128; in "
+                                        "PyTorch where the image installs it, on the GPU images' "
+                                        "GPU, else in numpy), timed on the worker just "
                                         "before your code runs, and the epochs are converted to "
                                         "seconds there"]
     config = next(t for t in ingestion_config(plan)["tasks"] if t["name"] == "wine")

@@ -52,7 +52,9 @@ DECLARED_MODEL = HERE / "runtime" / "declared_model.py"
 MODEL_FILES = (DECLARED_MODEL, HERE / "runtime" / "networks.py",
                HERE / "reference" / "declared_model_jax.py")
 # A task budget stated in epochs (the 2021 rules): timed on the worker by runtime/calibration.py.
-EPOCH_UNIT = "one pass of plain SGD over the training data with the declared model"
+EPOCH_UNIT = ("one pass of plain SGD over the training data with the declared model "
+              "(minibatches of 128; in PyTorch where the image installs it, on the GPU "
+              "images' GPU, else in numpy)")
 # Arrays of the public .npz files that stand in for hidden values: the leakage check proves
 # them all zeros.
 ZEROED_PUBLIC_ARRAYS = ("y_test",)

@@ -42,6 +42,11 @@ def formula_html(text: str) -> Markup:
                            for odd, piece in ((i % 2 == 1, p) for i, p in enumerate(pieces)))
 
 
+def example_shape(declaration: dict) -> tuple:
+    """One example's shape: as declared, else as the declared network reads it."""
+    return tuple(declaration.get("input_shape") or task_network(declaration["model"]).input_shape)
+
+
 def model_text(model: dict) -> str:
     """The declared network in a few words, with its parameter count."""
     network = task_network(model)
@@ -95,7 +100,7 @@ def _data_rows(plan, phase) -> list[dict]:
         rows.append({"task": task.name, "file": paths.inputs.name,
                      "content": "x_train, y_train, x_test, y_test (y_test all zeros)",
                      "shape": f"x: {d['n_train']}+{d['n_test']} x "
-                              f"{'x'.join(map(str, d['input_shape']))}",
+                              f"{'x'.join(map(str, example_shape(d)))}",
                      "where": public})
         rows.append({"task": task.name, "file": paths.declaration.name,
                      "content": "the declaration: model, likelihood, prior, split, test blocks",
@@ -219,7 +224,7 @@ def _kit_task(task) -> dict:
     width = d["num_classes"] if classification else d["num_samples"]
     blocks = [block["name"] for block in d.get("test_blocks", ())]
     return {"name": task.name, "task_type": task.task_type, "n_train": d["n_train"],
-            "n_test": d["n_test"], "input_shape": " x ".join(map(str, d["input_shape"])),
+            "n_test": d["n_test"], "input_shape": " x ".join(map(str, example_shape(d))),
             "what": (f"probabilities of {width} classes" if classification
                      else f"{width} samples of y per test point"),
             "shape": f"{d['n_test']} x {width}",

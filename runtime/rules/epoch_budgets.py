@@ -29,14 +29,19 @@ def task_budget(task, data: Path, contract):
         from . import RuleError     # here: the registry imports this module before defining it
         raise RuleError(f"task {task.name}: a budget in epochs, but the kind has no "
                         "reference training to time (rebuild the bundle)")
-    samples = [float(seconds) for seconds in measure(task, data)]
+    measured = measure(task, data)
+    # the kind's timings, or {"samples": timings, "timed_with": what ran them}
+    about = {k: v for k, v in measured.items() if k != "samples"} \
+        if isinstance(measured, dict) else {}
+    samples = [float(seconds) for seconds in (
+        measured["samples"] if isinstance(measured, dict) else measured)]
     per_epoch = statistics.median(samples)
     converted = epochs * per_epoch
     budget = max(round(min(converted, task.budget_seconds), 3), 0.001)
     calibration = {"epochs": epochs, "seconds_per_epoch": per_epoch,
                    "samples": samples, "budget_seconds": budget,
                    "ceiling_seconds": task.budget_seconds,
-                   "capped": converted > task.budget_seconds}
+                   "capped": converted > task.budget_seconds, **about}
     return dataclasses.replace(task, budget_seconds=budget,
                                rules={**task.rules, "calibration": calibration})
 
@@ -57,6 +62,8 @@ def calibration_text(calibration: dict) -> str:
     text = (f"budget {calibration['epochs']:g} epochs x {calibration['seconds_per_epoch']:.3g} s "
             f"per epoch on this machine (median of {len(calibration['samples'])} timed samples)"
             f" = {calibration['budget_seconds']:g} s")
+    if calibration.get("timed_with"):
+        text += f"; the epoch timed in {calibration['timed_with']}"
     if calibration["capped"]:
         text += (f", capped at the competition's ceiling of {calibration['ceiling_seconds']:g} s "
                  "(this machine is slower than the organizers' worst case)")

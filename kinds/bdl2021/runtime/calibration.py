@@ -88,9 +88,27 @@ def sgd_epoch_seconds(model, likelihood: str, prior_variance: float, x: np.ndarr
     return samples
 
 
-def task_epoch_seconds(declaration: dict, x_train: np.ndarray, y_train: np.ndarray
-                       ) -> list[float]:
-    """The reference SGD on a task as its declaration states it (model, likelihood, prior)."""
-    return sgd_epoch_seconds(task_network(declaration["model"]),
-                             declaration["likelihood"]["name"],
-                             float(declaration["prior"]["variance"]), x_train, y_train)
+def task_epoch_seconds(declaration: dict, x_train: np.ndarray, y_train: np.ndarray,
+                       framework: str | None = None) -> dict:
+    """The reference SGD on a task as its declaration states it (model, likelihood, prior),
+    in the image's framework: PyTorch where the image installs it (the GPU images; on the GPU
+    when there is one), else numpy. ``{"samples": seconds per epoch, "timed_with": ...}``."""
+    network = task_network(declaration["model"])
+    settings = (declaration["likelihood"]["name"], float(declaration["prior"]["variance"]),
+                x_train, y_train)
+    framework = framework or ("torch" if _torch_installed() else "numpy")
+    if framework == "torch":
+        from .declared_model_torch import sgd_epoch_seconds as torch_epoch_seconds
+        from .declared_model_torch import default_device
+        device = default_device()
+        samples = torch_epoch_seconds(network, *settings, device=device,
+                                      batch=REFERENCE_BATCH, step_size=STEP_SIZE,
+                                      samples=SAMPLES, sample_seconds=SAMPLE_SECONDS,
+                                      time_cap=TIME_CAP_SECONDS)
+        return {"samples": samples, "timed_with": f"PyTorch on {device}"}
+    return {"samples": sgd_epoch_seconds(network, *settings), "timed_with": "numpy"}
+
+
+def _torch_installed() -> bool:
+    import importlib.util
+    return importlib.util.find_spec("torch") is not None

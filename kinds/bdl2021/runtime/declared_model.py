@@ -92,6 +92,10 @@ class MLP:
                 delta = (delta @ layers[index][0].T) * (1.0 - h * h)
         return np.concatenate([part for bias, weight in reversed(grads) for part in (weight, bias)])
 
+    @property
+    def input_shape(self) -> tuple[int, ...]:
+        return (self.layer_sizes[0],)
+
     def prepare_inputs(self, x) -> np.ndarray:
         x = np.asarray(x)
         return x.reshape(len(x), -1).astype(np.float64, copy=False)

@@ -24,9 +24,10 @@ def stage_inputs(task, input_dir: Path, folder: Path) -> Path:
     return data
 
 
-def epoch_seconds(task, data: Path) -> list[float]:
+def epoch_seconds(task, data: Path) -> dict:
     """Seconds per epoch of plain SGD on the declared model and the task's training data, on
-    this machine (``calibration.py``): what a budget in epochs is converted with."""
+    this machine (``calibration.py``): what a budget in epochs is converted with, and the
+    framework that ran it (the image's: PyTorch where it is installed, else numpy)."""
     with np.load(data, allow_pickle=False) as arrays:
         x_train, y_train = arrays["x_train"], arrays["y_train"]
     return task_epoch_seconds(task.contract["declaration"], x_train, y_train)
