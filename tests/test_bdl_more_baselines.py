@@ -70,7 +70,7 @@ def toy_task(task_type, layer_sizes, seconds=1.0):   # many checkpoint periods, 
     return types.SimpleNamespace(
         task_type=task_type, n_test=7, num_classes=3 if classification else None,
         num_samples=None if classification else 11,
-        model={"layer_sizes": list(layer_sizes)},
+        model={"type": "mlp", "activation": "tanh", "layer_sizes": list(layer_sizes)},
         likelihood={"name": "softmax" if classification else "gaussian"},
         prior={"variance": 0.2}, seconds=seconds,
         time_left=lambda: seconds - (time.monotonic() - start))

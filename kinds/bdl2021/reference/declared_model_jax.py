@@ -23,9 +23,9 @@ import jax.numpy as jnp
 from jax import lax
 
 try:                       # beside networks.py in the kit; in the package here
-    from networks import FRN_EPSILON, LSTM_FORGET_BIAS, same_padding
+    from networks import FRN_EPSILON, LSTM_FORGET_BIAS, pool_blocks, same_padding
 except ImportError:
-    from ..runtime.networks import FRN_EPSILON, LSTM_FORGET_BIAS, same_padding
+    from ..runtime.networks import FRN_EPSILON, LSTM_FORGET_BIAS, pool_blocks, same_padding
 
 
 def _conv2d_as_matmul(x, w, stride, pads):
@@ -62,8 +62,7 @@ class JaxOps:
     def pool(x, kind, size):
         """Windows = strides, VALID: a reshape and a reduction (XLA's reduce_window is
         several times slower on a CPU)."""
-        (p, q), (n, h, w, c) = size, x.shape
-        blocks = x[:, :h // p * p, :w // q * q].reshape(n, h // p, p, w // q, q, c)
+        blocks = pool_blocks(x, size)
         return blocks.mean(axis=(2, 4)) if kind == "avg_pool" else blocks.max(axis=(2, 4))
 
     @staticmethod

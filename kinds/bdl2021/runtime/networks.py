@@ -302,10 +302,17 @@ def _conv2d_np(x, w, b, stride, padding):
     return y, vjp
 
 
+def pool_blocks(x, size):
+    """The pooling windows (window = stride, VALID) as axes 2 and 4: a reshape, in numpy or
+    in JAX."""
+    (p, q), (n, h, w, c) = size, x.shape
+    return x[:, :h // p * p, :w // q * q].reshape(n, h // p, p, w // q, q, c)
+
+
 def _pool_np(x, kind, size):
     (p, q), (n, h, w, c) = size, x.shape
     out_h, out_w = h // p, w // q
-    blocks = x[:, :out_h * p, :out_w * q].reshape(n, out_h, p, out_w, q, c)
+    blocks = pool_blocks(x, size)
     if kind == "avg_pool":
         y = blocks.mean(axis=(2, 4))
         chosen = None

@@ -135,26 +135,47 @@ def network_predictive(task, model, dropout, theta, x_test, rng, passes=PASSES):
 
 def predict(task, x_train, y_train, x_test, checkpoint):
     model = task_model(task)
-    if not isinstance(model, MLP):
-        return predict_network(task, model, x_train, y_train, x_test, checkpoint)
     likelihood, prior_variance = task.likelihood["name"], task.prior["variance"]
-    rng = np.random.default_rng(4)
-    deadline = time.monotonic() + TIME_SHARE * task.time_left()
     n = len(x_train)
     batch = min(BATCH, n)
-    decay = decay_vector(model, prior_variance)
+    if isinstance(model, MLP):
+        decay = decay_vector(model, prior_variance)
+
+        def gradient(theta, rows, rng):
+            masks = draw_masks(model, batch, rng)
+            layers = model.unpack(theta)
+            output, kept = forward(layers, x_train[rows], masks)
+            _, output_grad = log_likelihood_and_output_grad(likelihood, output, y_train[rows])
+            return -(n / batch) * backward(output_grad, kept, layers, masks) + decay * theta
+
+        def predictive_of(theta, rng):
+            return mc_predictive(task, model, theta, x_test, rng)
+    else:
+        dropout = HeadDropout(model)
+        decay = dropout.decay(model, prior_variance)
+
+        def gradient(theta, rows, rng):
+            return network_step(model, dropout, likelihood, theta, x_train[rows],
+                                y_train[rows], n / batch, decay, rng)
+
+        def predictive_of(theta, rng):
+            return network_predictive(task, model, dropout, theta, x_test, rng)
+    rng = np.random.default_rng(4)
+    deadline = time.monotonic() + TIME_SHARE * task.time_left()
     theta = initial_parameters(model, likelihood, rng)
+    return train(gradient, predictive_of, theta, n, batch, deadline, checkpoint, rng)
+
+
+def train(gradient, predictive_of, theta, n, batch, deadline, checkpoint, rng):
+    """Adam on minibatches with fresh masks, keeping the last finite parameters; checkpoints
+    while a predictive fits before the deadline."""
     first, second = np.zeros_like(theta), np.zeros_like(theta)
     last_good = theta.copy()
     cost = 0.0                  # seconds a predictive takes, once measured
     for step in range(1, STEPS + 1):
         rows = rng.choice(n, batch, replace=False) if batch < n else slice(None)
-        masks = draw_masks(model, batch, rng)
-        layers = model.unpack(theta)
         with np.errstate(all="ignore"):
-            output, kept = forward(layers, x_train[rows], masks)
-            _, output_grad = log_likelihood_and_output_grad(likelihood, output, y_train[rows])
-            grad = -(n / batch) * backward(output_grad, kept, layers, masks) + decay * theta
+            grad = gradient(theta, rows, rng)
         if np.all(np.isfinite(grad)):
             first = 0.9 * first + 0.1 * grad
             second = 0.999 * second + 0.001 * grad * grad
@@ -166,41 +187,8 @@ def predict(task, x_train, y_train, x_test, checkpoint):
                 theta = last_good.copy()
         if step % CHECKPOINT_EVERY == 0 and time.monotonic() + 2 * cost < deadline:
             started = time.monotonic()
-            checkpoint(mc_predictive(task, model, last_good, x_test, rng))
+            checkpoint(predictive_of(last_good, rng))
             cost = time.monotonic() - started
         if time.monotonic() + cost > deadline:     # the final predictive fits in the share
             break
-    return mc_predictive(task, model, last_good, x_test, rng)
-
-
-def predict_network(task, model, x_train, y_train, x_test, checkpoint):
-    """The same Adam loop for a declared network other than the MLP (head dropout)."""
-    likelihood, prior_variance = task.likelihood["name"], task.prior["variance"]
-    rng = np.random.default_rng(4)
-    deadline = time.monotonic() + TIME_SHARE * task.time_left()
-    n, dropout = len(x_train), HeadDropout(model)
-    batch, decay = min(BATCH, n), dropout.decay(model, prior_variance)
-    theta = last_good = initial_parameters(model, likelihood, rng)
-    first, second = np.zeros_like(theta), np.zeros_like(theta)
-    cost = 0.0
-    for step in range(1, STEPS + 1):
-        rows = np.sort(rng.choice(n, batch, replace=False)) if batch < n else slice(None)
-        with np.errstate(all="ignore"):
-            grad = network_step(model, dropout, likelihood, theta, x_train[rows],
-                                y_train[rows], n / batch, decay, rng)
-        if np.all(np.isfinite(grad)):
-            first = 0.9 * first + 0.1 * grad
-            second = 0.999 * second + 0.001 * grad * grad
-            theta = theta - LEARNING_RATE * (first / (1 - 0.9 ** step)) / (
-                np.sqrt(second / (1 - 0.999 ** step)) + 1e-8)
-            if np.all(np.isfinite(theta)):
-                last_good = theta.copy()
-            else:
-                theta = last_good.copy()
-        if step % CHECKPOINT_EVERY == 0 and time.monotonic() + 2 * cost < deadline:
-            started = time.monotonic()
-            checkpoint(network_predictive(task, model, dropout, last_good, x_test, rng))
-            cost = time.monotonic() - started
-        if time.monotonic() + cost > deadline:
-            break
-    return network_predictive(task, model, dropout, last_good, x_test, rng)
+    return predictive_of(last_good, rng)
