@@ -43,7 +43,14 @@ def test_declaration_file_matches_code_and_data(task):
     files = task_files(DEFAULT_ROOT, task.name, task.kind)
     declaration = json.loads(files.declaration.read_text())
     prepared = prepare(task)
-    assert declaration["model"]["layer_sizes"] == list(task_model(task, prepared).layer_sizes)
+    model = task_model(task, prepared)
+    if task.network is None:
+        assert declaration["model"]["layer_sizes"] == list(model.layer_sizes)
+    else:         # the declared network and its layout, name by name
+        assert {k: declaration["model"][k] for k in task.network} == task.network
+        assert declaration["model"]["parameter_order"] == [[p.name, list(p.shape)]
+                                                           for p in model.parameters]
+    assert declaration["model"]["num_parameters"] == model.num_parameters
     assert declaration["prior"]["variance"] == task.prior_variance
     assert declaration["n_test"] == len(prepared.x_test)
     assert declaration["hmc"]["num_samples"] == task.hmc.num_samples
