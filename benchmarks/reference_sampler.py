@@ -47,24 +47,8 @@ def ours(task, prepared):
 
 
 def numpyro_nuts(task, prepared):
-    import jax
-    from numpyro.infer import MCMC, NUTS
-    model = task_model(task, prepared)
-    log_density = jax_model.log_density(model, task.likelihood, task.prior_variance,
-                                        prepared.x_train, prepared.y_train)
-    starts = np.stack([initial_position(task, model, chain) for chain in range(CHAINS)])
-    mcmc = MCMC(NUTS(potential_fn=lambda theta: -log_density(theta)),
-                num_warmup=task.hmc.num_warmup, num_samples=task.hmc.num_samples,
-                num_chains=CHAINS, chain_method="parallel", progress_bar=False)
-    mcmc.run(jax.random.PRNGKey(task.seed), init_params=starts,
-             extra_fields=("potential_energy", "num_steps"))
-    samples = np.asarray(mcmc.get_samples(group_by_chain=True))
-    extra = mcmc.get_extra_fields(group_by_chain=True)
-    energy, steps = np.asarray(extra["potential_energy"]), np.asarray(extra["num_steps"])
-    return [chain_predictions(task, prepared, chain, samples[chain], energy[chain],
-                              acceptance_rate=float("nan"), step_size=float("nan"),
-                              num_steps=float(steps[chain].mean()), divergences=0,
-                              warmup_divergences=0) for chain in range(CHAINS)]
+    from kinds.bdl2021.reference.crosscheck import numpyro_chains
+    return numpyro_chains(task, prepared, range(CHAINS))
 
 
 def numpy_hmc(task, prepared):

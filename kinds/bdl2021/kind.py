@@ -46,10 +46,11 @@ EXAMPLE_BASELINE = "sgld.py"
 SCORING_DESCRIPTION = ("Scores predictive distributions against the HMC references (agreement, "
                        "total variation, Wasserstein)")
 DECLARED_MODEL = HERE / "runtime" / "declared_model.py"
-# The declared networks as participants get them: numpy (with its gradient) and the network
-# definitions, and the JAX form (GPU images: PyTorch's form is in runtime/, as the programs
-# time epochs with it there). Copied beside every baseline.
+# The declared networks as participants get them: the definitions and the numpy form (with
+# its gradient), and the PyTorch and JAX forms (PyTorch's is in runtime/: the programs time
+# epochs with it on GPU images). Copied beside every baseline.
 MODEL_FILES = (DECLARED_MODEL, HERE / "runtime" / "networks.py",
+               HERE / "runtime" / "declared_model_torch.py",
                HERE / "reference" / "declared_model_jax.py")
 # A task budget stated in epochs (the 2021 rules): timed on the worker by runtime/calibration.py.
 EPOCH_UNIT = ("one pass of plain SGD over the training data with the declared model "

@@ -104,7 +104,7 @@ def task_epoch_seconds(declaration: dict, x_train: np.ndarray, y_train: np.ndarr
         samples = torch_epoch_seconds(network, *settings, device=device,
                                       batch=REFERENCE_BATCH, step_size=STEP_SIZE,
                                       samples=SAMPLES, sample_seconds=SAMPLE_SECONDS,
-                                      time_cap=TIME_CAP_SECONDS)
+                                      time_cap=TIME_CAP_SECONDS, long_epoch=LONG_EPOCH_SECONDS)
         return {"samples": samples, "timed_with": f"PyTorch on {device}"}
     return {"samples": sgd_epoch_seconds(network, *settings), "timed_with": "numpy"}
 
