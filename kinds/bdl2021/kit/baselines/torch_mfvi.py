@@ -12,7 +12,8 @@ min(log 1e-2, log prior std) (a narrow q at a good mean, which the ELBO then wid
 (mu, s). The predictive samples q: classification averages the softmax probabilities over
 DRAWS draws, regression draws y from them round robin (``torch_training.predictive``).
 Training and the final predictive use at most half the budget (the checkpoints measure the
-predictive's cost); a checkpoint after the first epoch of VI and every CHECKPOINT_EVERY steps
+predictive's cost); a checkpoint of the MAP start's predictive, then after the first epoch
+of VI and every CHECKPOINT_EVERY steps
 keeps it anytime. On the GPU when there is one; repeatable on the CPU given its seed when no
 deadline cuts it short.
 """
@@ -22,7 +23,7 @@ import time
 import numpy as np
 import torch
 
-from torch_training import (Budget, DeclaredModel, adam, finite, predictive, sample_passes,
+from torch_training import (Adam, Budget, DeclaredModel, adam, finite, predictive, sample_passes,
                             seeded)
 
 MAP_EPOCHS = 5
@@ -50,10 +51,8 @@ def predict(task, x_train, y_train, x_test, checkpoint):
                 MAP_LEARNING_RATE, batch, lambda: time.monotonic() > map_deadline)
     log_scale = torch.full_like(mean, min(INITIAL_LOG_SCALE,
                                           0.5 * math.log(model.prior_variance)))
-    mean.requires_grad_()
-    log_scale.requires_grad_()
-    optimiser = torch.optim.Adam([mean, log_scale], lr=LEARNING_RATE)
-    last_good = (mean.detach().clone(), log_scale.detach().clone())
+    optimiser = Adam([mean, log_scale], LEARNING_RATE)
+    last_good = (mean.clone(), log_scale.clone())
 
     def sample_predictive(mu, s):
         draws = [mu + torch.exp(s) * torch.randn(mu.shape, generator=generator,
@@ -61,6 +60,8 @@ def predict(task, x_train, y_train, x_test, checkpoint):
                  for _ in range(DRAWS)]
         return predictive(task, model, sample_passes(model, draws), x_test, rng)
 
+    budget.checkpoint(checkpoint, lambda: predictive(       # the MAP start: an early one
+        task, model, sample_passes(model, [mean]), x_test, rng), 1)
     step, batches = 0, []
     while step < STEPS and not budget.over(DRAWS):
         if not batches:
@@ -68,19 +69,18 @@ def predict(task, x_train, y_train, x_test, checkpoint):
         step += 1
         noise = torch.randn(mean.shape, generator=generator, device=mean.device,
                             dtype=mean.dtype)
-        optimiser.zero_grad()
-        loss = model.potential(mean + torch.exp(log_scale) * noise, batches.pop()) \
-            - log_scale.sum()
-        loss.backward()
-        if not (finite(mean.grad) and finite(log_scale.grad)):
+        variables = (mean.detach().requires_grad_(), log_scale.detach().requires_grad_())
+        loss = model.potential(variables[0] + torch.exp(variables[1]) * noise, batches.pop()) \
+            - variables[1].sum()
+        grads = torch.autograd.grad(loss, variables)
+        if not all(map(finite, grads)):
             continue                        # a rare bad draw: skip it
-        optimiser.step()
+        optimiser.step(grads)
         if finite(mean) and finite(log_scale):
-            last_good = (mean.detach().clone(), log_scale.detach().clone())
+            last_good = (mean.clone(), log_scale.clone())
         else:
-            with torch.no_grad():
-                mean.copy_(last_good[0])
-                log_scale.copy_(last_good[1])
+            mean.copy_(last_good[0])
+            log_scale.copy_(last_good[1])
         if step == steps_per_epoch or step % CHECKPOINT_EVERY == 0:
             budget.checkpoint(checkpoint, lambda: sample_predictive(*last_good), DRAWS)
     return sample_predictive(*last_good)

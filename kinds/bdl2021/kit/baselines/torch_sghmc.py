@@ -10,17 +10,20 @@ noise estimate B taken as 0):
 
 with friction alpha and learning rate eta = STEP_FRACTION / (largest curvature of the
 potential at the warm start), so one setting serves every task. The curvature is found by
-power iteration on exact Hessian-vector products (autograd's double backward) of the
-potential on a fixed CURVATURE_ROWS-row minibatch scaled to N, not on the full batch as in
-numpy: a full-batch pass of a declared CNN is many minibatches. The warm start is minibatch
-Adam towards the MAP for at most WARM_EPOCHS epochs and WARM_SHARE of the time. Burn-in
-lasts BURN_IN steps or a third of the remaining time, whichever ends first (so a short
-budget still keeps samples); then a sample is kept every KEEP_EVERY steps (at most
-MAX_SAMPLES held, on the device: when full, every other one is dropped and the thinning
-doubles, so the kept samples stay evenly spaced). At most half of the budget is spent, the
-final predictive included (its cost per sample measured by the checkpoints); a checkpoint
-follows the first kept sample and every CHECKPOINT_EVERY steps after. A step that makes
-theta non-finite restarts the chain from the last sample with zero momentum.
+power iteration (at most CURVATURE_ITERATIONS steps and CURVATURE_SHARE of the time) on
+exact Hessian-vector products (autograd's double backward) of the potential on a fixed
+CURVATURE_ROWS-row minibatch scaled to N, not on the full batch as in numpy: a full-batch
+pass of a declared CNN is many minibatches. The warm start is minibatch Adam towards the MAP
+for at most WARM_EPOCHS epochs and WARM_SHARE of the time; its predictive is the first
+checkpoint. Burn-in lasts BURN_IN steps or a third of the remaining time, whichever ends
+first (so a short budget still keeps samples); then a sample is kept every KEEP_EVERY steps
+(at most MAX_SAMPLES held, on the device: when full, every other one is dropped and the
+thinning doubles, so the kept samples stay evenly spaced). At most half of the budget is
+spent, the final predictive included (its cost per sample measured by the checkpoints);
+checkpoints follow the warm start, the first kept sample and every CHECKPOINT_EVERY steps.
+A step that makes theta non-finite restarts the chain from the last sample with zero
+momentum. On the GPU when there is one; repeatable on the CPU given its seed when no
+deadline cuts it short.
 """
 import math
 import time
@@ -44,12 +47,14 @@ WARM_SHARE = 0.25         # of the time, at most, for the warm start
 WARM_LEARNING_RATE = 1e-3
 CURVATURE_ROWS = 512
 CURVATURE_ITERATIONS = 20
+CURVATURE_SHARE = 0.1     # of the time left, at most, for the power iteration
 TIME_SHARE = 0.5
 SEED = 3
 
 
-def largest_curvature(model, theta, rows, generator, iterations=CURVATURE_ITERATIONS):
-    """Power iteration on Hessian-vector products: |lambda|_max of grad^2 U on ``rows``."""
+def largest_curvature(model, theta, rows, generator, stop, iterations=CURVATURE_ITERATIONS):
+    """Power iteration on Hessian-vector products: |lambda|_max of grad^2 U on ``rows``,
+    fewer iterations when ``stop()`` says so."""
     theta = theta.detach().requires_grad_()
     grad, = torch.autograd.grad(model.potential(theta, rows), theta, create_graph=True)
     direction = torch.randn(theta.shape, generator=generator, device=theta.device,
@@ -63,6 +68,8 @@ def largest_curvature(model, theta, rows, generator, iterations=CURVATURE_ITERAT
         if not math.isfinite(curvature) or curvature == 0:
             return 1.0
         direction = product / curvature
+        if stop():
+            break
     return curvature
 
 
@@ -78,7 +85,11 @@ def predict(task, x_train, y_train, x_test, checkpoint):
                  WARM_LEARNING_RATE, batch, lambda: time.monotonic() > warm_deadline)
     curvature_rows = torch.as_tensor(rng.permutation(model.n)[:CURVATURE_ROWS],
                                      device=model.device)
-    eta = STEP_FRACTION / largest_curvature(model, theta, curvature_rows, generator)
+    budget.checkpoint(checkpoint, lambda: predictive(      # the warm start: an early one
+        task, model, sample_passes(model, [theta]), x_test, rng), 1)
+    curvature_deadline = time.monotonic() + CURVATURE_SHARE * budget.left()
+    eta = STEP_FRACTION / largest_curvature(model, theta, curvature_rows, generator,
+                                            lambda: time.monotonic() > curvature_deadline)
     noise_scale = math.sqrt(2 * FRICTION * eta)
     burn_in_ends = time.monotonic() + budget.left() / 3
     velocity = torch.zeros_like(theta)
