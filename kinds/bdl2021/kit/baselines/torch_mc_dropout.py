@@ -21,7 +21,6 @@ masks at once. A checkpoint after the first epoch and every CHECKPOINT_EVERY ste
 anytime. On the GPU when there is one; repeatable on the CPU given its seed when no
 deadline cuts it short.
 """
-import time
 
 import numpy as np
 import torch
