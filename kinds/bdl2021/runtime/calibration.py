@@ -98,14 +98,15 @@ def task_epoch_seconds(declaration: dict, x_train: np.ndarray, y_train: np.ndarr
                 x_train, y_train)
     framework = framework or ("torch" if _torch_installed() else "numpy")
     if framework == "torch":
-        from .declared_model_torch import sgd_epoch_seconds as torch_epoch_seconds
         from .declared_model_torch import default_device
+        from .declared_model_torch import sgd_epoch_seconds as torch_epoch_seconds
         device = default_device()
-        samples = torch_epoch_seconds(network, *settings, device=device,
-                                      batch=REFERENCE_BATCH, step_size=STEP_SIZE,
-                                      samples=SAMPLES, sample_seconds=SAMPLE_SECONDS,
-                                      time_cap=TIME_CAP_SECONDS, long_epoch=LONG_EPOCH_SECONDS)
-        return {"samples": samples, "timed_with": f"PyTorch on {device}"}
+        samples = torch_epoch_seconds(network, *settings, device=device, batch=REFERENCE_BATCH,
+                                      step_size=STEP_SIZE, samples=SAMPLES,
+                                      sample_seconds=SAMPLE_SECONDS,
+                                      time_cap_seconds=TIME_CAP_SECONDS,
+                                      long_epoch_seconds=LONG_EPOCH_SECONDS)
+        return {"samples": samples, "timed_with": f"PyTorch on {device.type}"}
     return {"samples": sgd_epoch_seconds(network, *settings), "timed_with": "numpy"}
 
 

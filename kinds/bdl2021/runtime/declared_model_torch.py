@@ -1,30 +1,39 @@
 """The declared networks in PyTorch: ``networks.py``'s operations on torch tensors, so
-``network.apply(TorchOps, theta, x)`` is the same function of the same parameter vector as the
-numpy and JAX forms, differentiated by autograd, on any device.
+``Network(spec).apply(TorchOps, theta, x)`` is the same function of the same parameter vector
+as the numpy and JAX forms, differentiated by autograd, on whatever device theta lives on.
 
-    from declared_model import task_network
-    from declared_model_torch import TorchOps, log_likelihood
-    network = task_network(task.model)
-    theta = torch.tensor(network.initial(rng), device="cuda", requires_grad=True)
-    logits = network.apply(TorchOps, theta, torch.as_tensor(x, device="cuda"))
+    from networks import Network
+    from declared_model_torch import TorchOps, log_likelihood, to_tensor
+    network = Network(task.model)
+    theta = to_tensor(network.initial(rng), device).requires_grad_()
+    logits = network.apply(TorchOps, theta, to_tensor(network.prepare_inputs(x), device))
 
-The interface keeps the layout of the other forms (NHWC inputs, HWIO kernels); convolutions
-and pooling permute to PyTorch's NCHW inside. The GPU image (``gpu310``) installs PyTorch, so
-the ingestion program times a budget's epochs with this form there (``sgd_epoch_seconds``);
-the CPU image does not, and nothing imports this file there.
+Why the interface stays NHWC/HWIO although PyTorch's convolutions are NCHW/OIHW: the
+parameter layout is the competition's (one vector, row-major, HWIO kernels), shared with the
+HMC references and the numpy image; each convolution and pooling permutes to NCHW and back
+(cheap beside the convolution), so no parameter is ever re-laid out. TensorFlow's SAME
+padding may put one more row after than before, which ``F.conv2d``'s symmetric ``padding``
+cannot express: it is an explicit ``F.pad``. Pools are VALID with window = stride, as
+PyTorch's default ``floor`` mode is.
+
+Tensors keep the dtype they are given: the equality tests run in float64, the GPU baselines
+and the epoch timing in float32. ``sgd_epoch_seconds`` is ``calibration.py``'s reference SGD
+on this backend (its constants are arguments: the caller passes calibration's), for budgets
+stated in epochs on a GPU worker.
 """
 from __future__ import annotations
 
 import math
 import time
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
 try:                       # a package in the programs; a file beside this one in the kit
-    from .networks import FRN_EPSILON, LSTM_FORGET_BIAS, same_padding
+    from .networks import FRN_EPSILON, LSTM_FORGET_BIAS, Network, same_padding
 except ImportError:
-    from networks import FRN_EPSILON, LSTM_FORGET_BIAS, same_padding
+    from networks import FRN_EPSILON, LSTM_FORGET_BIAS, Network, same_padding
 
 
 def _nchw(x):
@@ -47,23 +56,25 @@ class TorchOps:
     @staticmethod
     def conv2d(x, w, b, stride, padding):
         kh, kw = w.shape[:2]
+        x = _nchw(x)
         if padding == "same":
-            (top, bottom), (left, right) = (same_padding(x.shape[1], kh, stride),
-                                            same_padding(x.shape[2], kw, stride))
-            x = F.pad(x, (0, 0, left, right, top, bottom))
-        y = F.conv2d(_nchw(x), w.permute(3, 2, 0, 1), b, stride=stride)
+            (top, bottom), (left, right) = (same_padding(x.shape[2], kh, stride),
+                                            same_padding(x.shape[3], kw, stride))
+            if top or bottom or left or right:
+                x = F.pad(x, (left, right, top, bottom))
+        y = F.conv2d(x, w.permute(3, 2, 0, 1).to(x.dtype), b.to(x.dtype), stride)
         return _nhwc(y)
 
     @staticmethod
     def pool(x, kind, size):
-        pooled = (F.avg_pool2d if kind == "avg_pool" else F.max_pool2d)(
-            _nchw(x), kernel_size=tuple(size), stride=tuple(size))
-        return _nhwc(pooled)
+        window = (int(size[0]), int(size[1]))
+        pooling = F.avg_pool2d if kind == "avg_pool" else F.max_pool2d
+        return _nhwc(pooling(_nchw(x), window, window))
 
     @staticmethod
     def activation(x, name):
         if name == "relu":
-            return torch.relu(x)
+            return F.relu(x)
         if name == "swish":
             return F.silu(x)
         if name == "tanh":
@@ -91,9 +102,9 @@ class TorchOps:
 
     @staticmethod
     def lstm(x, w, b):
+        """Gates split (input, cell, forget, output), forget bias added; the last h."""
         cell = w.shape[1] // 4
-        h = x.new_zeros((x.shape[0], cell))
-        c = x.new_zeros((x.shape[0], cell))
+        h = c = x.new_zeros((x.shape[0], cell))
         for t in range(x.shape[1]):
             z = torch.cat([x[:, t], h], dim=1) @ w + b
             i, g = torch.sigmoid(z[:, :cell]), torch.tanh(z[:, cell:2 * cell])
@@ -103,10 +114,24 @@ class TorchOps:
         return h
 
 
+def default_device() -> torch.device:
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def to_tensor(array, device=None, dtype=None) -> torch.Tensor:
+    """A numpy array (theta, inputs, labels) as a tensor on ``device``; integer arrays
+    (token ids, class labels) stay int64 whatever ``dtype`` says."""
+    array = np.asarray(array)
+    if array.dtype.kind in "iub":
+        return torch.as_tensor(array.astype(np.int64, copy=False), device=device)
+    return torch.as_tensor(array, dtype=dtype, device=device)
+
+
 def log_likelihoods(likelihood: str, output, y):
     """log p(y_i | f(x_i)) per row: softmax, or Normal(mu, softplus(r)^2) for f = (mu, r)."""
     if likelihood == "softmax":
-        return torch.log_softmax(output, dim=-1).gather(1, y.long()[:, None])[:, 0]
+        log_probs = F.log_softmax(output, dim=-1)
+        return log_probs.gather(1, y.reshape(-1, 1).long())[:, 0]
     mean, scale = output[:, 0], F.softplus(output[:, 1])
     return -0.5 * math.log(2 * math.pi) - torch.log(scale) - 0.5 * ((y - mean) / scale) ** 2
 
@@ -116,60 +141,74 @@ def log_likelihood(likelihood: str, output, y):
     return log_likelihoods(likelihood, output, y).sum()
 
 
-def default_device() -> str:
-    return "cuda" if torch.cuda.is_available() else "cpu"
+def as_network(model) -> Network:
+    """A ``networks.Network`` from a declaration, a Network, or ``declared_model.MLP`` (the
+    tanh MLP's hand-written form: the same layout as the ``mlp`` declaration)."""
+    if isinstance(model, dict):
+        return Network(model)
+    if hasattr(model, "apply"):
+        return model
+    return Network({"type": "mlp", "layer_sizes": list(model.layer_sizes), "activation": "tanh"})
 
 
-def sgd_epoch_seconds(network, likelihood: str, prior_variance: float, x, y, *, device: str,
-                      batch: int, step_size: float, samples: int, sample_seconds: float,
-                      time_cap: float, long_epoch: float, seed: int = 0,
-                      clock=time.perf_counter) -> list[float]:
-    """Seconds per epoch of the reference SGD (``calibration.py``: minibatches of the same
-    size, the same step, the same sampling of the timings) in float32 on ``device``; a CUDA
-    device is synchronised before the clock is read."""
-    import numpy as np
+def _synchronise(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def sgd_epoch_seconds(network, likelihood: str, prior_variance: float, x, y, device=None,
+                      seed: int = 0, clock=time.perf_counter, batch: int = 128,
+                      step_size: float = 1e-5, samples: int = 5, sample_seconds: float = 0.05,
+                      time_cap_seconds: float = 5.0, long_epoch_seconds: float = 1.0
+                      ) -> list[float]:
+    """Seconds per epoch of ``calibration.py``'s reference SGD in float32 on ``device``
+    (CUDA when there is one), with the same sampling of the timings: one untimed step, one
+    timed step that sizes the samples; an epoch shorter than ``long_epoch_seconds`` is timed
+    in whole epochs (samples filling ``sample_seconds``, after an untimed epoch), a longer one
+    in minibatch steps scaled to its N / B steps. Only the minibatches go to the device (x may
+    be a memory map of 50,000 images). CUDA runs asynchronously: the device is synchronised
+    before every reading of the clock, so a figure is the work done, not the work queued.
+    The keyword defaults are calibration.py's constants."""
+    network = as_network(network)
+    device = torch.device(device) if device is not None else default_device()
     rng = np.random.default_rng(seed)
-    theta = torch.tensor(network.initial(rng), dtype=torch.float32, device=device,
-                         requires_grad=True)
-    targets = torch.as_tensor(np.asarray(y), device=device)
+    y = np.asarray(y) if likelihood == "softmax" else np.asarray(y, np.float32)
+    theta = to_tensor(network.initial(rng), device, torch.float32)
     n = len(x)
-    order = rng.permutation(n)
-    batches = [np.sort(order[start:start + batch]) for start in range(0, n, batch)]
 
-    def step(rows):
-        inputs = torch.as_tensor(network.prepare_inputs(x[rows]), device=device)
-        inputs = inputs if network.token_inputs else inputs.float()
-        output = network.apply(TorchOps, theta, inputs)
-        rows_t = torch.as_tensor(rows, device=device)
-        potential = (-(n / len(rows)) * log_likelihood(likelihood, output, targets[rows_t])
-                     + 0.5 * (theta * theta).sum() / prior_variance)
-        grad, = torch.autograd.grad(potential, theta)
-        with torch.no_grad():
-            theta.sub_(step_size * grad)
+    def batches():
+        order = rng.permutation(n)
+        return [np.sort(order[start:start + batch]) for start in range(0, n, batch)]
 
-    def timed(work):
-        if device.startswith("cuda"):
-            torch.cuda.synchronize()
+    def run(work, theta):
+        _synchronise(device)
         began = clock()
         for rows in work:
-            step(rows)
-        if device.startswith("cuda"):
-            torch.cuda.synchronize()
-        return clock() - began
+            theta = theta.detach().requires_grad_()
+            output = network.apply(TorchOps, theta,
+                                   to_tensor(network.prepare_inputs(x[rows]), device, torch.float32))
+            potential = (-(n / len(rows)) * log_likelihood(likelihood, output,
+                                                           to_tensor(y[rows], device, torch.float32))
+                         + 0.5 * (theta * theta).sum() / prior_variance)
+            grad, = torch.autograd.grad(potential, theta)
+            theta = (theta - step_size * grad).detach()
+        _synchronise(device)
+        return theta, clock() - began
 
-    timed(batches[:1])                            # allocations, kernels, caches
-    one_step = max(timed(batches[:1]), 1e-9)
-    long_epochs = one_step * len(batches) > long_epoch
-    repeats = max(1, math.ceil(sample_seconds / (one_step if long_epochs
-                                                 else one_step * len(batches))))
+    epoch = batches()
+    theta, _ = run(epoch[:1], theta)                  # allocations, kernels, caches
+    theta, one_step = run(epoch[:1], theta)
+    long_epochs = max(one_step, 1e-9) * len(epoch) > long_epoch_seconds
+    repeats = max(1, math.ceil(sample_seconds / max(one_step if long_epochs
+                                                    else one_step * len(epoch), 1e-9)))
     if not long_epochs:
-        timed(batches)
+        theta, _ = run(epoch, theta)
     figures: list[float] = []
     spent = 0.0
-    while len(figures) < samples and (not figures or spent < time_cap):
-        work = ([batches[i % len(batches)] for i in range(repeats)] if long_epochs
-                else [rows for _ in range(repeats) for rows in batches])
-        elapsed = timed(work)
+    while len(figures) < samples and (not figures or spent < time_cap_seconds):
+        work = ([epoch[i % len(epoch)] for i in range(repeats)] if long_epochs
+                else [rows for _ in range(repeats) for rows in batches()])
+        theta, elapsed = run(work, theta)
         spent += elapsed
-        figures.append(elapsed / repeats * (n / len(batches[0]) if long_epochs else 1))
+        figures.append(elapsed / repeats * (n / len(epoch[0]) if long_epochs else 1))
     return figures
