@@ -160,11 +160,11 @@ def test_sgd_epoch_seconds_gives_positive_finite_figures_on_the_cpu(model):
 
 
 def test_sgd_epoch_seconds_sizes_its_samples_from_a_timed_step():
-    """With a clock that advances 0.01 s per reading: the timed step (here the whole epoch,
-    6 rows) reads 0.01 s, so a sample runs ceil(0.05 / 0.01) = 5 epochs and reports 0.01 / 5 s
-    per epoch; five samples."""
-    readings = iter(np.arange(0, 100, 0.01))
+    """With a clock that advances 1/64 s per reading (exact in binary): the timed step (here
+    the whole epoch, 6 rows) reads 1/64 s, so a sample runs ceil(0.05 * 64) = 4 epochs and
+    reports 1/256 s per epoch; five samples."""
+    readings = iter(np.arange(0, 100, 1 / 64))
     x, y = np.zeros((6, 3)), np.array([0.5, -1, 2, 0, 1, 1])
     figures = dmt.sgd_epoch_seconds({"type": "mlp", "layer_sizes": [3, 4, 2]}, "gaussian",
                                     1.0, x, y, device="cpu", clock=lambda: next(readings))
-    assert figures == pytest.approx([0.002] * 5)
+    assert figures == [1 / 256] * 5
