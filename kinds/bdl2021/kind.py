@@ -22,9 +22,9 @@ from .organizer_checks import task_problems, unconverged_reference_problems
 from .pages import page_context
 from .reference.task_files import DEFAULT_ROOT
 from .runtime.exact_posterior import expectation_document
-from .runtime.formats import (SAMPLES_BY_POINTS, read_chain_probs, read_chain_samples,
-                              read_classification_probs, read_regression_samples,
-                              read_task_inputs, write_task_inputs)
+from .runtime.formats import (SAMPLES_BY_POINTS, TASK_INPUT_KEYS, copy_npz_members,
+                              read_chain_probs, read_chain_samples, read_classification_probs,
+                              read_regression_samples, read_task_inputs)
 from .runtime.score_types import CLASSIFICATION
 from .tasks import (files, has_public_references, has_std, prediction_stem, std_description,
                     task_type, test_rows)
@@ -94,10 +94,16 @@ def ingestion_contract(task) -> dict:
 # ---- data ----------------------------------------------------------------------------------
 
 def copy_public_inputs(source: Path, destination: Path) -> None:
-    """The task's npz as participants get it: y_test all zeros, whatever the source holds."""
-    inputs = read_task_inputs(source)
+    """The task's npz as participants get it: y_test all zeros, whatever the source holds.
+
+    Read through memory maps and headers only (``task_problems`` scanned the values before the
+    build), and rewritten member by member a block at a time, so that memory does not grow
+    with the images."""
+    inputs = read_task_inputs(source, mapped=True, check_values=False)
     if np.any(inputs.y_test != 0):
-        write_task_inputs(destination, inputs._replace(y_test=np.zeros_like(inputs.y_test)))
+        copy_npz_members(source, destination, TASK_INPUT_KEYS, replacements={
+            "y_train": inputs.y_train,
+            "y_test": np.zeros(inputs.y_test.shape, inputs.y_test.dtype)})
     else:
         shutil.copyfile(source, destination)
 

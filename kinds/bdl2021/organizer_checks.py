@@ -7,6 +7,9 @@ was expected; the core (``bundle/phase_plan.py``) calls it for every task of the
 references failed, which the spec may accept (``bundle/spec.py``). A
 transposed regression reference (N x S where S x N is expected) gets the "looks transposed"
 hint participants' files get (``runtime/formats/matrix_files.py``).
+
+Inputs are read through memory maps, their values scanned a block at a time and parameter
+draws checked from their headers: a CIFAR-sized task is checked in bounded memory.
 """
 from __future__ import annotations
 
@@ -19,7 +22,10 @@ from runtime.formats.matrix_files import FormatError
 
 from .reference.gate import gate_checks, read_diagnostics
 from .reference.task_files import task_files
-from .runtime.formats import read_chain_probs, read_chain_samples, read_task_inputs
+from .runtime.declared_model import MLP, task_network
+from .runtime.formats import (array_blocks, npz_headers, read_chain_probs, read_chain_samples,
+                              read_task_inputs)
+from .runtime.networks import Network, NetworkError
 from .runtime.score_types import CLASSIFICATION, TASK_TYPES
 
 REQUIRED_KEYS = ("kind", "n_train", "n_test", "test_blocks")
@@ -86,8 +92,9 @@ def task_problems(task) -> list[str]:
     classification = task.task_type == CLASSIFICATION
     width = declaration["num_classes" if classification else "num_samples"]
     try:
-        inputs = read_task_inputs(paths.inputs)
+        inputs = read_task_inputs(paths.inputs, mapped=True)
     except FormatError as error:
+        inputs = None
         problems.append(f"{error} (expected the task's inputs: an .npz with x_train, y_train, "
                         "x_test, y_test; see docs/organizer_data.md)")
     else:
@@ -96,6 +103,14 @@ def task_problems(task) -> list[str]:
             if rows != declared[1]:
                 problems.append(f"{paths.inputs}: {key} has {rows} rows, but {paths.declaration} "
                                 f"declares {declared[0]} = {declared[1]}")
+    try:
+        network = task_network(declaration.get("model"), where=str(paths.declaration))
+    except NetworkError as error:
+        problems.append(str(error))
+    else:
+        if inputs is not None:
+            problems += example_problems(paths, network, inputs)
+        problems += parameter_problems(paths, declaration.get("model"))
     if not paths.reference.is_file():
         problems.append(f"{paths.reference}: file does not exist (expected the HMC reference: "
                         + ("N x C class probabilities" if classification
@@ -136,6 +151,111 @@ def task_problems(task) -> list[str]:
             read_diagnostics(paths.diagnostics)
         except FormatError as error:
             problems.append(str(error))
+    return problems
+
+
+def example_problems(paths, network, inputs) -> list[str]:
+    """x_train and x_test against the declared network: one example's shape (the MLP reads it
+    flattened) and, for token ids, integers within the vocabulary."""
+    problems = []
+    for key in ("x_train", "x_test"):
+        x = getattr(inputs, key)
+        problem = (_mlp_shape_problem(x, network) if isinstance(network, MLP)
+                   else _network_shape_problem(x, network)
+                   or (_token_problem(x, network) if network.token_inputs else None))
+        if problem:
+            problems.append(f"{paths.inputs}: {key} {problem} in {paths.declaration}")
+    return problems
+
+
+def _mlp_shape_problem(x, network) -> str | None:
+    features = int(np.prod(x.shape[1:]))
+    if features == network.layer_sizes[0]:
+        return None
+    return (f"holds examples of shape {tuple(x.shape[1:])} ({features} features flattened); "
+            f"expected {network.layer_sizes[0]} features, as declared by model.layer_sizes[0]")
+
+
+def _network_shape_problem(x, network) -> str | None:
+    if tuple(x.shape[1:]) == network.input_shape:
+        return None
+    return (f"holds examples of shape {tuple(x.shape[1:])}; expected "
+            f"{network.input_shape}, as declared by model.input_shape "
+            f"{list(network.input_shape)}")
+
+
+def _token_problem(x, network) -> str | None:
+    """Token ids must index the embedding: integers in [0, vocabulary)."""
+    vocabulary = network.spec["vocabulary"]
+    expected = (f"expected token ids, integers in [0, {vocabulary}), as model.type "
+                f"'cnn_lstm' with model.vocabulary {vocabulary} declares")
+    if x.dtype.kind not in "iu":
+        return f"has dtype {x.dtype}; {expected}"
+    low, high = _value_range(x)
+    if low < 0 or high >= vocabulary:
+        return f"holds values from {low} to {high}; {expected}"
+    return None
+
+
+def _value_range(array) -> tuple[int, int]:
+    """min and max, a block at a time (bounded memory on a memory map)."""
+    low = high = None
+    for _, block in array_blocks(array):
+        low = int(block.min()) if low is None else min(low, int(block.min()))
+        high = int(block.max()) if high is None else max(high, int(block.max()))
+    return low, high
+
+
+def parameter_problems(paths, model) -> list[str]:
+    """The organizer's parameter draws (optional ``<task>_parameters.npz``) against the
+    declared layout, from the .npy headers alone: one array per parameter, each of shape
+    (chains, draws, *the parameter's shape), the same (chains, draws) for all."""
+    path = paths.parameters
+    if not path.is_file():
+        return []
+    layout = {p.name: p.shape for p in Network(model).parameters}
+    problems = _declared_count_problem(paths, model, layout)
+    try:
+        headers = npz_headers(path)
+    except FormatError as error:
+        return problems + [f"{error} (expected the parameter draws: an .npz with one array per "
+                           "parameter; see docs/organizer_data.md)"]
+    problems += [f"{path}: no array {name!r}; expected one per parameter of the declared model, "
+                 f"shape (chains, draws, {', '.join(map(str, shape))})"
+                 for name, shape in layout.items() if name not in headers]
+    problems += [f"{path}: array {name!r} is no parameter of the declared model (expected "
+                 f"names: {', '.join(layout)})" for name in headers if name not in layout]
+    return problems + _draw_shape_problems(path, layout, headers)
+
+
+def _declared_count_problem(paths, model, layout) -> list[str]:
+    declared = model.get("num_parameters")
+    count = sum(int(np.prod(shape)) for shape in layout.values())
+    if declared is None or declared == count:
+        return []
+    return [f"{paths.declaration}: model.num_parameters is {declared!r}, but the declared "
+            f"model has {count} parameters (the layout of {paths.parameters.name})"]
+
+
+def _draw_shape_problems(path, layout, headers) -> list[str]:
+    problems, leading = [], {}
+    for name, shape in layout.items():
+        if name not in headers:
+            continue
+        found, dtype = headers[name]
+        if dtype.kind != "f":
+            problems.append(f"{path}: array {name!r} has dtype {dtype}; expected floats")
+        if len(found) != len(shape) + 2 or tuple(found[2:]) != tuple(shape):
+            problems.append(f"{path}: array {name!r} has shape {found}; expected (chains, "
+                            f"draws, {', '.join(map(str, shape))}), the declared shape "
+                            f"{tuple(shape)} after two leading axes")
+        else:
+            leading.setdefault(tuple(found[:2]), []).append(name)
+    if len(leading) > 1:
+        first, *others = sorted(leading.items(), key=lambda item: -len(item[1]))
+        problems += [f"{path}: array {names[0]!r} holds (chains, draws) = {counts}, but "
+                     f"{first[1][0]!r} holds {first[0]}; expected the same draws for every "
+                     "parameter" for counts, names in others]
     return problems
 
 

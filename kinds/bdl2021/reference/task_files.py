@@ -13,6 +13,10 @@ flat bundle zip, as the 2021 competition's ``medmnist_probs.csv`` and ``uci_samp
 | <task>_test_labels.csv       | the true y_test, N x 1                               | organizers only |
 | <task>_task.json             | the task declaration: model, prior, split, blocks    | everyone |
 | <task>_hmc_diagnostics.json  | step sizes, acceptance, R-hat, ESS, divergences      | everyone |
+| <task>_parameters.npz        | optional: HMC parameter draws, one array per declared parameter, (chains, draws, *shape) | organizers only |
+
+``all()`` lists what ``generate`` writes; the optional parameter draws come from organizers
+who ran HMC elsewhere (as the 2021 organizers released theirs), so they are not among them.
 """
 from __future__ import annotations
 
@@ -60,6 +64,10 @@ class TaskFiles:
     @property
     def diagnostics(self) -> Path:
         return self._path("_hmc_diagnostics.json")
+
+    @property
+    def parameters(self) -> Path:
+        return self._path("_parameters.npz")
 
     def all(self) -> dict[str, Path]:
         return {"inputs": self.inputs, "reference": self.reference,

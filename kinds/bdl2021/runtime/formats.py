@@ -4,7 +4,10 @@ task inputs. Readers return arrays indexed by test point first, whatever the on-
 
 from __future__ import annotations
 
+import mmap
+import shutil
 import zipfile
+import zlib
 from pathlib import Path
 from typing import NamedTuple
 
@@ -13,10 +16,15 @@ import numpy as np
 from runtime.formats.matrix_files import (NPY_EXTENSION, NUMPY_LOAD_ERRORS, FormatError, PathLike,
                            check_numeric_array, load_npy, read_matrix, require_file, write_matrix)
 
+# The child's own reader (participant.py is staged alone, so the parsing lives there once).
+from .participant import ArchiveError, npz_members, open_npz
+
 POINTS_BY_SAMPLES = "points_by_samples"  # submissions: one row per test point
 SAMPLES_BY_POINTS = "samples_by_points"  # HMC reference csv: one row per sample (transposed)
 LAYOUTS = (POINTS_BY_SAMPLES, SAMPLES_BY_POINTS)
 TASK_INPUT_KEYS = ("x_train", "y_train", "x_test", "y_test")
+BLOCK_BYTES = 1 << 24      # what a scan or a copy of a large array holds in memory at once
+FIXED_DATE = (1980, 1, 1, 0, 0, 0)   # members' timestamp: equal arrays, equal bytes
 
 
 class TaskInputs(NamedTuple):
@@ -92,10 +100,89 @@ def write_chain_samples(path: PathLike, chains: np.ndarray) -> None:
     _write_chains(path, chains.transpose(0, 2, 1))
 
 
-def read_task_inputs(path: PathLike) -> TaskInputs:
-    """Load and check a task's .npz: exactly the TaskInputs keys; N x 1 targets are flattened."""
+def read_task_inputs(path: PathLike, *, mapped: bool = False,
+                     check_values: bool = True) -> TaskInputs:
+    """Load and check a task's .npz: exactly the TaskInputs keys; N x 1 targets are flattened.
+
+    ``mapped``: read-only memory maps of the stored members (``map_npz``), so that memory does
+    not grow with the data; their values are then scanned from the file a block at a time.
+    ``check_values=False`` checks keys, dtypes and shapes only (the headers): for files the
+    build has checked already.
+    """
     path = require_file(path, (".npz",))
-    return _check_task_arrays(path, _load_npz(path))
+    arrays = map_npz(path, TASK_INPUT_KEYS) if mapped else _load_npz(path)
+    return _check_task_arrays(path, arrays, check_values)
+
+
+def map_npz(path: PathLike, keys: tuple[str, ...] | None = None, *,
+            exact: bool = True) -> dict[str, np.ndarray]:
+    """name -> array of an .npz's members ``keys`` (default all; ``exact``: no other member): a
+    read-only memory map of each stored member (np.savez stores), the loaded compressed one."""
+    path = Path(path)
+    try:
+        members = npz_members(path)
+    except ArchiveError as error:
+        raise FormatError(_archive_problem(path) or str(error)) from None
+    if keys is not None:
+        _require_keys(path, list(members) if exact else [k for k in members if k in keys], keys)
+    try:
+        return open_npz(path, keys)
+    except ArchiveError as error:
+        raise FormatError(str(error)) from None
+
+
+def npz_headers(path: PathLike) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
+    """name -> (shape, dtype) of each .npy member, read from the headers alone."""
+    path = Path(path)
+    try:
+        return {name: (m.shape, m.dtype) for name, m in npz_members(path).items()}
+    except ArchiveError as error:
+        raise FormatError(_archive_problem(path) or str(error)) from None
+
+
+def array_blocks(array: np.ndarray, block_bytes: int = BLOCK_BYTES):
+    """(flat index of the first element, 1-D block) over the array in its storage order (C, or
+    F for a Fortran array). A fresh memory map is read from its file instead: pages touched
+    through the map would stay resident, and the process would grow to the data's size."""
+    step = max(1, block_bytes // max(array.itemsize, 1))
+    if isinstance(array, np.memmap) and isinstance(array.base, mmap.mmap):
+        with open(array.filename, "rb") as stream:
+            stream.seek(array.offset)
+            for start in range(0, array.size, step):
+                yield start, np.fromfile(stream, array.dtype, min(step, array.size - start))
+        return
+    flat = np.ravel(array, order="A")
+    for start in range(0, array.size, step):
+        yield start, flat[start:start + step]
+
+
+def storage_order(array: np.ndarray) -> str:
+    """The order ``array_blocks`` walks: what np.unravel_index needs to name an element."""
+    return "F" if array.flags.f_contiguous and not array.flags.c_contiguous else "C"
+
+
+def copy_npz_members(source: PathLike, destination: PathLike, keys: tuple[str, ...],
+                     replacements: dict[str, np.ndarray] | None = None) -> None:
+    """Write an uncompressed .npz holding ``keys`` in that order: each member's .npy bytes copied
+    from ``source`` a block at a time (decompressed where need be, its CRC checked on the way),
+    or, for a key of ``replacements``, that array. Memory stays at one block, whatever the size;
+    the members stay stored, so the copy can be memory-mapped in turn."""
+    replacements = replacements or {}
+    key = keys[0]
+    try:
+        with zipfile.ZipFile(source) as original, zipfile.ZipFile(
+                destination, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
+            for key in keys:
+                info = zipfile.ZipInfo(f"{key}.npy", date_time=FIXED_DATE)
+                with archive.open(info, "w", force_zip64=True) as member:
+                    if key in replacements:
+                        np.lib.format.write_array(member, np.ascontiguousarray(replacements[key]),
+                                                  allow_pickle=False)
+                    else:
+                        with original.open(f"{key}.npy") as stream:
+                            shutil.copyfileobj(stream, member, BLOCK_BYTES)
+    except (OSError, KeyError, EOFError, zipfile.BadZipFile, zlib.error) as error:
+        raise FormatError(f"{source}: member {key}.npy cannot be copied ({error})") from None
 
 
 def write_task_inputs(path: PathLike, inputs: TaskInputs) -> None:
@@ -113,6 +200,23 @@ def write_task_inputs(path: PathLike, inputs: TaskInputs) -> None:
             info = zipfile.ZipInfo(f"{key}.npy", date_time=(1980, 1, 1, 0, 0, 0))
             with archive.open(info, "w", force_zip64=True) as member:
                 np.lib.format.write_array(member, np.ascontiguousarray(array), allow_pickle=False)
+
+
+def check_array_values(path: Path, array: np.ndarray, what: str, *, values: bool = True) -> None:
+    """check_numeric_array's checks (real numeric dtype, not empty, finite), the finiteness
+    scan a block at a time so that a memory map is never read whole; ``values=False``: the
+    dtype and size only."""
+    if array.dtype.kind not in "iuf" or array.size == 0:
+        check_numeric_array(path, array, what)   # its messages, before any value is read
+    if not values or array.dtype.kind != "f":
+        return
+    for start, block in array_blocks(array):
+        bad = np.flatnonzero(~np.isfinite(block))
+        if len(bad):
+            index = tuple(int(i) for i in np.unravel_index(start + int(bad[0]), array.shape,
+                                                            order=storage_order(array)))
+            raise FormatError(f"{path}: {what} element at index {index} (0-based): "
+                              f"expected a finite number, found {block[bad[0]]}")
 
 
 def _check_layout(layout: str) -> None:
@@ -147,6 +251,31 @@ def _write_chains(path: PathLike, chains: np.ndarray) -> None:
     np.save(path, chains)
 
 
+def _archive_problem(path: Path) -> str | None:
+    """The message np.load's path gives for a single .npy saved under an .npz name."""
+    with open(path, "rb") as stream:
+        if stream.read(6) == b"\x93NUMPY":
+            return (f"{path}: is a single .npy array, expected an .npz archive with keys "
+                    f"{', '.join(TASK_INPUT_KEYS)}")
+    return None
+
+
+def _require_keys(path: Path, found: list[str], keys: tuple[str, ...]) -> None:
+    """Exactly ``keys``, or one FormatError naming what is missing and what is extra."""
+    missing = [key for key in keys if key not in found]
+    extra = [key for key in found if key not in keys]
+    if missing:
+        with zipfile.ZipFile(path) as archive:     # np.load's message for a non-.npy member
+            bare = [key for key in missing if key in archive.namelist()]
+        if bare:
+            raise FormatError(f"{path}: member {bare[0]} is not a .npy array")
+    if missing or extra:
+        problems = ([f"missing keys {', '.join(missing)}"] if missing else []) + (
+            [f"unexpected keys {', '.join(extra)}"] if extra else [])
+        raise FormatError(f"{path}: {'; '.join(problems)} (expected exactly "
+                          f"{', '.join(keys)})")
+
+
 def _load_npz(path: Path) -> dict[str, np.ndarray]:
     """Read every member of an .npz without pickles, requiring exactly TASK_INPUT_KEYS."""
     try:
@@ -157,13 +286,7 @@ def _load_npz(path: Path) -> dict[str, np.ndarray]:
         raise FormatError(f"{path}: is a single .npy array, expected an .npz archive with keys "
                           f"{', '.join(TASK_INPUT_KEYS)}")
     with archive:
-        missing = [key for key in TASK_INPUT_KEYS if key not in archive.files]
-        extra = [key for key in archive.files if key not in TASK_INPUT_KEYS]
-        if missing or extra:
-            problems = ([f"missing keys {', '.join(missing)}"] if missing else []) + (
-                [f"unexpected keys {', '.join(extra)}"] if extra else [])
-            raise FormatError(f"{path}: {'; '.join(problems)} (expected exactly "
-                              f"{', '.join(TASK_INPUT_KEYS)})")
+        _require_keys(path, archive.files, TASK_INPUT_KEYS)
         arrays = {}
         for key in TASK_INPUT_KEYS:
             try:
@@ -175,10 +298,11 @@ def _load_npz(path: Path) -> dict[str, np.ndarray]:
     return arrays
 
 
-def _check_task_arrays(path: Path, arrays: dict[str, np.ndarray]) -> TaskInputs:
+def _check_task_arrays(path: Path, arrays: dict[str, np.ndarray],
+                       check_values: bool = True) -> TaskInputs:
     """Check dtypes, ndim and that row counts and feature shapes agree; flatten N x 1 targets."""
     for key, array in arrays.items():
-        check_numeric_array(path, array, key)
+        check_array_values(path, array, key, values=check_values)
     for key in ("x_train", "x_test"):
         if arrays[key].ndim < 2:
             raise FormatError(f"{path}: {key} must have ndim >= 2 (one row per point), "

@@ -11,15 +11,21 @@ from runtime.formats import FormatError
 from runtime.formats.prediction_arrays import check_probability_rows
 
 from .calibration import task_epoch_seconds
-from .formats import read_task_inputs
+from .formats import copy_npz_members, map_npz, read_task_inputs
 from .score_types import CLASSIFICATION
 
 
 def stage_inputs(task, input_dir: Path, folder: Path) -> Path:
-    """The task's arrays without y_test, as one file the child may read."""
-    inputs = read_task_inputs(input_dir / task.inputs)
+    """The task's arrays without y_test, as one uncompressed file the child may read and map.
+
+    The build checked the values; here the headers are checked and the images copied a block
+    at a time, so staging a GiB of them takes no GiB of memory. y_train is written from the
+    checked array: an N x 1 column reaches ``predict`` flattened, as it always did."""
+    source = input_dir / task.inputs
+    inputs = read_task_inputs(source, mapped=True, check_values=False)
     data = folder / "data.npz"
-    np.savez(data, x_train=inputs.x_train, y_train=inputs.y_train, x_test=inputs.x_test)
+    copy_npz_members(source, data, ("x_train", "y_train", "x_test"),
+                     replacements={"y_train": inputs.y_train})
     os.chmod(data, 0o644)
     return data
 
@@ -28,9 +34,8 @@ def epoch_seconds(task, data: Path) -> dict:
     """Seconds per epoch of plain SGD on the declared model and the task's training data, on
     this machine (``calibration.py``): what a budget in epochs is converted with, and the
     framework that ran it (the image's: PyTorch where it is installed, else numpy)."""
-    with np.load(data, allow_pickle=False) as arrays:
-        x_train, y_train = arrays["x_train"], arrays["y_train"]
-    return task_epoch_seconds(task.contract["declaration"], x_train, y_train)
+    arrays = map_npz(data, ("x_train", "y_train"), exact=False)
+    return task_epoch_seconds(task.contract["declaration"], arrays["x_train"], arrays["y_train"])
 
 
 def output_bytes(task) -> int:

@@ -7,8 +7,18 @@ programs). The participant's module (``submission.py``) defines::
         ...                      # train within task.time_left() seconds
         checkpoint(predictions)  # optional, any number of times: the last one is used
         return predictions       # if the budget runs out before this line
+
+x_train, y_train and x_test are read-only: memory maps of the staged file where its member is
+stored uncompressed (as the ingestion writes it), so that a task of a GiB costs no GiB of memory
+until it is read; copy one (``numpy.array(x_train)``) to change it in place.
 """
+import struct
 import time
+# Imported here, before the submission's folder joins sys.path, so that a file of theirs named
+# zipfile.py cannot stand in for it (child_main.py then notes the name as shadowed).
+import zipfile
+
+import numpy
 
 SIGNATURE = "(task, x_train, y_train, x_test, checkpoint)"
 
@@ -46,9 +56,102 @@ class Task:
 
 
 def call(function, spec, begin, checkpoint):
-    """Loads the staged arrays and calls the participant's function; returns what it returns.
+    """Maps the staged arrays and calls the participant's function; returns what it returns.
     ``begin()`` ends the start-up: the budget's clock starts there."""
-    import numpy
-    with numpy.load(spec["data"], allow_pickle=False) as data:
-        x_train, y_train, x_test = data["x_train"], data["y_train"], data["x_test"]
+    arrays = open_npz(spec["data"], ("x_train", "y_train", "x_test"))
+    # Plain read-only ndarray views: a numpy.memmap subclass would leak into their results.
+    x_train, y_train, x_test = (numpy.asarray(arrays[key]) for key in ("x_train", "y_train",
+                                                                        "x_test"))
     return function(Task(spec, begin()), x_train, y_train, x_test, checkpoint)
+
+
+# ---- reading an .npz without loading it ----------------------------------------------------
+# The ingestion's runtime/formats.py reads organizer and staged files with these too: this file
+# is the one the child gets, so the parsing lives here once.
+
+LOCAL_HEADER = struct.Struct("<4s22xHH")     # signature, then name and extra field lengths
+READ_ERRORS = (ValueError, OSError, EOFError, struct.error, zipfile.BadZipFile)
+
+
+class ArchiveError(ValueError):
+    """An .npz or one of its members that cannot be read; the message names both."""
+
+
+class Member:
+    """One .npy member: its header, and where its data start in the .npz when it is stored."""
+
+    def __init__(self, info, shape, fortran, dtype, data_offset):
+        self.info, self.shape, self.fortran, self.dtype = info, shape, fortran, dtype
+        self.data_offset = data_offset            # None: compressed, so it cannot be mapped
+
+
+def npz_members(path):
+    """name (without .npy) -> Member for each .npy member, from the headers only."""
+    try:
+        with open(path, "rb") as raw, zipfile.ZipFile(raw) as archive:
+            return {info.filename[:-4]: _member(path, raw, archive, info)
+                    for info in archive.infolist() if info.filename.endswith(".npy")}
+    except READ_ERRORS as error:
+        raise ArchiveError(f"{path}: not a valid .npz archive ({error})") from None
+
+
+def open_npz(path, names=None):
+    """name -> array of each member in ``names`` (default all): a read-only memory map where the
+    member is stored, else (compressed) the loaded array."""
+    members = npz_members(path)
+    missing = [name for name in names or () if name not in members]
+    if missing:
+        raise ArchiveError(f"{path}: no member {', '.join(missing)}")
+    return {name: _array(path, name, members[name])
+            for name in (names if names is not None else members)}
+
+
+def _member(path, raw, archive, info):
+    try:
+        if info.compress_type == zipfile.ZIP_STORED:
+            raw.seek(info.header_offset)
+            signature, name_length, extra_length = LOCAL_HEADER.unpack(raw.read(30))
+            if signature != b"PK\x03\x04":
+                raise ValueError("no local file header where the directory says")
+            start = info.header_offset + 30 + name_length + extra_length
+            raw.seek(start)
+            shape, fortran, dtype = _npy_header(raw)
+            if raw.tell() - start + _nbytes(shape, dtype) > info.file_size:
+                raise ValueError(f"the data of shape {shape} run past the member's end "
+                                 "(truncated?)")
+            return Member(info, shape, fortran, dtype, raw.tell())
+        with archive.open(info) as stream:
+            return Member(info, *_npy_header(stream), None)
+    except READ_ERRORS + (NotImplementedError, RuntimeError) as error:
+        raise ArchiveError(f"{path}: member {info.filename} cannot be read ({error})") from None
+
+
+def _npy_header(stream):
+    version = numpy.lib.format.read_magic(stream)
+    read = (numpy.lib.format.read_array_header_1_0 if version == (1, 0)
+            else numpy.lib.format.read_array_header_2_0)
+    shape, fortran, dtype = read(stream)
+    if dtype.hasobject:
+        raise ValueError(f"dtype {dtype} holds Python objects, which are not read (no pickles)")
+    return shape, fortran, dtype
+
+
+def _nbytes(shape, dtype):
+    count = 1
+    for length in shape:
+        count *= length
+    return count * dtype.itemsize
+
+
+def _array(path, name, member):
+    try:
+        if member.data_offset is None or _nbytes(member.shape, member.dtype) == 0:
+            with zipfile.ZipFile(path) as archive, archive.open(member.info) as stream:
+                array = numpy.lib.format.read_array(stream, allow_pickle=False)
+            array.flags.writeable = False
+            return array
+        return numpy.memmap(path, dtype=member.dtype, mode="r", offset=member.data_offset,
+                            shape=member.shape, order="F" if member.fortran else "C")
+    except READ_ERRORS + (NotImplementedError, RuntimeError) as error:
+        raise ArchiveError(f"{path}: member {member.info.filename} cannot be read "
+                           f"({error})") from None

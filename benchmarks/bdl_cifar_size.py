@@ -1,0 +1,178 @@
+"""BDL's CIFAR-10 task at the 2021 size, read by the build and the programs on this machine.
+
+Writes an organizer task shaped like the 2021 CIFAR-10 task (synthetic float32 pixels):
+50,000 training images 32x32x3, 50,000 test images in 5 blocks of 10,000 (clean,
+gaussian_noise_2, brightness_3, pixelate_4, zoom_blur_5), the true test labels in the .npz
+(the public copy must zero them), a 50,000 x 10 reference of class probabilities, and a
+declaration of ResNet-20-FRN (swish) with a N(0, 0.05) prior. The .npz is about 1.2 GB, as the
+2021 one (1.1 GiB) was; it is written a block of images at a time.
+
+Each step then runs in its own subprocess, which prints its wall time and the growth of its
+peak resident memory (``ru_maxrss``: the process's peak, and its growth from before the step,
+after the imports; a step below the imports' own peak shows no growth):
+
+  maps      the inputs through read-only memory maps, headers checked (``read_task_inputs``
+            with ``mapped=True, check_values=False``)
+  scan      the same with every value checked finite, a block at a time
+  checks    the organizer checks of the whole task (``task_problems``: inputs, network,
+            reference)
+  public    the public copy (``copy_public_inputs``: y_test zeroed, member by member)
+  staging   the ingestion's staging of the child's data.npz (``stage_inputs``)
+  load      for comparison: ``np.load`` of every array (what these steps did before)
+
+Usage: .venv/bin/python benchmarks/bdl_cifar_size.py [--scale 1.0] [--work DIR] [--keep]
+(``--scale 0.1`` writes a tenth of the images, for a quick trial).
+The full build and its dry run are not run here.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+BLOCKS = ("clean", "gaussian_noise_2", "brightness_3", "pixelate_4", "zoom_blur_5")
+IMAGE = (32, 32, 3)
+CHUNK = 2_000            # images written at once
+
+
+def write_images(archive: zipfile.ZipFile, key: str, rows: int, rng) -> None:
+    """One float32 member of (rows, 32, 32, 3), written a chunk at a time."""
+    with archive.open(f"{key}.npy", "w", force_zip64=True) as member:
+        np.lib.format.write_array_header_1_0(
+            member, {"descr": "<f4", "fortran_order": False, "shape": (rows, *IMAGE)})
+        for start in range(0, rows, CHUNK):
+            count = min(CHUNK, rows - start)
+            member.write(rng.random((count, *IMAGE), dtype=np.float32).tobytes())
+
+
+def write_array(archive: zipfile.ZipFile, key: str, array: np.ndarray) -> None:
+    with archive.open(f"{key}.npy", "w", force_zip64=True) as member:
+        np.lib.format.write_array(member, array)
+
+
+def write_task(root: Path, n_train: int, n_test: int) -> Path:
+    """The organizer's files of task ``cifar`` under ``root``; returns its folder."""
+    rng = np.random.default_rng(0)
+    folder = root / "cifar"
+    folder.mkdir(parents=True)
+    with zipfile.ZipFile(folder / "cifar.npz", "w", zipfile.ZIP_STORED,
+                         allowZip64=True) as archive:
+        write_images(archive, "x_train", n_train, rng)
+        write_array(archive, "y_train", rng.integers(0, 10, n_train))
+        write_images(archive, "x_test", n_test, rng)
+        write_array(archive, "y_test", rng.integers(0, 10, n_test))     # true labels
+    block = n_test // len(BLOCKS)
+    declaration = {
+        "name": "cifar", "phase": "evaluation", "kind": "classification", "num_classes": 10,
+        "n_train": n_train, "n_test": n_test, "input_shape": list(IMAGE),
+        "test_blocks": [{"name": name, "start": i * block, "stop": (i + 1) * block}
+                        for i, name in enumerate(BLOCKS)],
+        "model": {"type": "resnet20_frn", "activation": "swish", "input_shape": list(IMAGE),
+                  "outputs": 10},
+        "likelihood": {"name": "softmax"},
+        "prior": {"distribution": "normal", "variance": 0.05},
+        "summary": "CIFAR-10 and four CIFAR-10-C corruptions (synthetic pixels)"}
+    (folder / "cifar_task.json").write_text(json.dumps(declaration, indent=1) + "\n")
+    np.savetxt(folder / "cifar_probs.csv", rng.dirichlet(np.ones(10), size=n_test), fmt="%.6g")
+    return folder
+
+
+PRELUDE = """
+import json, resource, sys, time
+from pathlib import Path
+from types import SimpleNamespace
+sys.path.insert(0, {repo!r})
+import numpy as np
+from bundle.phase_plan import task_data_problems
+from kinds.bdl2021.kind import copy_public_inputs
+from kinds.bdl2021.runtime import ingestion
+from kinds.bdl2021.runtime.formats import read_task_inputs
+folder, out = Path({folder!r}), Path({out!r})
+source = folder / "cifar.npz"
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+began = time.perf_counter()
+"""
+STEPS = {
+    "maps": "inputs = read_task_inputs(source, mapped=True, check_values=False)\n"
+            "result = [list(a.shape) for a in inputs]",
+    "scan": "inputs = read_task_inputs(source, mapped=True)\n"
+            "result = [list(a.shape) for a in inputs]",
+    "checks": "result = task_data_problems('bdl2021', 'cifar', folder.parent)",
+    "public": "copy_public_inputs(source, out / 'public.npz')\n"
+              "result = (out / 'public.npz').stat().st_size",
+    "staging": "data = ingestion.stage_inputs(SimpleNamespace(inputs=source.name), folder, out)\n"
+               "result = data.stat().st_size",
+    "load": "with np.load(source) as archive:\n"
+            "    arrays = {k: archive[k] for k in archive.files}\n"
+            "result = sum(a.nbytes for a in arrays.values())",
+}
+EPILOGUE = """
+seconds = time.perf_counter() - began
+after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(json.dumps({{"seconds": seconds, "growth_bytes": (after - before) * 1024,
+                   "peak_bytes": after * 1024, "result": result}}))
+"""
+
+
+def measure(step: str, folder: Path, out: Path) -> dict:
+    script = (PRELUDE.format(repo=str(REPO), folder=str(folder), out=str(out))
+              + STEPS[step] + textwrap.dedent(EPILOGUE).format())
+    done = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True,
+                          text=True, timeout=1800)
+    if done.returncode:
+        return {"error": done.stderr.strip().splitlines()[-1] if done.stderr else "failed"}
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--scale", type=float, default=1.0,
+                        help="fraction of the 2021 image counts (default 1: 50,000 + 50,000)")
+    parser.add_argument("--work", type=Path, help="folder for the task (default: a temporary one)")
+    parser.add_argument("--keep", action="store_true", help="keep the files written")
+    args = parser.parse_args(argv)
+    n_train = n_test = max(len(BLOCKS), int(50_000 * args.scale) // len(BLOCKS) * len(BLOCKS))
+    work = Path(tempfile.mkdtemp(prefix="bdl_cifar_", dir=args.work))
+    try:
+        return run(work, n_train, n_test)
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+        else:
+            print(f"kept {work}")
+
+
+def run(work: Path, n_train: int, n_test: int) -> int:
+    folder = write_task(work / "data", n_train, n_test)
+    size = (folder / "cifar.npz").stat().st_size
+    print(f"task: {n_train:,} training and {n_test:,} test images 32x32x3 float32; "
+          f"cifar.npz {size / 1e9:.2f} GB")
+    print(f"{'step':<9} {'seconds':>8} {'peak RSS':>9} {'growth':>8} {'of the data':>12}  result")
+    failed = False
+    for step in STEPS:
+        out = work / f"out_{step}"
+        out.mkdir()
+        figures = measure(step, folder, out)
+        if "error" in figures:
+            failed = True
+            print(f"{step:<9} failed: {figures['error']}")
+            continue
+        growth = figures["growth_bytes"]
+        print(f"{step:<9} {figures['seconds']:>8.2f} {figures['peak_bytes'] / 1e6:>6.0f} MB "
+              f"{growth / 1e6:>5.0f} MB "
+              f"{growth / size:>11.1%}  {json.dumps(figures['result'])[:70]}")
+        shutil.rmtree(out)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
