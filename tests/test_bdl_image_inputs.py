@@ -440,9 +440,3 @@ def test_an_image_task_declared_to_the_mlp_builds_with_its_labels_zeroed(tmp_pat
         assert not inputs["y_test"].any()
         assert np.array_equal(inputs["x_train"], arrays["x_train"])
 
-
-@pytest.mark.skip(reason="pages.py states the model as a tanh MLP (model.layer_sizes); the "
-                         "pages of a declared network are main's work in progress")
-def test_an_image_task_declared_to_a_cnn_builds(tmp_path):
-    result = build(tmp_path, CNN, image_arrays(y_test=RNG.integers(1, 3, 6)))
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]

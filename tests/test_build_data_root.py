@@ -35,7 +35,7 @@ def write_task(root: Path, name: str, rng) -> None:
                    "test_blocks": [{"name": "clean" if b == 0 else f"shift_{b}", "start": b * size,
                                     "stop": (b + 1) * size} for b in range(blocks)],
                    "model": {"type": "mlp", "activation": "tanh",
-                             "layer_sizes": [FEATURES, 8, outputs], "num_parameters": 0},
+                             "layer_sizes": [FEATURES, 8, outputs]},
                    "likelihood": {"name": "softmax" if kind == "classification" else "gaussian"},
                    "prior": {"distribution": "normal", "variance": 0.1}, "summary": f"{name} at real size",
                    ("num_classes" if kind == "classification" else "num_samples"): width}

@@ -34,8 +34,7 @@ def write_task(root: Path, name: str, rng) -> None:
                    "n_test": n_test, "input_shape": [FEATURES],
                    "test_blocks": [{"name": "clean", "start": 0, "stop": n_test}],
                    "model": {"type": "mlp", "activation": "tanh",
-                             "layer_sizes": [FEATURES, 4, width if classification else 2],
-                             "num_parameters": 0},
+                             "layer_sizes": [FEATURES, 4, width if classification else 2]},
                    "likelihood": {"name": "softmax" if classification else "gaussian"},
                    "prior": {"distribution": "normal", "variance": 0.1}, "summary": name,
                    ("num_classes" if classification else "num_samples"): width}

@@ -59,7 +59,7 @@ EPOCH_UNIT = ("one pass of plain SGD over the training data with the declared mo
 # Arrays of the public .npz files that stand in for hidden values: the leakage check proves
 # them all zeros.
 ZEROED_PUBLIC_ARRAYS = ("y_test",)
-BASELINE_SUPPORT = ("training.py",)
+BASELINE_SUPPORT = ("training.py", "torch_training.py")
 SAMPLE_BASELINE = "sgld"
 
 

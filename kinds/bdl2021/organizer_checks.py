@@ -207,14 +207,14 @@ def _value_range(array) -> tuple[int, int]:
 
 
 def parameter_problems(paths, model) -> list[str]:
-    """The organizer's parameter draws (optional ``<task>_parameters.npz``) against the
-    declared layout, from the .npy headers alone: one array per parameter, each of shape
+    """A declared parameter count against the declared layout, and the organizer's parameter
+    draws (optional ``<task>_parameters.npz``) against it, from the .npy headers alone: one array per parameter, each of shape
     (chains, draws, *the parameter's shape), the same (chains, draws) for all."""
-    path = paths.parameters
-    if not path.is_file():
-        return []
     layout = {p.name: p.shape for p in Network(model).parameters}
     problems = _declared_count_problem(paths, model, layout)
+    path = paths.parameters
+    if not path.is_file():
+        return problems
     try:
         headers = npz_headers(path)
     except FormatError as error:
@@ -234,7 +234,8 @@ def _declared_count_problem(paths, model, layout) -> list[str]:
     if declared is None or declared == count:
         return []
     return [f"{paths.declaration}: model.num_parameters is {declared!r}, but the declared "
-            f"model has {count} parameters (the layout of {paths.parameters.name})"]
+            f"model has {count} parameters (its layout: the names and shapes the starting "
+            "kit's networks.py gives; see docs/organizer_data.md)"]
 
 
 def _draw_shape_problems(path, layout, headers) -> list[str]:
