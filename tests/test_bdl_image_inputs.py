@@ -194,9 +194,10 @@ def test_epoch_seconds_reads_the_staged_maps(tmp_path):
     data = ingestion.stage_inputs(SimpleNamespace(inputs="t.npz"), tmp_path, _folder(tmp_path))
     declaration = {"model": {"type": "mlp", "activation": "tanh", "layer_sizes": [4, 5, 3]},
                    "likelihood": {"name": "softmax"}, "prior": {"variance": 0.1}}
-    seconds = ingestion.epoch_seconds(SimpleNamespace(contract={"declaration": declaration}),
-                                      data)
-    assert seconds and all(s > 0 for s in seconds)
+    timed = ingestion.epoch_seconds(SimpleNamespace(contract={"declaration": declaration}),
+                                    data)
+    assert timed["samples"] and all(s > 0 for s in timed["samples"])
+    assert timed["timed_with"] == "numpy"            # no PyTorch in this environment
 
 
 # ---- memory: subprocesses, resident growth against the data's size ---------------------------
