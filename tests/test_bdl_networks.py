@@ -16,6 +16,8 @@ from kinds.bdl2021.runtime.networks import Network, NetworkError
 import jax
 import jax.numpy as jnp
 
+from bdl_network_examples import example
+
 SMALL = {
     "resnet20_frn": {"type": "resnet20_frn", "input_shape": [8, 8, 3], "outputs": 10, "width": 4},
     "medmnist_lenet": {"type": "medmnist_lenet", "input_shape": [28, 28, 3], "outputs": 7},
@@ -34,17 +36,6 @@ SMALL = {
 # filter response normalisation is in one of them; ResNet-20-FRN's (XLA takes minutes to
 # compile its gradient here) is compared with finite differences.
 GRADIENTS = ("cnn_lstm", "sequential", "medmnist_lenet")
-
-
-def example(spec, rows=3, seed=0):
-    network = Network(spec)
-    rng = np.random.default_rng(seed)
-    theta = network.initial(rng) + 0.05 * rng.standard_normal(network.num_parameters)
-    if network.token_inputs:
-        x = rng.integers(0, spec["vocabulary"], (rows, *network.input_shape))
-    else:
-        x = rng.standard_normal((rows, *network.input_shape))
-    return network, theta, x
 
 
 @pytest.mark.parametrize("name", sorted(set(SMALL) - {"resnet20_frn"}))   # below, full size

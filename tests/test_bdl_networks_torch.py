@@ -14,7 +14,8 @@ torch = pytest.importorskip("torch")
 from kinds.bdl2021.runtime import declared_model_torch as dmt  # noqa: E402
 from kinds.bdl2021.runtime.declared_model import (MLP, Posterior, task_network,  # noqa: E402
                                                   log_likelihood_and_output_grad)
-from kinds.bdl2021.runtime.networks import Network  # noqa: E402
+
+from bdl_network_examples import example  # noqa: E402
 
 F64 = torch.float64
 # name -> (declaration, likelihood); small shapes, every operation of networks.py covered.
@@ -64,13 +65,8 @@ def one_thread():
 def problem(spec, likelihood, rows=3, seed=0):
     """(network, theta, x, y): theta near the declared initialisation, jittered so that no
     parameter (bias, FRN tau) sits exactly at a tie of max or relu."""
-    network = Network(spec)
-    rng = np.random.default_rng(seed)
-    theta = network.initial(rng) + 0.05 * rng.standard_normal(network.num_parameters)
-    if network.token_inputs:
-        x = rng.integers(0, spec["vocabulary"], (rows, *network.input_shape))
-    else:
-        x = rng.standard_normal((rows, *network.input_shape))
+    network, theta, x = example(spec, rows, seed)
+    rng = np.random.default_rng(seed + 1)
     outputs = network.spec["outputs"]
     y = rng.integers(0, outputs, rows) if likelihood == "softmax" else rng.standard_normal(rows)
     return network, theta, x, y
