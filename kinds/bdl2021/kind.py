@@ -85,10 +85,12 @@ def scoring_settings(task) -> dict:
 
 
 def ingestion_contract(task) -> dict:
+    """What the child is promised; ``mapped_bytes``: the inputs it maps (the staged arrays are
+    the public .npz's members), which count against an address-space memory limit."""
     declaration = {k: v for k, v in task.declaration.items() if k not in ("files", "hmc")}
     return {"n_test": declaration["n_test"],
             "width": declaration.get("num_classes") or declaration["num_samples"],
-            "declaration": declaration}
+            "declaration": declaration, "mapped_bytes": files(task).inputs.stat().st_size}
 
 
 # ---- data ----------------------------------------------------------------------------------
