@@ -123,3 +123,17 @@ def test_a_code_phase_times_epochs_of_the_declared_resnet(tmp_path):
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "budget 2 epochs x" in result.stdout + result.stderr
     assert "the epoch timed in numpy" in result.stdout + result.stderr
+
+
+def test_the_ingestion_contract_states_the_bytes_the_child_maps():
+    """The inputs reach the child as memory maps, which count in full against an
+    address-space limit: the contract says how many bytes, for the mapped-data-memory rule."""
+    from bundle.phase_plan import phase_plan
+    from bundle.programs import ingestion_config
+    from bundle.spec import load_spec
+    from kinds.bdl2021.tasks import files
+    plan = phase_plan(load_spec(REPO / "kinds" / "bdl2021" / "default_spec.yaml"), "evaluation",
+                      None)
+    contracts = {task["name"]: task["contract"] for task in ingestion_config(plan)["tasks"]}
+    for task in plan.tasks:
+        assert contracts[task.name]["mapped_bytes"] == files(task).inputs.stat().st_size > 0
