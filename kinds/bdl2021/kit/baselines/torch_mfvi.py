@@ -23,8 +23,8 @@ import time
 import numpy as np
 import torch
 
-from torch_training import (Adam, Budget, DeclaredModel, adam, finite, predictive, sample_passes,
-                            seeded)
+from torch_training import (Adam, Budget, DeclaredModel, finite, predictive, sample_passes,
+                            seeded, warm_start)
 
 MAP_EPOCHS = 5
 MAP_SHARE = 0.25            # of the time, at most, for the MAP start
@@ -46,9 +46,7 @@ def predict(task, x_train, y_train, x_test, checkpoint):
     budget = Budget(task, TIME_SHARE)
     batch = min(BATCH, model.n)
     steps_per_epoch = -(-model.n // batch)
-    map_deadline = time.monotonic() + MAP_SHARE * budget.left()
-    mean = adam(model, model.initial(rng), rng, MAP_EPOCHS * steps_per_epoch,
-                MAP_LEARNING_RATE, batch, lambda: time.monotonic() > map_deadline)
+    mean = warm_start(model, rng, budget, MAP_SHARE, MAP_EPOCHS, MAP_LEARNING_RATE, batch)
     log_scale = torch.full_like(mean, min(INITIAL_LOG_SCALE,
                                           0.5 * math.log(model.prior_variance)))
     optimiser = Adam([mean, log_scale], LEARNING_RATE)

@@ -31,8 +31,8 @@ import time
 import numpy as np
 import torch
 
-from torch_training import (Budget, DeclaredModel, adam, finite, predictive, sample_passes,
-                            seeded)
+from torch_training import (Budget, DeclaredModel, finite, predictive, sample_passes, seeded,
+                            warm_start)
 
 STEPS = 20000
 BURN_IN = 1000
@@ -79,10 +79,7 @@ def predict(task, x_train, y_train, x_test, checkpoint):
     generator = seeded(SEED, model.device)
     budget = Budget(task, TIME_SHARE)
     batch = min(BATCH, model.n)
-    steps_per_epoch = -(-model.n // batch)
-    warm_deadline = time.monotonic() + WARM_SHARE * budget.left()
-    theta = adam(model, model.initial(rng), rng, WARM_EPOCHS * steps_per_epoch,
-                 WARM_LEARNING_RATE, batch, lambda: time.monotonic() > warm_deadline)
+    theta = warm_start(model, rng, budget, WARM_SHARE, WARM_EPOCHS, WARM_LEARNING_RATE, batch)
     curvature_rows = torch.as_tensor(rng.permutation(model.n)[:CURVATURE_ROWS],
                                      device=model.device)
     budget.checkpoint(checkpoint, lambda: predictive(      # the warm start: an early one

@@ -212,3 +212,11 @@ def adam(model, theta, rng, steps, learning_rate, batch, stop, callback=None,
             if step >= steps or stop():
                 return theta
     return theta
+
+
+def warm_start(model, rng, budget, share, epochs, learning_rate, batch):
+    """Adam from the declared initialisation for ``epochs`` epochs, or ``share`` of the budget
+    left if that ends first: where the sampling methods start."""
+    deadline = time.monotonic() + share * budget.left()
+    return adam(model, model.initial(rng), rng, epochs * -(-model.n // batch), learning_rate,
+                batch, lambda: time.monotonic() > deadline)
