@@ -18,7 +18,6 @@ keeps it anytime. On the GPU when there is one; repeatable on the CPU given its 
 deadline cuts it short.
 """
 import math
-import time
 
 import numpy as np
 import torch
