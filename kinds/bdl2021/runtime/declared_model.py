@@ -147,6 +147,14 @@ def log_likelihood_and_output_grad(likelihood: str, output: np.ndarray, y: np.nd
     return float(log_lik), grad
 
 
+def walk_full_batches(batches: list, start: int, count: int) -> list:
+    """``count`` full minibatches of an epoch, in its order from ``start`` on, wrapping round:
+    the epoch calibration times a long epoch in a few steps, each on fresh examples and never
+    the short last batch (calibration.py and declared_model_torch.py alike)."""
+    full = [rows for rows in batches if len(rows) == len(batches[0])]
+    return [full[(start + i) % len(full)] for i in range(count)]
+
+
 @dataclass(frozen=True)
 class Posterior:
     """U(theta) = -log p(y | x, theta) - log p(theta) for one task's training set."""

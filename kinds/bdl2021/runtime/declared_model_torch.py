@@ -30,9 +30,11 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-try:                       # a package in the programs; a file beside this one in the kit
+try:                       # a package in the programs; files beside this one in the kit
+    from .declared_model import walk_full_batches
     from .networks import FRN_EPSILON, LSTM_FORGET_BIAS, Network, same_padding
 except ImportError:
+    from declared_model import walk_full_batches
     from networks import FRN_EPSILON, LSTM_FORGET_BIAS, Network, same_padding
 
 
@@ -206,7 +208,7 @@ def sgd_epoch_seconds(network, likelihood: str, prior_variance: float, x, y, dev
     figures: list[float] = []
     spent = 0.0
     while len(figures) < samples and (not figures or spent < time_cap_seconds):
-        work = ([epoch[i % len(epoch)] for i in range(repeats)] if long_epochs
+        work = (walk_full_batches(epoch, len(figures) * repeats, repeats) if long_epochs
                 else [rows for _ in range(repeats) for rows in batches()])
         theta, elapsed = run(work, theta)
         spent += elapsed

@@ -19,7 +19,7 @@ import numpy as np
 from torch_training import Budget, DeclaredModel, adam, predictive, sample_passes
 
 MEMBERS = 5
-EPOCHS = 20
+EPOCHS = 200               # a ceiling: the members share the budget first
 BATCH = 128
 LEARNING_RATE = 1e-3
 TIME_SHARE = 0.5            # of the budget: the margin absorbs a slower machine
