@@ -20,19 +20,29 @@ after the imports; a step below the imports' own peak shows no growth):
   staging   the ingestion's staging of the child's data.npz (``stage_inputs``)
   load      for comparison: ``np.load`` of every array (what these steps did before)
 
+Then the organizer's build, as two runs of ``build_bundle.py`` in a subprocess each, on
+Codabench, of a results phase of the task (the 2021 competition took predictions) with its
+input and reference data uploaded apart (``upload_separately``): the first writes the data
+zips and stops for their keys; the second, with the keys filled in, writes the bundle and
+dry-runs it (``--check``) on the local copies of the data: the sample predictions scored
+against the 50,000-row reference. Each prints its wall time, its peak resident memory (the
+largest of the builder and the programs it ran) and the zips' sizes.
+
 Usage: .venv/bin/python benchmarks/bdl_cifar_size.py [--scale 1.0] [--work DIR] [--keep]
 (``--scale 0.1`` writes a tenth of the images, for a quick trial).
-The full build and its dry run are not run here.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
 import textwrap
+import time
+import uuid
 import zipfile
 from pathlib import Path
 
@@ -171,7 +181,64 @@ def run(work: Path, n_train: int, n_test: int) -> int:
               f"{growth / 1e6:>5.0f} MB "
               f"{growth / size:>11.1%}  {json.dumps(figures['result'])[:70]}")
         shutil.rmtree(out)
-    return 1 if failed else 0
+    return 1 if failed or not organizer_build(work) else 0
+
+
+def _spec(work: Path, keys: dict | None) -> Path:
+    import yaml
+    default_spec = REPO / "kinds" / "bdl2021" / "default_spec.yaml"
+    spec = yaml.safe_load(default_spec.read_text())
+    shutil.copyfile(default_spec.parent / spec["logo"], work / spec["logo"])
+    spec.update(slug="bdl-cifar-size", tasks={"cifar": {"budget_seconds": 600}}, tracks={},
+                upload_separately=["input_data", "reference_data"],
+                phases={"evaluation": {"label": "Evaluation", "start": "2027-04-01 00:00:00",
+                                       "tasks": ["cifar"], "submission": "results"}})
+    if keys:
+        spec["dataset_keys"] = keys
+    path = work / "spec.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    return path
+
+
+# Runs a command and reports the peak resident memory of it and everything it waited for.
+PEAK_OF = ("import resource, subprocess, sys; done = subprocess.run(sys.argv[1:]); "
+           "print('peak', resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, "
+           "file=sys.stderr); sys.exit(done.returncode)")
+
+
+def _build(work: Path, keys: dict | None, *extra: str) -> tuple[subprocess.CompletedProcess, dict]:
+    began = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", PEAK_OF, sys.executable,
+                           str(REPO / "build_bundle.py"), "--config", str(_spec(work, keys)),
+                           "--data-root", str(work / "data"), "--phase", "evaluation",
+                           "--out", str(work / "dist"), *extra], cwd=REPO,
+                          capture_output=True, text=True, timeout=3600)
+    peak_kib = int(done.stderr.strip().splitlines()[-1].split()[1])
+    return done, {"seconds": time.perf_counter() - began, "peak": f"{peak_kib / 1e3:.0f} MB"}
+
+
+def organizer_build(work: Path) -> bool:
+    """The two builds of data uploaded apart; True when the second's dry run passed."""
+    first, figures = _build(work, None)
+    if first.returncode != 3 or "dataset_keys:\n" not in first.stdout:
+        print(f"first build: status {first.returncode}\n{first.stdout[-2000:]}{first.stderr[-2000:]}")
+        return False
+    block = first.stdout.split("dataset_keys:\n", 1)[1].split("\nnot written yet", 1)[0]
+    import yaml
+    keys = yaml.safe_load(re.sub("PASTE-ITS-KEY", lambda _: str(uuid.uuid4()), block))
+    _report("build 1 (data zips)", figures, work / "dist")
+    second, figures = _build(work, keys, "--check")
+    passed = second.returncode == 0 and "dry run passed" in second.stdout
+    _report("build 2 (bundle, --check)", figures, work / "dist")
+    if not passed:
+        print(f"status {second.returncode}\n{second.stdout[-3000:]}{second.stderr[-3000:]}")
+    return passed
+
+
+def _report(step: str, figures: dict, dist: Path) -> None:
+    sizes = ", ".join(f"{zip_file.name} {zip_file.stat().st_size / 1e6:,.1f} MB"
+                      for zip_file in sorted(dist.glob("*.zip")))
+    print(f"{step}: {figures['seconds']:.1f} s, peak RSS {figures['peak']}; {sizes}")
 
 
 if __name__ == "__main__":

@@ -202,20 +202,33 @@ def test_run_local_offers_the_specs_phases(custom, tmp_path):
 
 @pytest.mark.slow
 def test_baseline_results_for_the_specs_tasks_are_written_next_to_it(custom, tmp_path):
+    """Two baselines (every one is run on the default tasks by test_bdl_more_baselines and
+    test_starting_kit), then one of them again: its rows are replaced, the other's kept."""
     spec_file, data = custom
     out = spec_file.parent / "baseline_results.json"
-    run = subprocess.run([sys.executable, str(REPO / "kinds" / "bdl2021" / "kit" /
-                                              "baseline_results.py"),
-                          "--config", str(spec_file), "--data-root", str(data), "--budget", "1"],
-                         cwd=REPO, capture_output=True, text=True, timeout=600)
+    command = [sys.executable, str(REPO / "kinds" / "bdl2021" / "kit" / "baseline_results.py"),
+               "--config", str(spec_file), "--data-root", str(data), "--budget", "1"]
+    run = subprocess.run(command + ["--methods", "trivial,sgld"], cwd=REPO,
+                         capture_output=True, text=True, timeout=600)
     try:
         assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
         progress = [line for line in run.stdout.splitlines() if line.startswith("[")]
         table = json.loads(out.read_text())
-        # every baseline x (warmup: moons; final: spirals, housing)
-        assert len(progress) == 3 * len(table["methods"]) and len(table["methods"]) >= 3, run.stdout
+        # the table's order, whatever the command's; warmup: moons; final: spirals, housing
+        assert list(table["methods"]) == ["sgld", "trivial"]
+        assert len(progress) == 3 * 2, run.stdout
         assert any("sgld / final / housing: w2" in line for line in progress)
         assert set(table["tasks"]) == set(TASKS) and table["budgets"] == dict.fromkeys(TASKS, 1)
+        again = subprocess.run(command + ["--methods", "trivial"], cwd=REPO,
+                               capture_output=True, text=True, timeout=600)
+        assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+        rerun = json.loads(out.read_text())
+        assert list(rerun["methods"]) == ["sgld", "trivial"]
+        for task in TASKS:
+            assert rerun["tasks"][task]["methods"]["sgld"] == table["tasks"][task]["methods"]["sgld"]
+        unknown = subprocess.run(command + ["--methods", "sgld,hmc"], cwd=REPO,
+                                 capture_output=True, text=True, timeout=600)
+        assert unknown.returncode == 2 and "hmc: expected some of deep_ensemble" in unknown.stderr
         # the builder now reads the spec's own table
         build = subprocess.run([sys.executable, str(REPO / "build_bundle.py"), "--config",
                                 str(spec_file), "--data-root", str(data), "--phase", "final",

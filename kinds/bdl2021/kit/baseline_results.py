@@ -2,10 +2,13 @@
 
   python kinds/bdl2021/kit/baseline_results.py       # the default spec: about 5 minutes on 2 cores
   python kinds/bdl2021/kit/baseline_results.py --config my_spec.yaml --data-root my_tasks/
+  python kinds/bdl2021/kit/baseline_results.py --methods sgld,trivial   # some baselines only
 
-Runs every baseline (and the trivial submission, as a floor) through each phase's starting
-kit, built as the builder builds it (bundle/local_run.py), with that kit's own run_local, on
-every phase of the spec, on its tasks with its budgets (``--budget`` overrides them), printing one
+Runs every baseline and the trivial submission, as a floor (``--methods``: those named, whose
+rows then replace theirs in the table already there when it is of the same tasks and
+budgets), through each phase's starting kit, built as the builder builds it
+(bundle/local_run.py), with that kit's own run_local, on every phase of the spec, on its
+tasks with its budgets (``--budget`` overrides them), printing one
 line per baseline, phase and task as it completes. Then writes the table next to the spec,
 ``<spec folder>/baseline_results.json`` (for the default spec: ``baseline_results.json`` next
 to this file; ``--out`` elsewhere), where the builder reads it for the overview page, and
@@ -48,12 +51,12 @@ def results_file(spec) -> Path:
     return Path(spec.path).parent / RESULTS_FILE.name
 
 
-def _each_run(spec, phases, budget: float | None, kits: Path):
-    """(method, phase, detailed results) of every baseline on every phase, in the table's
-    order; each phase's kit is built once, in ``kits``."""
+def _each_run(spec, phases, budget: float | None, kits: Path, methods):
+    """(method, phase, detailed results) of each baseline in ``methods`` on every phase, in
+    the table's order; each phase's kit is built once, in ``kits``."""
     built = {phase: build_kit(spec, phase, kits / phase, budget_seconds=budget)
              for phase in phases}
-    for method in METHODS:
+    for method in methods:
         for phase in phases:
             with tempfile.TemporaryDirectory(prefix=f"{method}-") as work:
                 yield method, phase, baseline_details(built[phase], Path(work), method,
@@ -61,19 +64,20 @@ def _each_run(spec, phases, budget: float | None, kits: Path):
 
 
 def collect(budget: float | None = None, config: Path | None = None,
-            data_root: Path | None = None) -> dict:
-    """``budget``: seconds for every task; None: each task's budget in the spec."""
+            data_root: Path | None = None, methods=tuple(METHODS)) -> dict:
+    """``budget``: seconds for every task; None: each task's budget in the spec.
+    ``methods``: keys of METHODS, in the table's order."""
     spec = organizer_spec(config, data_root)
     phases = {phase.key: phase.tasks for phase in spec.phases}
     tasks = sorted({task for names in phases.values() for task in names})
     budgets = {task: budget if budget is not None else spec.budgets[task] for task in tasks}
-    table = {"budgets": budgets, "methods": METHODS, "tasks": {}}
+    table = {"budgets": budgets, "methods": {m: METHODS[m] for m in methods}, "tasks": {}}
     epochs = spec.rules["epochs"]
     if budget is None and epochs:       # budgets stated in epochs: budgets are ceilings
         table["epochs"] = {task: epochs[task] for task in tasks if task in epochs}
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="kits-") as kits:
-        for method, phase, details in _each_run(spec, phases, budget, Path(kits)):
+        for method, phase, details in _each_run(spec, phases, budget, Path(kits), methods):
             for task, result in details["tasks"].items():
                 primary = next(iter(result["metrics"].items()))
                 given = result.get("calibration", {}).get("budget_seconds", budgets[task])
@@ -95,6 +99,19 @@ def collect(budget: float | None = None, config: Path | None = None,
     return table
 
 
+def merged(previous: dict | None, table: dict) -> dict:
+    """A table of some baselines merged into the previous one of the same tasks and budgets
+    (rerunning one baseline keeps the others' rows); otherwise the new table alone."""
+    if not previous or any(previous.get(key) != table.get(key) for key in ("budgets", "epochs")) \
+            or set(previous.get("tasks", {})) != set(table["tasks"]):
+        return table
+    methods = [m for m in METHODS if m in previous["methods"] or m in table["methods"]]
+    tasks = {task: {**entry, "methods": {m: {**previous["tasks"][task]["methods"],
+                                              **entry["methods"]}[m] for m in methods}}
+             for task, entry in table["tasks"].items()}
+    return {**table, "methods": {m: METHODS[m] for m in methods}, "tasks": tasks}
+
+
 def _cell(value, std) -> str:
     return f"{value:.3f}" + (f" ± {std:.3f}" if std else "")
 
@@ -110,13 +127,14 @@ def _block_order(task: str, data_root: Path | None, blocks: dict) -> list[str]:
 
 def markdown(table: dict, data_root: Path | None = None) -> str:
     """``data_root``: where the tasks' declarations are (default: the embedded tasks)."""
-    lines = ["| task | metric | " + " | ".join(METHODS.values())
+    methods = table["methods"]
+    lines = ["| task | metric | " + " | ".join(methods.values())
              + " | exact-posterior expectation |",
-             "|---|---|" + "---|" * (len(METHODS) + 1)]
+             "|---|---|" + "---|" * (len(methods) + 1)]
     for task, entry in sorted(table["tasks"].items(), key=lambda item: (item[1]["phase"], item[0])):
         for metric, expected in entry["exact_posterior_expectation"].items():
             cells = [_cell(entry["methods"][m]["metrics"][metric]["value"],
-                           entry["methods"][m]["metrics"][metric]["std"]) for m in METHODS]
+                           entry["methods"][m]["metrics"][metric]["std"]) for m in methods]
             lines.append(f"| {task} ({entry['phase'][:3]}) | {metric} | " + " | ".join(cells)
                          + f" | {_cell(expected['value'], expected['spread'])} |")
     shifted = {task: entry for task, entry in table["tasks"].items()
@@ -125,10 +143,10 @@ def markdown(table: dict, data_root: Path | None = None) -> str:
         blocks = next(iter(entry["methods"].values()))["blocks"]
         metrics = [m for m in next(iter(blocks.values())) if m != "size"]    # as scored
         lines += ["", f"{task}, {' / '.join(m.replace('_', ' ') for m in metrics)} per test block:",
-                  "", "| block | " + " | ".join(METHODS.values()) + " |",
-                  "|---|" + "---|" * len(METHODS)]
+                  "", "| block | " + " | ".join(methods.values()) + " |",
+                  "|---|" + "---|" * len(methods)]
         for block in _block_order(task, data_root, blocks):
-            cells = (entry["methods"][m]["blocks"][block] for m in METHODS)
+            cells = (entry["methods"][m]["blocks"][block] for m in methods)
             lines.append(f"| {block} | " + " | ".join(
                 " / ".join(f"{c[metric]:.3f}" for metric in metrics) for c in cells) + " |")
     return "\n".join(lines)
@@ -136,6 +154,15 @@ def markdown(table: dict, data_root: Path | None = None) -> str:
 
 def print_table(path: Path = RESULTS_FILE) -> None:
     print(markdown(json.loads(path.read_text())))
+
+
+def _methods(text: str) -> tuple:
+    chosen = tuple(name.strip() for name in text.split(",") if name.strip())
+    unknown = [name for name in chosen if name not in METHODS]
+    if unknown or not chosen:
+        raise argparse.ArgumentTypeError(
+            f"{', '.join(unknown) or 'none given'}: expected some of {', '.join(METHODS)}")
+    return tuple(name for name in METHODS if name in chosen)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -149,14 +176,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None,
                         help="the table's file (default: baseline_results.json next to the "
                              "spec, where the builder reads it)")
+    parser.add_argument("--methods", type=_methods, default=tuple(METHODS),
+                        help="baselines to run, comma-separated (default: all): "
+                             + ", ".join(METHODS))
     args = parser.parse_args(argv)
     spec = baselines_spec(args.config, args.data_root, "bdl2021")
     out = args.out or results_file(spec)
     try:
-        table = collect(args.budget, args.config, args.data_root)
+        table = collect(args.budget, args.config, args.data_root, args.methods)
     except LocalRunError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
+    if set(args.methods) != set(METHODS) and out.is_file():
+        try:
+            table = merged(json.loads(out.read_text()), table)
+        except (ValueError, KeyError, TypeError):
+            pass                            # an unreadable previous table is replaced
     out.write_text(json.dumps(table, indent=1, sort_keys=True) + "\n")
     print(markdown(table, spec.data_root))
     print(f"\nwritten to {out}")
