@@ -22,8 +22,9 @@ after the imports; a step below the imports' own peak shows no growth):
 
 Then the organizer's build, as two runs of ``build_bundle.py`` in a subprocess each, on
 Codabench, of a results phase of the task (the 2021 competition took predictions) with its
-input and reference data uploaded apart (``upload_separately``): the first writes the data
-zips and stops for their keys; the second, with the keys filled in, writes the bundle and
+public data, reference data and starting kit uploaded apart (``upload_separately``; the kit
+holds the public data for its local runs): the first writes the data zips and stops for their
+keys; the second, with the keys filled in, writes the bundle and
 dry-runs it (``--check``) on the local copies of the data: the sample predictions scored
 against the 50,000-row reference. Each prints its wall time, its peak resident memory (the
 largest of the builder and the programs it ran) and the zips' sizes.
@@ -190,9 +191,10 @@ def _spec(work: Path, keys: dict | None) -> Path:
     spec = yaml.safe_load(default_spec.read_text())
     shutil.copyfile(default_spec.parent / spec["logo"], work / spec["logo"])
     spec.update(slug="bdl-cifar-size", tasks={"cifar": {"budget_seconds": 600}}, tracks={},
-                upload_separately=["input_data", "reference_data"],
+                upload_separately=["public_data", "reference_data", "starting_kit"],
                 phases={"evaluation": {"label": "Evaluation", "start": "2027-04-01 00:00:00",
-                                       "tasks": ["cifar"], "submission": "results"}})
+                                       "tasks": ["cifar"], "submission": "results",
+                                       "execution_time_limit": 3600}})
     if keys:
         spec["dataset_keys"] = keys
     path = work / "spec.yaml"
