@@ -1,5 +1,5 @@
 """The baselines added after the first two (mean-field VI, MC dropout, SGHMC, MultiSWAG): each
-runs through the real local run (run_local.py, both phases, a 4 s budget per task) and beats the
+runs through the real local run (run_local.py, both phases, a budget of a few seconds per task) and beats the
 trivial submission on every task's primary metric; mean-field VI's and MC dropout's predictives
 have the contract's shapes and are reproducible (SGHMC's and MultiSWAG's: test_bdl_sg_baselines)."""
 import importlib
@@ -15,8 +15,11 @@ from local_runs import run_baseline, scores_of
 
 REPO = Path(__file__).resolve().parents[1]
 BASELINES = REPO / "kinds" / "bdl2021" / "kit" / "baselines"
-PHASE_TASKS = {"development": ["digits", "iris"],
+PHASE_TASKS = {"development": ["digits", "digits_cnn", "iris"],
                "evaluation": ["breast_cancer", "diabetes_gap", "digits_shift", "wine"]}
+# Seconds per task: digits_cnn's final predictive (100 passes of the CNN over 2,995 test
+# images in numpy) takes about 1.5 s here, on top of the half of the budget a baseline trains.
+BUDGETS = {"development": 8, "evaluation": 4}
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +36,7 @@ def trivial_scores(tmp_path_factory):
 @pytest.mark.parametrize("baseline", ["mean_field_vi", "mc_dropout", "sghmc", "multi_swag"])
 @pytest.mark.parametrize("phase", list(PHASE_TASKS))
 def test_baseline_beats_trivial_on_every_task(baseline, phase, trivial_scores, tmp_path):
-    result = run_baseline(baseline, phase, tmp_path)
+    result = run_baseline(baseline, phase, tmp_path, BUDGETS[phase])
     assert result.returncode == 0, result.stderr
     scores, trivial = scores_of(result.stdout), trivial_scores[phase]
     for task in PHASE_TASKS[phase]:
@@ -43,7 +46,7 @@ def test_baseline_beats_trivial_on_every_task(baseline, phase, trivial_scores, t
         else:
             assert scores[f"{task}_agreement"] > trivial[f"{task}_agreement"], (task, scores)
         if phase == "evaluation":
-            assert 0 < scores[f"{task}_train_seconds"] < 4
+            assert 0 < scores[f"{task}_train_seconds"] < BUDGETS[phase]
 
 
 def load_baseline(name, tmp_path):

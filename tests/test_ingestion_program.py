@@ -15,6 +15,8 @@ from ingestion_harness import (BUDGET_SECONDS, TEST_LIMITS, new_run, prepare, pr
                                run_ingestion)
 
 pytestmark = pytest.mark.slow
+# The default competition's development phase, which these runs take as a code phase.
+DEVELOPMENT_TASKS = ("iris", "digits", "digits_cnn")
 
 UNIFORM = """
 import numpy as np
@@ -332,8 +334,8 @@ def test_import_error_in_the_submission(prepared, tmp_path):
 def test_empty_submission(prepared, tmp_path):
     run, result, record = ingest(prepared, tmp_path, None)
     assert "the submission has no submission.py at its root" in result.stdout
-    assert {name: r.status for name, r in record.tasks.items()} == {"iris": "failed",
-                                                                   "digits": "failed"}
+    assert {name: r.status for name, r in record.tasks.items()} == dict.fromkeys(
+        DEVELOPMENT_TASKS, "failed")
     assert "No module named 'submission'" in record.tasks["iris"].message
 
 
@@ -420,7 +422,8 @@ def test_scorer_refuses_output_that_is_not_the_ingestions(prepared, tmp_path, ta
     from scoring_program.scorer.main import NOTHING_SCORED
     import shutil
     run, _, record = ingest(prepared, tmp_path / "ingest", submission("return uniform(task)"))
-    assert record.signature and set(record.files) == {"iris_probs.npy", "digits_probs.npy"}
+    assert record.signature and set(record.files) == {f"{task}_probs.npy"
+                                                      for task in DEVELOPMENT_TASKS}
     plan = embedded_phase("development", code_submission=True, budget_seconds=BUDGET_SECONDS)
     assemble_scoring_program(plan, tmp_path / "scoring" / "program")
     shutil.copytree(prepared / "hidden_ref", tmp_path / "scoring" / "ref")

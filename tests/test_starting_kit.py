@@ -48,7 +48,7 @@ def test_results_phase_files_are_scored_against_public_references(tmp_path):
     from bundle.spec import DEFAULT_SPEC, load_spec
     predictions = tmp_path / "predictions"
     predictions.mkdir()
-    for task in ("iris", "digits"):
+    for task in ("iris", "digits", "digits_cnn"):
         chains = np.load(REPO / "kinds" / "bdl2021" / "reference" / "embedded" / task / f"{task}_chain_probs.npy")
         np.savetxt(predictions / f"{task}_probs.csv", chains[2])
     result = run_local("--results", str(predictions), "--out", str(tmp_path / "run"))
