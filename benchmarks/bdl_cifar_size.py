@@ -31,6 +31,10 @@ largest of the builder and the programs it ran) and the zips' sizes.
 
 Usage: .venv/bin/python benchmarks/bdl_cifar_size.py [--scale 1.0] [--work DIR] [--keep]
 (``--scale 0.1`` writes a tenth of the images, for a quick trial).
+
+``--slice N [--baseline sgld] [--budget 300]`` runs instead a kit baseline on a code phase of
+N training and N test images of the task's shapes (ResNet-20-FRN in numpy: the CPU image's
+framework), through the local run, the phase's own ingestion and scoring programs.
 """
 from __future__ import annotations
 
@@ -150,10 +154,18 @@ def main(argv=None) -> int:
                         help="fraction of the 2021 image counts (default 1: 50,000 + 50,000)")
     parser.add_argument("--work", type=Path, help="folder for the task (default: a temporary one)")
     parser.add_argument("--keep", action="store_true", help="keep the files written")
+    parser.add_argument("--slice", type=int, default=0, metavar="IMAGES",
+                        help="only run --baseline on a code phase of this many training and "
+                             "test images")
+    parser.add_argument("--baseline", default="sgld", help="the kit's baseline for --slice")
+    parser.add_argument("--budget", type=float, default=300.0,
+                        help="seconds for --baseline on the slice")
     args = parser.parse_args(argv)
     n_train = n_test = max(len(BLOCKS), int(50_000 * args.scale) // len(BLOCKS) * len(BLOCKS))
     work = Path(tempfile.mkdtemp(prefix="bdl_cifar_", dir=args.work))
     try:
+        if args.slice:
+            return 0 if baseline_on_a_slice(work, args.slice, args.baseline, args.budget) else 1
         return run(work, n_train, n_test)
     finally:
         if not args.keep:
@@ -185,16 +197,18 @@ def run(work: Path, n_train: int, n_test: int) -> int:
     return 1 if failed or not organizer_build(work) else 0
 
 
-def _spec(work: Path, keys: dict | None) -> Path:
+def _spec(work: Path, keys: dict | None, submission: str = "results",
+          budget_seconds: float = 600) -> Path:
     import yaml
     default_spec = REPO / "kinds" / "bdl2021" / "default_spec.yaml"
     spec = yaml.safe_load(default_spec.read_text())
     shutil.copyfile(default_spec.parent / spec["logo"], work / spec["logo"])
-    spec.update(slug="bdl-cifar-size", tasks={"cifar": {"budget_seconds": 600}}, tracks={},
-                upload_separately=["public_data", "reference_data", "starting_kit"],
-                phases={"evaluation": {"label": "Evaluation", "start": "2027-04-01 00:00:00",
-                                       "tasks": ["cifar"], "submission": "results",
-                                       "execution_time_limit": 3600}})
+    spec.update(slug="bdl-cifar-size", tasks={"cifar": {"budget_seconds": budget_seconds}},
+                tracks={}, phases={"evaluation": {
+                    "label": "Evaluation", "start": "2027-04-01 00:00:00", "tasks": ["cifar"],
+                    "submission": submission, "execution_time_limit": 3600}})
+    if submission == "results":
+        spec["upload_separately"] = ["public_data", "reference_data", "starting_kit"]
     if keys:
         spec["dataset_keys"] = keys
     path = work / "spec.yaml"
@@ -208,15 +222,38 @@ PEAK_OF = ("import resource, subprocess, sys; done = subprocess.run(sys.argv[1:]
            "file=sys.stderr); sys.exit(done.returncode)")
 
 
-def _build(work: Path, keys: dict | None, *extra: str) -> tuple[subprocess.CompletedProcess, dict]:
+def _peak_of(command: list[str]) -> tuple[subprocess.CompletedProcess, dict]:
     began = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", PEAK_OF, sys.executable,
-                           str(REPO / "build_bundle.py"), "--config", str(_spec(work, keys)),
-                           "--data-root", str(work / "data"), "--phase", "evaluation",
-                           "--out", str(work / "dist"), *extra], cwd=REPO,
+    done = subprocess.run([sys.executable, "-c", PEAK_OF, *command], cwd=REPO,
                           capture_output=True, text=True, timeout=3600)
     peak_kib = int(done.stderr.strip().splitlines()[-1].split()[1])
     return done, {"seconds": time.perf_counter() - began, "peak": f"{peak_kib / 1e3:.0f} MB"}
+
+
+def _build(work: Path, keys: dict | None, *extra: str) -> tuple[subprocess.CompletedProcess, dict]:
+    return _peak_of([sys.executable, str(REPO / "build_bundle.py"), "--config",
+                     str(_spec(work, keys)), "--data-root", str(work / "data"), "--phase",
+                     "evaluation", "--out", str(work / "dist"), *extra])
+
+
+def baseline_on_a_slice(work: Path, images: int, baseline: str, budget: float) -> bool:
+    """A code phase on ``images`` training and test images of the same shapes: the kit's
+    ``baseline`` through the local run (bundle.local_run: the phase's own ingestion and
+    scoring programs, as the dry run runs them) with ``budget`` seconds."""
+    folder = work / "slice"
+    folder.mkdir()
+    write_task(folder / "data", images, images)
+    done, figures = _peak_of([sys.executable, "-m", "bundle.local_run", "--config",
+                              str(_spec(folder, None, "code", budget)), "--data-root",
+                              str(folder / "data"), "--baseline", baseline, "--phase",
+                              "evaluation", "--budget", str(budget), "--score-hidden",
+                              "--out", str(folder / "run")])
+    print(f"{baseline} on a slice of {images:,} + {images:,} images, {budget:g} s: "
+          f"{figures['seconds']:.1f} s, peak RSS {figures['peak']}, status {done.returncode}")
+    scores = done.stdout.split("\nscores:\n")[-1].split("\n\n")[0] if "scores:" in done.stdout \
+        else done.stdout[-2000:] + done.stderr[-2000:]
+    print(textwrap.indent(scores.strip(), "  "))
+    return done.returncode == 0
 
 
 def organizer_build(work: Path) -> bool:

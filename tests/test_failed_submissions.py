@@ -27,10 +27,11 @@ def bundles(tmp_path_factory):
     return {platform: out / name for platform, name in BUNDLES.items()}
 
 
-def test_the_kits_sample_scores_both_tasks(bundles, tmp_path):
-    """The premise of the two tests below: the sample holds one file per task, two tasks."""
+def test_the_kits_sample_scores_every_task(bundles, tmp_path):
+    """The premise of the two tests below: the sample holds one file per task, three tasks."""
     sample = kit_member(bundles["codabench"], "sample_result_submission.zip", tmp_path / "s.zip")
-    assert sorted(zipfile.ZipFile(sample).namelist()) == ["digits_probs.csv", "iris_probs.csv"]
+    assert sorted(zipfile.ZipFile(sample).namelist()) == [
+        "digits_cnn_probs.csv", "digits_probs.csv", "iris_probs.csv"]
 
 
 @pytest.mark.parametrize("platform, title", [("codabench", "Codabench"),
@@ -46,7 +47,7 @@ def test_nothing_scorable_fails_the_submission_in_the_dry_run(bundles, tmp_path,
             "having exited non-zero (failed submissions do not count toward the limits)"
             ) in result.stderr, result.stderr
     assert "not scored: no task could be scored" in result.stderr
-    for task in ("digits", "iris"):             # every reason still reaches the participant
+    for task in ("digits", "digits_cnn", "iris"):     # every reason reaches the participant
         assert f"task {task} penalised: " in result.stderr
     assert "Traceback" not in result.stderr
     assert "leaderboard" not in result.stdout.split("-" * 62)[1].split("not reproduced")[0]
