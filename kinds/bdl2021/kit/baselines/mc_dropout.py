@@ -17,8 +17,9 @@ dropped). So the loss minimised is
 lambda_l = (1 - p) / sigma^2 when layer l reads a dropped layer, else 1 / sigma^2: the
 paper's lambda = (1 - p) l^2 / (2 N tau) times N (our likelihood is the unnormalised sum,
 with its own noise scale for regression, so no tau). Adam on minibatches from a
-prior-shaped initialisation, at most half the budget (the final predictive included:
-a checkpoint measures its cost); the predictive averages PASSES
+prior-shaped initialisation, at most half the budget (the final predictive included), and
+leaving twice the predictive's cost (one pass timed before training, then each checkpoint's)
+before the budget's end; the predictive averages PASSES
 stochastic forward passes with dropout on (classification: mean softmax; regression: one
 draw of y per pass, round robin as ``training.predictive`` does). Checkpoints every
 CHECKPOINT_EVERY steps keep it anytime.
@@ -34,7 +35,8 @@ import time
 import numpy as np
 
 from declared_model import MLP, log_likelihood_and_output_grad, log_softmax, softplus
-from training import initial_parameters, predictive, task_model
+from training import (initial_parameters, predictive, predictive_seconds, task_model,
+                      training_deadline)
 
 DROP = 0.05                 # p, on every hidden unit
 BATCH = 64
@@ -148,8 +150,8 @@ def predict(task, x_train, y_train, x_test, checkpoint):
             _, output_grad = log_likelihood_and_output_grad(likelihood, output, y_train[rows])
             return -(n / batch) * backward(output_grad, kept, layers, masks) + decay * theta
 
-        def predictive_of(theta, rng):
-            return mc_predictive(task, model, theta, x_test, rng)
+        def predictive_of(theta, rng, passes=PASSES):
+            return mc_predictive(task, model, theta, x_test, rng, passes)
     else:
         dropout = HeadDropout(model)
         decay = dropout.decay(model, prior_variance)
@@ -158,20 +160,21 @@ def predict(task, x_train, y_train, x_test, checkpoint):
             return network_step(model, dropout, likelihood, theta, x_train[rows],
                                 y_train[rows], n / batch, decay, rng)
 
-        def predictive_of(theta, rng):
-            return network_predictive(task, model, dropout, theta, x_test, rng)
+        def predictive_of(theta, rng, passes=PASSES):
+            return network_predictive(task, model, dropout, theta, x_test, rng, passes)
     rng = np.random.default_rng(4)
-    deadline = time.monotonic() + TIME_SHARE * task.time_left()
     theta = initial_parameters(model, likelihood, rng)
-    return train(gradient, predictive_of, theta, n, batch, deadline, checkpoint, rng)
+    cost = predictive_seconds(lambda: predictive_of(theta, np.random.default_rng(0), 1), PASSES)
+    deadline = training_deadline(task, TIME_SHARE, cost)
+    return train(gradient, predictive_of, theta, n, batch, deadline, checkpoint, rng, cost)
 
 
-def train(gradient, predictive_of, theta, n, batch, deadline, checkpoint, rng):
+def train(gradient, predictive_of, theta, n, batch, deadline, checkpoint, rng, cost=0.0):
     """Adam on minibatches with fresh masks, keeping the last finite parameters; checkpoints
-    while a predictive fits before the deadline."""
+    while a predictive fits before the deadline. ``cost``: a predictive's seconds, as
+    estimated (each checkpoint then measures it)."""
     first, second = np.zeros_like(theta), np.zeros_like(theta)
     last_good = theta.copy()
-    cost = 0.0                  # seconds a predictive takes, once measured
     for step in range(1, STEPS + 1):
         rows = rng.choice(n, batch, replace=False) if batch < n else slice(None)
         with np.errstate(all="ignore"):

@@ -8,6 +8,7 @@ packaged. Any declared network works: the tanh MLP, or a convolutional one (nump
 its gradient by reverse accumulation, ``networks.TapeOps``).
 """
 import math
+import time
 
 import numpy as np
 
@@ -54,6 +55,22 @@ def predictive(task, model, samples, x_test, rng):
     which = np.arange(task.num_samples) % len(samples)
     noise = rng.standard_normal((task.num_samples, task.n_test))
     return (np.array(means)[which] + np.array(scales)[which] * noise).T
+
+
+def training_deadline(task, share, predictive_seconds):
+    """When training stops: after ``share`` of the time left, or sooner, so that what remains
+    holds the final predictive (``predictive_seconds``, as estimated) twice over: on a large
+    test set the predictive's passes are a fair part of a short budget."""
+    left = task.time_left()
+    return time.monotonic() + max(0.0, min(share * left, left - 2 * predictive_seconds))
+
+
+def predictive_seconds(one_pass, passes):
+    """Seconds of a predictive of ``passes`` forward passes over the test set, from one timed
+    pass (``one_pass()``)."""
+    started = time.monotonic()
+    one_pass()
+    return passes * (time.monotonic() - started)
 
 
 def adam(potential_grad, theta, steps, learning_rate, deadline, clock):
