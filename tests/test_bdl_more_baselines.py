@@ -1,7 +1,11 @@
 """The baselines added after the first two (mean-field VI, MC dropout, SGHMC, MultiSWAG): each
-runs through the real local run (run_local.py, both phases, a budget of a few seconds per task) and beats the
+runs through the real local run (run_local.py, the code phase, 4 s per task) and beats the
 trivial submission on every task's primary metric; mean-field VI's and MC dropout's predictives
-have the contract's shapes and are reproducible (SGHMC's and MultiSWAG's: test_bdl_sg_baselines)."""
+have the contract's shapes and are reproducible (SGHMC's and MultiSWAG's: test_bdl_sg_baselines).
+On the development phase's tasks (the CNN's among them), at their own budgets, every baseline's
+committed results are checked instead (test_starting_kit, the table baseline_results.py makes
+through the same local runs): the CNN's predictive alone, 100 passes over 2,995 images,
+takes about 1.5 s, which leaves a baseline next to no training in 4 s on a loaded machine."""
 import importlib
 import sys
 import time
@@ -15,8 +19,7 @@ from local_runs import run_baseline, scores_of
 
 REPO = Path(__file__).resolve().parents[1]
 BASELINES = REPO / "kinds" / "bdl2021" / "kit" / "baselines"
-PHASE_TASKS = {"development": ["digits", "digits_cnn", "iris"],
-               "evaluation": ["breast_cancer", "diabetes_gap", "digits_shift", "wine"]}
+PHASE_TASKS = {"evaluation": ["breast_cancer", "diabetes_gap", "digits_shift", "wine"]}
 BUDGET = 4                  # seconds per task
 
 
