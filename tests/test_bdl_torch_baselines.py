@@ -189,15 +189,18 @@ def test_a_tanh_mlp_declaration_works_too(baselines, name, monkeypatch):
 
 @pytest.mark.slow
 def test_the_torch_deep_ensemble_through_the_real_ingestion_program(tmp_path):
-    """The development phase of the default competition (the digits and iris tasks, the tanh
-    MLP declared), the ingestion program assembled by the builder and run as the worker runs
-    it, this Python (with torch) as the image's, the submission folder a torch baseline
+    """The development phase of the default competition (iris and digits under tanh MLPs,
+    digits_cnn under a CNN), the ingestion program assembled by the builder as for a GPU
+    image (the resident-memory rule: CUDA's torch maps more address space than the CPU
+    rule's RLIMIT_AS allows, which failed its import on an H200 machine) and run as the worker
+    runs it, this Python (with torch) as the image's, the submission folder a torch baseline
     needs: submission.py beside torch_training.py, declared_model.py, declared_model_torch.py
     and networks.py. Every task ends ok with predictions of the contract's shape."""
+    from ingestion_program.ingest.config import RESIDENT
     from runtime.formats import read_run_record
     from ingestion_harness import new_run, prepare, processes_of, run_ingestion
     root = tmp_path / "prepared"
-    plan = prepare(root, budget=8.0)
+    plan = prepare(root, budget=8.0, limits={"memory_rule": RESIDENT})
     run = new_run(root, tmp_path / "run", None)
     program = run / "run" / "program"
     shutil.copyfile(BASELINES / "torch_deep_ensemble.py", program / "submission.py")
