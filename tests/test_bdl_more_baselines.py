@@ -114,3 +114,24 @@ def test_same_seed_same_steps_same_predictive(name, tmp_path, monkeypatch):
                                     x_train, y_train, x_test, lambda _: None)
                      for _ in range(2))
     assert np.array_equal(first, second)
+
+
+def test_a_networks_gradient_is_summed_over_row_chunks(tmp_path):
+    """A declared network's potential and gradient over 300 rows, in chunks of 128, are the
+    whole batch's (ResNet-20 on 500 CIFAR images in one go needed 4 GiB: the slice run of
+    benchmarks/bdl_cifar_size.py)."""
+    from bdl_network_examples import example
+    training = load_baseline("training", tmp_path)
+    spec = {"type": "sequential", "input_shape": [6, 6, 1], "outputs": 3,
+            "layers": [{"type": "conv", "channels": 2, "kernel": 3},
+                       {"type": "activation", "name": "swish"}, {"type": "flatten"},
+                       {"type": "dense", "units": 3}]}
+    network, theta, x = example(spec, rows=300)
+    y = np.random.default_rng(1).integers(0, 3, 300)
+    chunked = training.potential_and_grad(network, "softmax", 0.5, theta, x, y, scale=2.0)
+    assert training.GRADIENT_ROWS < 300
+    output, vjp = network.output_and_vjp(theta, network.prepare_inputs(x))
+    log_lik, output_grad = training.log_likelihood_and_output_grad("softmax", output, y)
+    whole_grad = -2.0 * vjp(output_grad) + theta / 0.5
+    assert np.isclose(chunked[0], -2.0 * log_lik + 0.5 * float(theta @ theta) / 0.5)
+    assert np.allclose(chunked[1], whole_grad, rtol=1e-10, atol=1e-10)
