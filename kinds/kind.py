@@ -217,6 +217,7 @@ class ScoringRuntime:
     score_task: Callable = _hook()
     submission_files: Callable = _hook()
     REPORT_INTRO: str = _field(str)
+    STANDARD_ERROR: str = _field(str)
     task_summary: Callable = _hook()
     report_section: Callable = _hook()
     SCORES_PUBLIC_ROWS: bool = _field(bool, False)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from html import escape
 
-from .scoring import ScoreType, TaskResult
+from .scoring import MetricResult, ScoreType, TaskResult
 
 DASH = "–"
 
@@ -49,3 +49,25 @@ def metric_types(result: TaskResult) -> list[ScoreType]:
 def capped_mark(capped: bool) -> str:
     return ('<span class="cap" title="the raw value exceeded the cap and was clipped">capped</span>'
             if capped else "")
+
+
+def standard_error(result: TaskResult, metric: MetricResult, precision: int) -> str:
+    """"± se" in the metric's precision (one more decimal, so a small one does not read as 0);
+    a dash where none was measured, or the task was penalised (its values are not measured)."""
+    if result.penalised or metric.se is None:
+        return DASH
+    return "± " + number(metric.se, precision + 1)
+
+
+STANDARD_ERROR_HEADER = '<abbr title="how far the value would move with another draw of what ' \
+                        'it was measured on">standard error</abbr>'
+
+
+def metrics_table(result: TaskResult, extra_rows: list[str] = ()) -> str:
+    """The task's leaderboard metrics, each with its standard error, then ``extra_rows``
+    (whole <tr> elements of three cells: figures shown, not ranked)."""
+    rows = ["<tr>" + cell(metric_label(t))
+            + cell(number(result.metrics[t.name].value, t.precision), True)
+            + cell(standard_error(result, result.metrics[t.name], t.precision), True) + "</tr>"
+            for t in metric_types(result)]
+    return table(["metric", "value", STANDARD_ERROR_HEADER], rows + list(extra_rows))

@@ -14,6 +14,8 @@ A kind's ``runtime/scoring.py`` provides:
   run without a prediction, is a penalised result (``penalised``), never an exception; broken
   reference data raises ``ReferenceDataError``;
 - ``submission_files(task)``: the names in ``res/`` it reads (for ordering and messages);
+- ``STANDARD_ERROR`` (one sentence): how the kind measures each metric's standard error
+  (``MetricResult.se``, with ``runtime.uncertainty``);
 - ``REPORT_INTRO`` (one sentence), ``task_summary(result) -> str`` (plain text under the
   task's heading) and ``report_section(result) -> str`` (HTML: the task's tables and charts,
   built with ``runtime.report`` and ``runtime.svg_charts``).
@@ -128,6 +130,9 @@ class MetricResult:
     std: float | None = None          # the spread over replicates, where the kind measures one
     capped: bool = False              # the raw value exceeded the cap and was clipped
     details: dict[str, Any] = field(default_factory=dict)   # the kind's own numbers
+    # How far value would move with another draw of what it was measured on (test rows,
+    # reference chains, networks of a zoo): the kind's STANDARD_ERROR says how it is measured
+    se: float | None = None
 
 
 @dataclass(frozen=True)
@@ -186,7 +191,8 @@ def result_summary(result: TaskResult) -> dict:
     return {
         "penalty": result.penalty, "notes": list(result.notes),
         "train_seconds": result.train_seconds, "extras": result.extras,
-        "metrics": {name: {"value": m.value, "std": m.std, "capped": m.capped, **m.details}
+        "metrics": {name: {"value": m.value, "se": m.se, "std": m.std, "capped": m.capped,
+                           **m.details}
                     for name, m in result.metrics.items()},
         "blocks": {block.name: {"size": block.size, **block.metrics} for block in result.blocks},
     }

@@ -24,6 +24,10 @@ from test_kind_conformance import REPO, _lines, core_files
 SD_WORDS = re.compile(r"\bhas_std\b|\bstd_description\b|STD_SUFFIX|worst_spread|statistic\W+\"std\"")
 SD_ALLOWED = {"bundle/competition_rules/sd_columns.py", "runtime/rules/sd_columns.py",
               "kinds/kind.py"}
+# The standard-error columns: their spec key and statistic (every kind measures a standard
+# error; only writing it as a column is the rule's).
+SE_WORDS = re.compile(r"standard_error_columns|statistic\W+\"se\"|STATISTIC = \"se\"")
+SE_ALLOWED = {"bundle/competition_rules/se_columns.py", "runtime/rules/se_columns.py"}
 # The epoch budgets' checks, conversion, fields and texts: asking whether a kind times an
 # epoch, timing one, reading what an epoch is, converting a budget, the budget in epochs and
 # its conversion wherever they are carried (spec, plan, configs, run record), saying so on the
@@ -69,9 +73,9 @@ def test_each_rule_has_a_build_half_and_a_worker_half():
 
 
 @pytest.mark.parametrize("words, allowed", [
-    (SD_WORDS, SD_ALLOWED), (EPOCH_WORDS, EPOCH_ALLOWED), (ROWS_WORDS, ROWS_ALLOWED),
-    (GATE_WORDS, GATE_ALLOWED), (UNIT_WORDS, UNIT_ALLOWED),
-], ids=["sd_columns", "epoch_budgets", "public_rows", "gate", "units"])
+    (SD_WORDS, SD_ALLOWED), (SE_WORDS, SE_ALLOWED), (EPOCH_WORDS, EPOCH_ALLOWED),
+    (ROWS_WORDS, ROWS_ALLOWED), (GATE_WORDS, GATE_ALLOWED), (UNIT_WORDS, UNIT_ALLOWED),
+], ids=["sd_columns", "se_columns", "epoch_budgets", "public_rows", "gate", "units"])
 def test_a_rules_words_stand_only_in_its_modules_and_the_kind_records(words, allowed):
     """Besides the lines that register a rule, and the few places each rule's list allows."""
     hits = [f"{where}: {line.strip()}" for where, line in _lines(core_files())

@@ -109,7 +109,7 @@ def test_kinds_maps_every_registered_name_and_an_unknown_one_is_refused():
 LABELS_RUNTIME = "kinds.label_accuracy.runtime"
 RUNTIME_MODULES = {
     "scoring": f"from {LABELS_RUNTIME}.scoring import (TASK_TYPES, REPORT_INTRO, "
-               "parse_settings, score_task, submission_files, task_summary)\n",
+               "STANDARD_ERROR, parse_settings, score_task, submission_files, task_summary)\n",
     "ingestion": f"from {LABELS_RUNTIME}.ingestion import output_bytes\n",
     "participant": f"from {LABELS_RUNTIME}.participant import SIGNATURE\n",
 }

@@ -92,10 +92,11 @@ from __future__ import annotations
 
 from runtime.rules import listed_hook, merged_hook
 
-from . import epoch_budgets, gate, public_rows, sd_columns
+from . import epoch_budgets, gate, public_rows, sd_columns, se_columns
 
 RULES = (
     sd_columns,
+    se_columns,
     epoch_budgets,
     gate,
     public_rows,

@@ -91,10 +91,11 @@ A rule may run a task its own way, each child the core's:
 """
 from __future__ import annotations
 
-from . import epoch_budgets, gate, public_rows, sd_columns, units
+from . import epoch_budgets, gate, public_rows, sd_columns, se_columns, units
 
 RULES = (
     sd_columns,
+    se_columns,
     epoch_budgets,
     gate,
     public_rows,

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from html import escape
 
-from runtime.report import cell, metric_types, number, table
+from runtime.report import cell, metric_types, number, standard_error, table
 from runtime.scoring import TaskResult
+
+from runtime.uncertainty import DRAWS, SEED
 
 from .score_types import AGGREGATE, TRAIN_SECONDS
 
@@ -48,13 +50,20 @@ def _status(result: TaskResult) -> str:
     return f'<span class="status {word}">{word}</span>'
 
 
+def _value(result: TaskResult, score) -> str:
+    """"label value ± se", the standard error left out where there is none."""
+    metric = result.metrics[score.name]
+    error = standard_error(result, metric, score.precision)
+    return (f"{escape(score.label)} {number(metric.value, score.precision)}"
+            + (f" {error}" if error.startswith("±") else ""))
+
+
 def _summary(results: list[TaskResult]) -> str:
-    """One row per task: status, its metric values and training time."""
+    """One row per task: status, its metric values with their standard errors, and training
+    time."""
     rows = []
     for result in results:
-        values = " · ".join(
-            f"{escape(score.label)} {number(result.metrics[score.name].value, score.precision)}"
-            for score in metric_types(result))
+        values = " · ".join(_value(result, score) for score in metric_types(result))
         name = escape(result.task.name)
         rows.append("<tr>" + "".join([
             cell(f'<a href="#task-{name}">{name}</a>'), cell(escape(result.task.task_type.name)),
@@ -88,7 +97,11 @@ def render_report(results: list[TaskResult], scoring, *, phase: str,
     """The whole report as one HTML5 document; ``scoring`` is the record of the kind's
     runtime scoring module."""
     head = [f"<h1>Scoring report: {escape(phase)}</h1>",
-            f'<p class="muted">{escape(scoring.REPORT_INTRO)}</p>']
+            f'<p class="muted">{escape(scoring.REPORT_INTRO)} ± is one standard error: how far '
+            f"a figure would move with another draw of what it was measured on, here "
+            f"{escape(scoring.STANDARD_ERROR)} ({DRAWS} resamples, seed {SEED}, the same for "
+            "every submission). A gap between two submissions smaller than about two standard "
+            "errors can be chance.</p>"]
     if weighted_loss is not None:
         head.append(f'<p class="aggregate"><abbr title="{escape(AGGREGATE.description)}">'
                     f"{escape(AGGREGATE.label)}</abbr> ↓ "

@@ -1,11 +1,15 @@
-"""Score one task: metrics against the model average, error bars, exact-posterior
-expectation, blocks, curves.
+"""Score one task: metrics against the model average, error bars, standard errors,
+exact-posterior expectation, blocks, curves.
 
 Error bars: the submission is also scored against each HMC chain's own predictive; the
 standard deviation (ddof=1) over chains says how much the score depends on which HMC
-run is the target. Exact-posterior expectation: what an exact sampler's submission of
-the participant's size is expected to score against this finite reference
-(``exact_posterior.py``); the builder ships it, and it is computed here only if absent.
+run is the target. Standard errors (``STANDARD_ERROR``): of the score against the model
+average, from two independent sources, sqrt(se_rows^2 + se_chains^2): a seeded bootstrap over
+test rows (stratified by block) and the chains' spread over their number, sd / sqrt(K) (a
+plug-in: exact for a metric linear in the reference). Exact-posterior expectation: what an
+exact sampler's submission of the participant's size is expected to score against this finite
+reference (``exact_posterior.py``); the builder ships it, and it is computed here only if
+absent.
 """
 from __future__ import annotations
 
@@ -14,6 +18,7 @@ from typing import Callable
 
 import numpy as np
 
+from runtime import uncertainty
 from runtime.formats import TaskRun
 from runtime.scoring import (BlockResult, MetricResult, SubmissionError, TaskConfig, TaskResult,
                            penalised as worst_result)
@@ -24,6 +29,9 @@ from .predictions import Submission
 from .references import References
 from .score_types import CLASSIFICATION, WASSERSTEIN_CAP_IN_REFERENCE_STD
 
+STANDARD_ERROR = ("a seeded bootstrap over the test rows (stratified by block), combined with "
+                  "the spread of the score over the HMC chains divided by the square root of "
+                  "their number: sqrt(se_rows^2 + sd_chains^2 / K)")
 COVERAGE_LEVELS = np.round(np.linspace(0.1, 0.9, 9), 2)
 RELIABILITY_BINS = 10
 
@@ -59,16 +67,34 @@ def _std(values) -> float | None:
     return float(np.std(values, ddof=1)) if len(values) > 1 else None
 
 
+def _row_errors(task: TaskConfig, predictions: np.ndarray, references: References,
+                cap: float | None) -> dict[str, float | None]:
+    """Each metric's bootstrap standard error over test rows, blocks kept whole."""
+    blocks = task.settings.blocks
+    strata = None
+    if len(blocks) >= 2:
+        strata = np.zeros(len(predictions), dtype=np.int64)
+        for number, block in enumerate(blocks):
+            strata[block.start:block.stop] = number
+    indices = uncertainty.resampled_rows(len(predictions), strata)
+    return uncertainty.score_type_errors(
+        task.score_types, _arrays(predictions, references.model_average),
+        uncertainty.take_rows(("prediction", "reference")), indices,
+        clip=lambda score_type, value: score_type.clip(value, cap))
+
+
 def _metrics(task: TaskConfig, predictions: np.ndarray, references: References,
              cap: float | None) -> dict[str, MetricResult]:
-    """Every metric against the model average and against each chain, with the expectation."""
+    """Every metric against the model average and against each chain, with the expectation
+    and the standard error."""
     types = task.score_types
     raw = {t.name: t.evaluate(_arrays(predictions, references.model_average)) for t in types}
     values = {t.name: t.clip(raw[t.name], cap) for t in types}
+    row_errors = _row_errors(task, predictions, references, cap)
     chains = references.chains
     if chains is None:
         return {name: MetricResult(name, values[name], capped=values[name] != raw[name],
-                                   details=_details())
+                                   details=_details(), se=row_errors[name])
                 for name in values}
     per_chain = {t.name: tuple(t.clip(t.evaluate(_arrays(predictions, chain)), cap)
                                for chain in chains)
@@ -77,7 +103,9 @@ def _metrics(task: TaskConfig, predictions: np.ndarray, references: References,
     return {name: MetricResult(name, values[name], _std(per_chain[name]),
                                capped=values[name] != raw[name], details=_details(
                                    per_chain[name], getattr(expectation.get(name), "value", None),
-                                   getattr(expectation.get(name), "spread", None)))
+                                   getattr(expectation.get(name), "spread", None)),
+                               se=uncertainty.combined_se(row_errors[name],
+                                                          uncertainty.mean_se(per_chain[name])))
             for name in values}
 
 

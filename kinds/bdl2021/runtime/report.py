@@ -8,8 +8,8 @@ from html import escape
 import numpy as np
 
 from runtime import svg_charts
-from runtime.report import (DASH, capped_mark, cell, grid, metric_label, metric_types, number,
-                          table)
+from runtime.report import (DASH, STANDARD_ERROR_HEADER, capped_mark, cell, grid, metric_label,
+                            metric_types, number, standard_error, table)
 from runtime.scoring import MetricResult, ScoreType, TaskResult
 
 REFERENCE = "HMC"
@@ -27,7 +27,7 @@ EXPECTATION_NOTE = (
     "side is luck or a match to HMC's own Monte Carlo noise, not a better posterior.")
 
 
-def _metric_row(score: ScoreType, metric: MetricResult) -> str:
+def _metric_row(result: TaskResult, score: ScoreType, metric: MetricResult) -> str:
     value = number(metric.value, score.precision) + capped_mark(metric.capped)
     spread = DASH if metric.std is None else "± " + number(metric.std, score.precision)
     expected_value = metric.details.get("exact_posterior_expectation")
@@ -35,16 +35,19 @@ def _metric_row(score: ScoreType, metric: MetricResult) -> str:
     expected = number(expected_value, score.precision)
     if expected_value is not None and expected_spread is not None:
         expected += " ± " + number(expected_spread, score.precision)
-    return ("<tr>" + cell(metric_label(score)) + cell(value, True) + cell(spread, True)
+    return ("<tr>" + cell(metric_label(score)) + cell(value, True)
+            + cell(standard_error(result, metric, score.precision), True) + cell(spread, True)
             + cell(expected, True) + "</tr>")
 
 
 def _metrics_table(result: TaskResult) -> str:
-    rows = [_metric_row(score, result.metrics[score.name]) for score in metric_types(result)]
+    rows = [_metric_row(result, score, result.metrics[score.name])
+            for score in metric_types(result)]
     rows += [f'<tr class="extra">{cell(escape(name.replace("_", " ")))}'
-             f'{cell(number(value, 4), True)}{cell(DASH, True)}{cell("not ranked")}</tr>'
-             for name, value in result.extras.items()]
-    header = ["metric", "value", "± std over HMC chains", "exact-posterior expectation"]
+             f'{cell(number(value, 4), True)}{cell(DASH, True)}{cell(DASH, True)}'
+             f'{cell("not ranked")}</tr>' for name, value in result.extras.items()]
+    header = ["metric", "value", STANDARD_ERROR_HEADER, "± std over HMC chains",
+              "exact-posterior expectation"]
     return table(header, rows) + f'<p class="muted">{escape(EXPECTATION_NOTE)}</p>'
 
 

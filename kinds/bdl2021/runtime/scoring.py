@@ -7,6 +7,7 @@ from pathlib import Path
 from runtime.formats import TaskRun
 from runtime.scoring import TaskConfig, TaskResult
 
+from .evaluate import STANDARD_ERROR
 from .evaluate import score_task as _score_task
 from .predictions import expected_names, load_submission
 from .references import load_references
@@ -14,8 +15,8 @@ from .report import REPORT_INTRO, report_section, task_summary
 from .score_types import TASK_TYPES
 from .settings import parse_settings
 
-__all__ = ["TASK_TYPES", "REPORT_INTRO", "parse_settings", "score_task", "submission_files",
-           "report_section", "task_summary", "SCORES_PUBLIC_ROWS"]
+__all__ = ["TASK_TYPES", "REPORT_INTRO", "STANDARD_ERROR", "parse_settings", "score_task",
+           "submission_files", "report_section", "task_summary", "SCORES_PUBLIC_ROWS"]
 # A task may be scored on a prefix of its test rows (the 2021 evaluation phase's public part).
 SCORES_PUBLIC_ROWS = True
 

@@ -7,13 +7,15 @@ from pathlib import Path
 
 import numpy as np
 
+from runtime import uncertainty
 from runtime.formats import MATRIX_EXTENSIONS, FormatError, read_matrix
 from runtime.formats.json_files import config_field
-from runtime.report import cell, metric_label, metric_types, number, table
+from runtime.report import cell, metrics_table, table
 from runtime.scoring import (MetricResult, ReferenceDataError, ScoreType, SubmissionError, TaskConfig,
                            TaskResult, TaskType, penalised, run_failure, submission_file)
 
 REPORT_INTRO = "Submitted labels compared with the hidden test labels, one section per task."
+STANDARD_ERROR = "a seeded bootstrap over the test points"
 
 
 def accuracy(predicted: np.ndarray, labels: np.ndarray) -> float:
@@ -84,7 +86,10 @@ def score_task(task: TaskConfig, ref: Path, res: Path, run) -> TaskResult:
     except SubmissionError as error:
         return penalised(task, str(error), seconds)
     arrays = {"predicted": predicted, "labels": labels}
-    metrics = {t.name: MetricResult(t.name, t.evaluate(arrays)) for t in task.score_types}
+    errors = uncertainty.score_type_errors(task.score_types, arrays, uncertainty.take_rows(arrays),
+                                           uncertainty.resampled_rows(labels.size))
+    metrics = {t.name: MetricResult(t.name, t.evaluate(arrays), se=errors[t.name])
+               for t in task.score_types}
     confusion = np.zeros((task.settings.num_classes,) * 2, int)
     np.add.at(confusion, (labels, predicted), 1)
     return TaskResult(task, metrics, train_seconds=seconds, figures=confusion)
@@ -96,10 +101,7 @@ def task_summary(result: TaskResult) -> str:
 
 
 def report_section(result: TaskResult) -> str:
-    rows = ["<tr>" + cell(metric_label(t)) + cell(number(result.metrics[t.name].value,
-                                                             t.precision), True) + "</tr>"
-            for t in metric_types(result)]
-    parts = [table(["metric", "value"], rows)]
+    parts = [metrics_table(result)]
     if result.figures is not None:
         classes = range(len(result.figures))
         parts.append("<h3>Confusion matrix (rows: true label, columns: predicted)</h3>" + table(

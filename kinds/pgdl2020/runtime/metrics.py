@@ -108,13 +108,16 @@ def _sign_matrix(values: np.ndarray) -> np.ndarray:
     return _greater(values).astype(np.int8) - (values[:, None] < values[None, :]).astype(np.int8)
 
 
-def _cmi_ratio(joint_code: np.ndarray, cell: np.ndarray, n_cells: int) -> float:
+def _cmi_ratio(joint_code: np.ndarray, cell: np.ndarray, n_cells: int,
+               pair_weights: np.ndarray | None = None) -> float:
     """mean_c MI_c / mean_c H_c for one conditioning set, as PGDL's ``total_mi_from_table``.
 
     ``joint_code`` (n x n) is 2*[not A] + [not B] (PGDL's table axes: "+gap" is index 0 and
-    "+measure" index 0); ``cell`` (n x n) the conditioning cell of each ordered pair.
+    "+measure" index 0); ``cell`` (n x n) the conditioning cell of each ordered pair;
+    ``pair_weights`` (n x n, positive) count each pair by its weight instead of once.
     """
-    counts = np.bincount((cell * 4 + joint_code).ravel(), minlength=4 * n_cells)
+    counts = np.bincount((cell * 4 + joint_code).ravel(), minlength=4 * n_cells,
+                         weights=None if pair_weights is None else pair_weights.ravel())
     counts = counts.reshape(n_cells, 2, 2).astype(np.float64)
     total = counts.sum(axis=(1, 2))          # pairs in each cell (all > 0: complete grid)
     joint = counts / total[:, None, None]
@@ -135,7 +138,8 @@ def _cmi_ratio(joint_code: np.ndarray, cell: np.ndarray, n_cells: int) -> float:
 
 
 def conditional_mutual_information(gaps, measure, hparams: Mapping[str, Sequence], *,
-                                   value_order: Mapping[str, Sequence] | None = None
+                                   value_order: Mapping[str, Sequence] | None = None,
+                                   weights: np.ndarray | None = None
                                    ) -> tuple[float, tuple[str, str] | None]:
     """PGDL 2020's task score: the smallest conditional mutual information between the order
     of the generalisation gaps and the order of the measure, and the pair of hyperparameters
@@ -175,6 +179,9 @@ def conditional_mutual_information(gaps, measure, hparams: Mapping[str, Sequence
       MI_c < H_c. The inverse measure thus scores below 1 but far above 0.
     * Ties in the measure count as "not greater" both ways, so a constant measure scores 0.
 
+    ``weights`` (one positive number per model): each ordered pair counts w_i w_j in its cell
+    instead of once (the Bayesian bootstrap over the zoo's networks reweighs them so).
+
     One hyperparameter: the cells are (h_i, h_j) and the pair returned is None. No
     hyperparameter: one cell (plain MI / H), pair None. Ties between pairs: the first pair in
     the order of ``hparams`` wins. A pair whose ratio is NaN (0/0, which the 1e-12 makes all but
@@ -183,6 +190,7 @@ def conditional_mutual_information(gaps, measure, hparams: Mapping[str, Sequence
     g, mu = _pair(gaps, measure, ("gaps", "measure"))
     names, codes, sizes = _grid(hparams, g.size, value_order)
     joint_code = 2 * (~_greater(g)).astype(np.int64) + (~_greater(mu)).astype(np.int64)
+    pair_weights = _pair_weights(weights, g.size)
 
     def ratio(conditioning: Sequence[str]) -> float:
         cell = np.zeros((g.size, g.size), dtype=np.int64)
@@ -191,7 +199,7 @@ def conditional_mutual_information(gaps, measure, hparams: Mapping[str, Sequence
             size, code = sizes[name], codes[name]
             cell = (cell * size + code[:, None]) * size + code[None, :]
             n_cells *= size * size
-        return _cmi_ratio(joint_code, cell, n_cells)
+        return _cmi_ratio(joint_code, cell, n_cells, pair_weights)
 
     if len(names) < 2:
         return ratio(names), None
@@ -206,20 +214,36 @@ def conditional_mutual_information(gaps, measure, hparams: Mapping[str, Sequence
     return best, best_pair
 
 
-def kendall_tau(measure, gaps) -> float:
+def _pair_weights(weights: np.ndarray | None, n: int) -> np.ndarray | None:
+    """w_i w_j for every ordered pair of models: a model of weight w counts as w models (the
+    Bayesian bootstrap over the zoo reweighs its networks; None: every model once)."""
+    if weights is None:
+        return None
+    weights = np.asarray(weights, dtype=np.float64)
+    if weights.shape != (n,) or not np.all(weights > 0):
+        raise ValueError(f"weights: expected {n} positive numbers, one per model")
+    return weights[:, None] * weights[None, :]
+
+
+def kendall_tau(measure, gaps, weights: np.ndarray | None = None) -> float:
     """Kendall's rank correlation as Jiang et al. (2019) define it (tau-a, not scipy's tau-b):
 
         tau = 2 / (n (n - 1)) * sum_{i < j} sign(mu_i - mu_j) sign(g_i - g_j)
 
-    A tie on either side contributes 0 to the sum but still counts in n(n-1)/2.
+    A tie on either side contributes 0 to the sum but still counts in n(n-1)/2. With model
+    weights each pair counts w_i w_j: tau = sum_{i<j} w_i w_j s_ij / sum_{i<j} w_i w_j.
     """
     mu, g = _pair(measure, gaps, ("measure", "gaps"))
     n = mu.size
     products = _sign_matrix(mu).astype(np.int64) * _sign_matrix(g)
-    return float(np.triu(products, 1).sum() * 2 / (n * (n - 1)))
+    pair_weights = _pair_weights(weights, n)
+    if pair_weights is None:
+        return float(np.triu(products, 1).sum() * 2 / (n * (n - 1)))
+    return float(np.triu(products * pair_weights, 1).sum() / np.triu(pair_weights, 1).sum())
 
 
-def granulated_kendall(measure, gaps, hparams: Mapping[str, Sequence]) -> dict[str, float]:
+def granulated_kendall(measure, gaps, hparams: Mapping[str, Sequence],
+                       weights: np.ndarray | None = None) -> dict[str, float]:
     """Jiang et al. (2019)'s granulated Kendall coefficients.
 
     For each hyperparameter k, the models are grouped by their values of all the *other*
@@ -232,13 +256,15 @@ def granulated_kendall(measure, gaps, hparams: Mapping[str, Sequence]) -> dict[s
     Returns ``{name: psi_k, ..., "overall": Psi}`` with the names in the order of ``hparams``.
     A hyperparameter with a single value has no pairs to rank, so it gets no psi and is left
     out of Psi. A hyperparameter named "overall" is refused (ValueError), as is a grid with no
-    hyperparameter of two or more values.
+    hyperparameter of two or more values. With model weights each pair within a group counts
+    w_i w_j, as in ``kendall_tau``.
     """
     mu, g = _pair(measure, gaps, ("measure", "gaps"))
     if "overall" in hparams:
         raise ValueError('a hyperparameter named "overall" clashes with the key of the mean')
     names, codes, sizes = _grid(hparams, mu.size)
     products = _sign_matrix(mu).astype(np.int64) * _sign_matrix(g)
+    pair_weights = _pair_weights(weights, mu.size)
     upper = np.triu(np.ones((mu.size, mu.size), dtype=bool), 1)
     result: dict[str, float] = {}
     for name in names:
@@ -250,10 +276,14 @@ def granulated_kendall(measure, gaps, hparams: Mapping[str, Sequence]) -> dict[s
                 group = group * sizes[other] + codes[other]
         same = upper & (group[:, None] == group[None, :])
         n_groups = int(group.max()) + 1
-        sums = np.bincount(np.broadcast_to(group[:, None], same.shape)[same],
-                           weights=products[same], minlength=n_groups)
-        members = np.bincount(group, minlength=n_groups)
-        pairs = members * (members - 1) / 2
+        in_group = np.broadcast_to(group[:, None], same.shape)[same]
+        counted = products if pair_weights is None else products * pair_weights
+        sums = np.bincount(in_group, weights=counted[same], minlength=n_groups)
+        if pair_weights is None:
+            members = np.bincount(group, minlength=n_groups)
+            pairs = members * (members - 1) / 2
+        else:
+            pairs = np.bincount(in_group, weights=pair_weights[same], minlength=n_groups)
         ranked = pairs > 0
         result[name] = float(np.mean(sums[ranked] / pairs[ranked]))
     if not result:

@@ -12,8 +12,8 @@ import numpy as np
 
 from runtime.formats import FormatError, TaskRun
 from runtime.formats.json_files import config_field
-from runtime import svg_charts
-from runtime.report import cell, grid, metric_label, metric_types, number, table
+from runtime import svg_charts, uncertainty
+from runtime.report import DASH, cell, grid, metrics_table, number
 from runtime.scoring import (MetricResult, ReferenceDataError, ScoreType, SubmissionError,
                            TaskConfig, TaskResult, TaskType, penalised, run_failure,
                            submission_file)
@@ -23,31 +23,35 @@ from .metrics import conditional_mutual_information, granulated_kendall, kendall
 
 REPORT_INTRO = ("Each network's submitted complexity compared with its generalisation gap "
                 "(train accuracy minus test accuracy), one section per model zoo.")
+STANDARD_ERROR = ("a seeded Bayesian bootstrap over the networks of the zoo (the scores "
+                  "recomputed with each network counted by a random weight, so the grid of "
+                  "hyperparameters stays complete)")
 ZOO = "zoo"
 PREDICT_SUFFIX = ".predict"
 ARRAY_SUFFIX = ".npy"
 
 
-def _cmi(measure, gaps, hparams, value_order) -> float:
+def _cmi(measure, gaps, hparams, value_order, weights) -> float:
     """PGDL's task score, its cells summed in PGDL's order of the possible values."""
-    return conditional_mutual_information(gaps, measure, hparams, value_order=value_order)[0]
+    return conditional_mutual_information(gaps, measure, hparams, value_order=value_order,
+                                          weights=weights)[0]
 
 
-def _granulated(measure, gaps, hparams) -> float:
-    return float(granulated_kendall(measure, gaps, hparams)["overall"])
+def _granulated(measure, gaps, hparams, weights) -> float:
+    return float(granulated_kendall(measure, gaps, hparams, weights)["overall"])
 
 
 CMI = ScoreType("cmi", "CMI", "Conditional mutual information between the ordering of the "
                 "measure and of the generalisation gaps, minimum over pairs of hyperparameters "
                 "(PGDL's task score)", True, 0.0, 1.0, 4, _cmi,
-                ("measure", "gaps", "hparams", "value_order"))
+                ("measure", "gaps", "hparams", "value_order", "weights"))
 KENDALL = ScoreType("kendall_tau", "Kendall tau", "Kendall's rank correlation between the "
                     "measure and the generalisation gaps", True, -1.0, 1.0, 4, kendall_tau,
-                    ("measure", "gaps"))
+                    ("measure", "gaps", "weights"))
 GRANULATED = ScoreType("granulated_kendall", "granulated tau", "Mean over hyperparameters of "
                        "Kendall's tau among networks that differ in that hyperparameter only "
                        "(Jiang et al. 2019)", True, -1.0, 1.0, 4, _granulated,
-                       ("measure", "gaps", "hparams"))
+                       ("measure", "gaps", "hparams", "weights"))
 TASK_TYPES = {ZOO: TaskType(ZOO, (CMI, KENDALL, GRANULATED), CMI)}
 
 
@@ -130,13 +134,17 @@ def score_task(task: TaskConfig, ref: Path, res: Path, run: TaskRun | None) -> T
     problem = _unscored(measure, zoo.ids, run)
     if problem:
         return penalised(task, problem, seconds)
+    # weights None: every network once (PGDL's own scores, to the bit)
     arrays = {"measure": measure, "gaps": zoo.gaps, "hparams": zoo.hparams,
-              "value_order": zoo.possible_values}
+              "value_order": zoo.possible_values, "weights": None}
     worst_pair = conditional_mutual_information(zoo.gaps, measure, zoo.hparams,
                                                 value_order=zoo.possible_values)[1]
     per_hparam = granulated_kendall(measure, zoo.gaps, zoo.hparams)
     # clipped: PGDL adds 1e-12 inside the entropy only, so a perfect measure gets 1 + 3e-12
-    metrics = {t.name: MetricResult(t.name, t.clip(t.evaluate(arrays)))
+    errors = uncertainty.score_type_errors(
+        task.score_types, arrays, _reweighed, uncertainty.bayesian_weights(len(zoo.ids)),
+        clip=lambda score_type, value: score_type.clip(value))
+    metrics = {t.name: MetricResult(t.name, t.clip(t.evaluate(arrays)), se=errors[t.name])
                for t in task.score_types}
     metrics[CMI.name].details["worst_pair"] = list(worst_pair) if worst_pair else None
     extras = {f"granulated tau: {name}": float(value) for name, value in per_hparam.items()
@@ -144,6 +152,10 @@ def score_task(task: TaskConfig, ref: Path, res: Path, run: TaskRun | None) -> T
     return TaskResult(task, metrics, train_seconds=seconds, extras=extras,
                       figures={"measure": measure, "gaps": zoo.gaps, "hparams": zoo.hparams,
                                "worst_pair": worst_pair})
+
+
+def _reweighed(arrays: dict, weights: np.ndarray) -> dict:
+    return {**arrays, "weights": weights}
 
 
 def task_summary(result: TaskResult) -> str:
@@ -163,12 +175,9 @@ def _charts(figures: dict) -> list[str]:
 
 
 def report_section(result: TaskResult) -> str:
-    rows = ["<tr>" + cell(metric_label(t)) + cell(number(result.metrics[t.name].value,
-                                                             t.precision), True) + "</tr>"
-            for t in metric_types(result)]
-    rows += [f'<tr class="extra">{cell(escape(name))}{cell(number(value, 4), True)}</tr>'
-             for name, value in result.extras.items()]
-    parts = [table(["metric", "value"], rows)]
+    extras = [f'<tr class="extra">{cell(escape(name))}{cell(number(value, 4), True)}'
+              f'{cell(DASH, True)}</tr>' for name, value in result.extras.items()]
+    parts = [metrics_table(result, extras)]
     figures = result.figures
     if figures and figures.get("worst_pair"):
         first, second = figures["worst_pair"]

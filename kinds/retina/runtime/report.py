@@ -9,7 +9,7 @@ from html import escape
 import numpy as np
 
 from runtime import svg_charts
-from runtime.report import DASH, cell, grid, metric_label, metric_types, number, table
+from runtime.report import DASH, cell, grid, metrics_table, number, table
 from runtime.scoring import TaskResult
 
 from . import metrics
@@ -17,13 +17,6 @@ from .scoring import NHS_SENSITIVITY, NHS_SPECIFICITY, SETS, set_mask
 
 UNDEFINED = "undefined"
 HISTOGRAM_BINS = 12
-
-
-def _leaderboard_table(result: TaskResult) -> str:
-    rows = ["<tr>" + cell(metric_label(t)) + cell(number(result.metrics[t.name].value,
-                                                             t.precision), True) + "</tr>"
-            for t in metric_types(result)]
-    return table(["metric", "value"], rows)
 
 
 def _set_table(figures: dict) -> str:
@@ -123,7 +116,7 @@ def _histograms_by_grade(figures: dict) -> list[str]:
 
 
 def report_section(result: TaskResult) -> str:
-    parts = [_leaderboard_table(result)]
+    parts = [metrics_table(result)]
     figures = result.figures
     if figures is None or result.penalised:
         return "\n".join(parts)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from runtime import uncertainty
 from runtime.formats import MATRIX_EXTENSIONS, FormatError, read_matrix
 from runtime.formats.json_files import config_field
 from runtime.formats.matrix_files import max_matrix_bytes
@@ -21,6 +22,8 @@ from . import metrics, predictions, tables
 REPORT_INTRO = ("Each patient's predicted probability of referable disease and its uncertainty "
                 "compared with the hidden labels, on the in-domain patients, the shifted "
                 "patients and both together; one section per task.")
+STANDARD_ERROR = ("a seeded bootstrap over the patients, stratified by evaluation set "
+                  "(in-domain and shifted patients each resampled to their own number)")
 DIAGNOSIS = "diagnosis"
 # RETINA's joint sets weigh the shifted rows as much as the in-domain rows: the draw that
 # completes them is seeded, so a submission's score never depends on chance.
@@ -172,7 +175,8 @@ def score_task(task: TaskConfig, ref: Path, res: Path, run) -> TaskResult:
                  "the benchmark does.",)
     arrays = {"y": reference["label"], "p": p, "u": u, "shifted": reference["shifted"]}
     try:
-        values = {t.name: MetricResult(t.name, t.clip(t.evaluate(arrays)))
+        errors = _standard_errors(task, arrays)
+        values = {t.name: MetricResult(t.name, t.clip(t.evaluate(arrays)), se=errors[t.name])
                   for t in task.score_types}
     except ValueError as error:         # a set without both classes: the organizer's data
         raise ReferenceDataError(f"reference data of task {task.name}: {error}") from None
@@ -180,6 +184,13 @@ def score_task(task: TaskConfig, ref: Path, res: Path, run) -> TaskResult:
     figures["table"] = evaluation_set_table(figures)
     return TaskResult(task, values, notes=notes, train_seconds=seconds, figures=figures,
                       extras=defined_figures(figures["table"]))
+
+
+def _standard_errors(task: TaskConfig, arrays: dict) -> dict[str, float | None]:
+    indices = uncertainty.resampled_rows(arrays["y"].size, arrays["shifted"])
+    return uncertainty.score_type_errors(
+        task.score_types, arrays, uncertainty.take_rows(arrays), indices,
+        clip=lambda score_type, value: score_type.clip(value))
 
 
 # ---- the per-set table: every figure the benchmark reports -------------------------------

@@ -1,0 +1,168 @@
+"""Standard errors of the leaderboard figures: the bootstrap itself, and every kind's default
+competition showing one for each metric in its detailed results."""
+import dataclasses
+import json
+import math
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from plans import embedded_phase
+from bundle.programs import scoring_config
+from kinds.kind import KINDS, kind, scoring_runtime
+from runtime import rules, uncertainty
+from runtime.scoring import ScoreType, penalised
+from scoring_program.scorer.config import parse_config
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _proportion(correct):
+    return float(np.mean(correct))
+
+
+PROPORTION = ScoreType("share", "share", "share of ones", True, 0.0, 1.0, 4, _proportion,
+                       ("correct",))
+
+
+def test_stratified_draws_resample_each_stratum_within_itself_at_its_size():
+    strata = np.array([0] * 30 + [1] * 70)
+    indices = uncertainty.resampled_rows(100, strata, draws=50)
+    assert indices.shape == (50, 100)
+    assert np.all(strata[indices] == np.sort(strata))        # 30 of stratum 0, then 70 of 1
+    assert not np.all(indices == indices[0])                 # draws differ
+    assert np.array_equal(indices, uncertainty.resampled_rows(100, strata, draws=50))
+
+
+def test_the_bootstrap_of_a_proportion_matches_the_binomial_formula():
+    """sqrt(p (1 - p) / n) is the exact standard error of a proportion; 200 draws estimate it
+    within about 5% (one standard deviation), so 20% is four."""
+    correct = (np.arange(2000) % 10 < 3).astype(float)       # p = 0.3
+    errors = uncertainty.score_type_errors([PROPORTION], {"correct": correct},
+                                           uncertainty.take_rows(["correct"]),
+                                           uncertainty.resampled_rows(2000))
+    exact = math.sqrt(0.3 * 0.7 / 2000)
+    assert errors["share"] == pytest.approx(exact, rel=0.2)
+
+
+def test_a_statistic_undefined_on_many_draws_has_no_standard_error():
+    def undefined_half_the_time(rows):
+        if rows[0] % 2:
+            raise ValueError("one class only")
+        return float(rows.mean())
+    indices = uncertainty.resampled_rows(50)
+    assert uncertainty.bootstrap_se(undefined_half_the_time, indices) is None
+    assert uncertainty.bootstrap_se(lambda rows: float(rows.mean()), indices) > 0
+
+
+def test_independent_sources_add_in_quadrature_and_replicates_give_a_mean_se():
+    assert uncertainty.combined_se(0.3, 0.4) == pytest.approx(0.5)
+    assert uncertainty.combined_se(None, 0.4) == pytest.approx(0.4)
+    assert uncertainty.combined_se(None, None) is None
+    assert uncertainty.mean_se([1.0, 3.0]) == pytest.approx(math.sqrt(2.0) / math.sqrt(2))
+    assert uncertainty.mean_se([1.0]) is None
+
+
+def test_every_kind_states_how_it_measures_its_standard_errors():
+    for name in KINDS:
+        assert len(scoring_runtime(name).STANDARD_ERROR) > 20, name
+
+
+def _local_run(name: str, out: Path) -> Path:
+    """The kind's example baseline on its default competition's first phase, as an organizer
+    runs it; the folder of the scoring output."""
+    result = subprocess.run(
+        [sys.executable, "-m", "bundle.local_run", "--config", str(kind(name).DEFAULT_SPEC),
+         "--baseline", Path(kind(name).EXAMPLE_BASELINE).stem, "--budget", "5", "--score-hidden",
+         "--out", str(out)], cwd=REPO, capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    report = re.search(r"^detailed results: (.+)$", result.stdout, re.MULTILINE)
+    assert report, result.stdout[-2000:]
+    return Path(report.group(1)).parent
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(KINDS))
+def test_each_default_competition_shows_standard_errors_in_its_detailed_results(name, tmp_path):
+    output = _local_run(name, tmp_path)
+    details = json.loads((output / "detailed_results.json").read_text())
+    html = (output / "detailed_results.html").read_text()
+    assert scoring_runtime(name).STANDARD_ERROR in html.replace("&#x27;", "'")
+    scored = {task: entry for task, entry in details["tasks"].items() if not entry["penalty"]}
+    assert scored, details
+    for task, entry in scored.items():
+        errors = {metric: figures["se"] for metric, figures in entry["metrics"].items()}
+        assert all(se is not None and 0 <= se < 0.5 for se in errors.values()), (task, errors)
+        assert any(se > 0 for se in errors.values()), (task, errors)
+        for metric, figures in entry["metrics"].items():
+            chains = figures.get("chain_values") or []
+            if len(chains) > 1:           # BDL: the chains' part is in it
+                assert figures["se"] >= np.std(chains, ddof=1) / math.sqrt(len(chains)), metric
+        # the summary shows each value with its standard error, as the report rounds it
+        assert re.search(rf'href="#task-{task}".*?± \d', html, re.DOTALL), task
+
+
+def test_pgdl_scores_with_equal_weights_are_the_unweighted_ones_and_a_light_model_fades():
+    """The Bayesian bootstrap reweighs a zoo's networks: equal weights change nothing, and a
+    network of vanishing weight drops out of a pairwise score."""
+    from kinds.pgdl2020.runtime.metrics import (conditional_mutual_information,
+                                                granulated_kendall, kendall_tau)
+    rng = np.random.default_rng(3)
+    hparams = {"depth": np.repeat([1, 2, 3], 4), "width": np.tile(np.repeat([8, 16], 2), 3),
+               "lr": np.tile([0.1, 0.01], 6)}
+    gaps, measure = rng.normal(size=12), rng.normal(size=12)
+    same = np.full(12, 2.5)
+    assert conditional_mutual_information(gaps, measure, hparams, weights=same)[0] == \
+        pytest.approx(conditional_mutual_information(gaps, measure, hparams)[0], rel=1e-12)
+    assert granulated_kendall(measure, gaps, hparams, same)["overall"] == \
+        pytest.approx(granulated_kendall(measure, gaps, hparams)["overall"], rel=1e-12)
+    light = np.ones(12)
+    light[5] = 1e-9
+    kept = np.arange(12) != 5
+    assert kendall_tau(measure, gaps, light) == pytest.approx(
+        kendall_tau(measure[kept], gaps[kept]), abs=1e-6)
+    with pytest.raises(ValueError, match="positive"):
+        kendall_tau(measure, gaps, -light)
+
+
+def test_the_spec_can_ask_for_a_standard_error_column_after_each_metric(tmp_path):
+    """Built and dry-run as the platform would run it: the scorer writes every column."""
+    spec = yaml.safe_load(kind("label_accuracy").DEFAULT_SPEC.read_text())
+    spec["standard_error_columns"] = True
+    shutil.copy(kind("label_accuracy").DEFAULT_SPEC.parent / spec["logo"], tmp_path)
+    config = tmp_path / "spec.yaml"
+    config.write_text(yaml.safe_dump(spec))
+    result = subprocess.run(
+        [sys.executable, "build_bundle.py", "--config", str(config), "--phase", "all",
+         "--check", "--out", str(tmp_path / "dist")],
+        cwd=REPO, capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "dry run passed" in result.stdout
+    written = dict(re.findall(r"(\w+_se)=([0-9.e-]+)", result.stdout))
+    # (the sample's one class gets a balanced accuracy of 1/K on any resample: se 0)
+    assert {"iris_accuracy_se", "iris_balanced_accuracy_se"} <= set(written), result.stdout
+    assert all(0 <= float(value) < 0.5 for value in written.values()), written
+    assert float(written["iris_accuracy_se"]) > 0
+
+
+def test_a_penalised_task_gets_each_metrics_whole_range_as_its_standard_error():
+    plan = embedded_phase("development")
+    plan = dataclasses.replace(plan, rules={**plan.rules, "standard_error_columns": True})
+    config = scoring_config(plan)
+    keys = [column["key"] for column in config["columns"]]
+    errors = [c for c in config["columns"] if c["key"].endswith("_se")]
+    assert len(errors) == sum(len(t.score_types) for t in parse_config(config).tasks)
+    task = parse_config(config).tasks[0]
+    result = penalised(task, "no prediction", None, cap=7.0)
+    for score_type in task.score_types:
+        upper = score_type.maximum if score_type.maximum is not None else 7.0
+        assert rules.column_value("se", result, score_type.name) == pytest.approx(
+            upper - score_type.minimum)
+    assert keys.index(f"{task.name}_{task.score_types[0].name}_se") > keys.index(
+        f"{task.name}_{task.score_types[0].name}")
