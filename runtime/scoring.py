@@ -55,6 +55,9 @@ class ScoreType:
     # scikit-learn scorer declares its response_method): a kind assembles the arrays a task
     # has once and every score type picks its own.
     inputs: tuple[str, ...] = ("prediction", "reference")
+    # For a metric that is a mean over test rows: its per-row terms, from the same inputs, so
+    # its standard error needs no resampling (``runtime.uncertainty``); None otherwise.
+    per_row: Callable[..., Any] | None = None
 
     @property
     def sort(self) -> str:
@@ -68,6 +71,10 @@ class ScoreType:
             raise KeyError(f"{self.name} needs {', '.join(missing)}; the task has "
                            f"{', '.join(sorted(arrays))}")
         return float(self.function(*(arrays[name] for name in self.inputs)))
+
+    def terms(self, arrays: Mapping[str, Any]):
+        """The per-row terms whose mean is the metric (``per_row`` on its inputs)."""
+        return self.per_row(*(arrays[name] for name in self.inputs))
 
     def worst(self, cap: float | None = None) -> float:
         if self.higher_is_better:

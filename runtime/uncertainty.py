@@ -5,12 +5,14 @@ A kind says what its test rows are and how to re-score on a resample of them; th
 draws the resamples and summarises them. The draws depend only on the number of rows, their
 strata and the fixed seed, so every submission of a task is scored on the same resamples (the
 standard errors of two submissions are comparable, and a report is the same at every run).
-Standard library and numpy only: copied into the scoring program.
+A score type that declares its per-row terms (its value is their mean) needs no resampling:
+the standard error of a stratified mean has a closed form, which the bootstrap only
+approximates. Standard library and numpy only: copied into the scoring program.
 """
 from __future__ import annotations
 
 import math
-from typing import Callable, Iterable, Mapping
+from typing import Callable, Iterable, Iterator, Mapping
 
 import numpy as np
 
@@ -22,67 +24,102 @@ MIN_DEFINED_SHARE = 0.9
 
 
 def resampled_rows(n_rows: int, strata: np.ndarray | None = None, draws: int = DRAWS,
-                   seed: int = SEED) -> np.ndarray:
-    """(draws, n_rows) row indices: each draw resamples every stratum's rows with
-    replacement, keeping its size (a stratified bootstrap), so each evaluation set keeps its
-    share of the test set in every draw."""
+                   seed: int = SEED) -> Iterator[np.ndarray]:
+    """``draws`` arrays of row indices, one at a time (memory of one draw): each resamples
+    every stratum's rows with replacement, keeping its size (a stratified bootstrap), so each
+    evaluation set keeps its share of the test set in every draw."""
     generator = np.random.default_rng(seed)
-    if strata is None:
-        return generator.integers(0, n_rows, size=(draws, n_rows))
+    groups = [np.arange(n_rows)] if strata is None else _strata_members(strata, n_rows)
+    for _ in range(draws):
+        yield np.concatenate([members[generator.integers(0, members.size, members.size)]
+                              for members in groups])
+
+
+def _strata_members(strata: np.ndarray, n_rows: int) -> list[np.ndarray]:
     strata = np.asarray(strata)
     if strata.shape != (n_rows,):
         raise ValueError(f"strata: expected {n_rows} labels, found shape {strata.shape}")
-    indices = np.empty((draws, n_rows), dtype=np.int64)
-    position = 0
-    for stratum in np.unique(strata):
-        members = np.flatnonzero(strata == stratum)
-        picks = generator.integers(0, members.size, size=(draws, members.size))
-        indices[:, position:position + members.size] = members[picks]
-        position += members.size
-    return indices
+    return [np.flatnonzero(strata == stratum) for stratum in np.unique(strata)]
 
 
-def bayesian_weights(n_units: int, draws: int = DRAWS, seed: int = SEED) -> np.ndarray:
-    """(draws, n_units) weights, each row n * Dirichlet(1, ..., 1): Rubin's (1981) Bayesian
+def bayesian_weights(n_units: int, draws: int = DRAWS, seed: int = SEED) -> Iterator[np.ndarray]:
+    """``draws`` weight vectors, each n * Dirichlet(1, ..., 1): Rubin's (1981) Bayesian
     bootstrap, which reweighs every unit instead of drawing some twice and others never. Its
     standard error agrees with the ordinary bootstrap's to first order, and it suits a
     statistic that needs every unit present (a complete grid of networks)."""
-    gamma = np.random.default_rng(seed).standard_exponential((draws, n_units))
-    return gamma * (n_units / gamma.sum(axis=1, keepdims=True))
+    generator = np.random.default_rng(seed)
+    for _ in range(draws):
+        gamma = generator.standard_exponential(n_units)
+        yield gamma * (n_units / gamma.sum())
 
 
-def bootstrap_se(statistic: Callable[[np.ndarray], float], indices: np.ndarray) -> float | None:
-    """sd (ddof=1) of statistic(draw) over the draws (rows of ``indices``: resampled row
-    indices, or weights): the bootstrap standard error.
-
-    None when the statistic is undefined (raises ValueError or is not finite) on more than
-    1 - MIN_DEFINED_SHARE of the draws."""
-    values = []
-    for rows in indices:
-        try:
-            value = float(statistic(rows))
-        except (ValueError, ZeroDivisionError, FloatingPointError):
-            continue
-        if math.isfinite(value):
-            values.append(value)
-    if len(values) < max(2, MIN_DEFINED_SHARE * len(indices)):
+def _spread(values: list[float], draws: int) -> float | None:
+    """sd (ddof=1) of the defined values; None when fewer than MIN_DEFINED_SHARE of the
+    draws gave one."""
+    if len(values) < max(2, MIN_DEFINED_SHARE * draws):
         return None
     return float(np.std(values, ddof=1))
 
 
-def score_type_errors(score_types: Iterable, arrays: Mapping[str, object],
-                      take: Callable[[Mapping[str, object], np.ndarray], Mapping[str, object]],
-                      indices: np.ndarray, clip: Callable[[object, float], float] | None = None
-                      ) -> dict[str, float | None]:
-    """Every score type's bootstrap standard error: ``take(arrays, rows)`` gives the task's
-    named arrays on a resample of its rows, each score type is evaluated on them (clipped as
-    its leaderboard value is, where ``clip(score_type, value)`` says)."""
-    def statistic(score_type):
-        def on(rows):
-            value = score_type.evaluate(take(arrays, rows))
-            return clip(score_type, value) if clip else value
-        return on
-    return {t.name: bootstrap_se(statistic(t), indices) for t in score_types}
+def bootstrap_errors(statistics: Mapping[str, Callable[[np.ndarray], float]],
+                     draws: Iterable[np.ndarray]) -> dict[str, float | None]:
+    """Each statistic's bootstrap standard error: the sd over the draws (resampled row
+    indices, or weights) of statistic(draw). A draw on which a statistic raises ValueError
+    (undefined there) or is not finite is left out of its spread."""
+    values: dict[str, list[float]] = {name: [] for name in statistics}
+    count = 0
+    for draw in draws:
+        count += 1
+        for name, statistic in statistics.items():
+            try:
+                value = float(statistic(draw))
+            except (ValueError, ZeroDivisionError, FloatingPointError):
+                continue
+            if math.isfinite(value):
+                values[name].append(value)
+    return {name: _spread(found, count) for name, found in values.items()}
+
+
+def stratified_mean_se(terms: np.ndarray, strata: np.ndarray | None = None) -> float | None:
+    """Standard error of the mean of per-row terms under stratified sampling of the rows:
+
+        se^2 = sum_s (n_s / n)^2 s_s^2 / n_s,   s_s^2 the sample variance (ddof=1) of stratum s
+
+    (one stratum: sd / sqrt(n)). None when a stratum has fewer than two rows."""
+    terms = np.asarray(terms, dtype=np.float64)
+    groups = [terms] if strata is None else [terms[m] for m in _strata_members(strata, terms.size)]
+    if any(group.size < 2 for group in groups):
+        return None
+    variance = sum((group.size / terms.size) ** 2 * np.var(group, ddof=1) / group.size
+                   for group in groups)
+    return float(math.sqrt(variance))
+
+
+def row_errors(score_types: Iterable, arrays: Mapping[str, object],
+               take: Callable[[Mapping[str, object], np.ndarray], Mapping[str, object]],
+               n_rows: int, strata: np.ndarray | None = None,
+               clip: Callable[[object, float], float] | None = None) -> dict[str, float | None]:
+    """Every score type's standard error over the task's test rows: from its per-row terms
+    where it declares them (``ScoreType.per_row``), else a stratified bootstrap in which
+    ``take(arrays, rows)`` gives the task's named arrays on a resample of its rows and the
+    score type is evaluated on them (clipped as its leaderboard value is, where
+    ``clip(score_type, value)`` says)."""
+    score_types = list(score_types)
+    errors = {t.name: stratified_mean_se(t.terms(arrays), strata)
+              for t in score_types if t.per_row is not None}
+    resampled = [t for t in score_types if t.per_row is None]
+    if resampled:
+        errors.update(bootstrap_errors(
+            {t.name: _on_resample(t, arrays, take, clip) for t in resampled},
+            resampled_rows(n_rows, strata)))
+    return {t.name: errors[t.name] for t in score_types}
+
+
+def _on_resample(score_type, arrays, take, clip) -> Callable[[np.ndarray], float]:
+    def statistic(rows: np.ndarray) -> float:
+        value = score_type.evaluate(take(arrays, rows))
+        return clip(score_type, value) if clip else value
+    return statistic
 
 
 def take_rows(row_names: Iterable[str]) -> Callable:

@@ -33,22 +33,33 @@ PROPORTION = ScoreType("share", "share", "share of ones", True, 0.0, 1.0, 4, _pr
 
 def test_stratified_draws_resample_each_stratum_within_itself_at_its_size():
     strata = np.array([0] * 30 + [1] * 70)
-    indices = uncertainty.resampled_rows(100, strata, draws=50)
+    indices = np.array(list(uncertainty.resampled_rows(100, strata, draws=50)))
     assert indices.shape == (50, 100)
     assert np.all(strata[indices] == np.sort(strata))        # 30 of stratum 0, then 70 of 1
     assert not np.all(indices == indices[0])                 # draws differ
-    assert np.array_equal(indices, uncertainty.resampled_rows(100, strata, draws=50))
+    assert np.array_equal(indices, list(uncertainty.resampled_rows(100, strata, draws=50)))
 
 
-def test_the_bootstrap_of_a_proportion_matches_the_binomial_formula():
-    """sqrt(p (1 - p) / n) is the exact standard error of a proportion; 200 draws estimate it
-    within about 5% (one standard deviation), so 20% is four."""
+def test_the_bootstrap_and_the_closed_form_of_a_proportion_match_the_binomial_formula():
+    """sqrt(p (1 - p) / n) is the standard error of a proportion; the closed form of a mean
+    of per-row terms gives it (with n - 1), and 200 bootstrap draws estimate it within about
+    5% (one standard deviation), so 20% is four."""
     correct = (np.arange(2000) % 10 < 3).astype(float)       # p = 0.3
-    errors = uncertainty.score_type_errors([PROPORTION], {"correct": correct},
-                                           uncertainty.take_rows(["correct"]),
-                                           uncertainty.resampled_rows(2000))
     exact = math.sqrt(0.3 * 0.7 / 2000)
+    by_terms = dataclasses.replace(PROPORTION, name="by_terms", per_row=lambda c: c)
+    errors = uncertainty.row_errors([PROPORTION, by_terms], {"correct": correct},
+                                    uncertainty.take_rows(["correct"]), 2000)
     assert errors["share"] == pytest.approx(exact, rel=0.2)
+    assert errors["by_terms"] == pytest.approx(exact * math.sqrt(2000 / 1999), rel=1e-12)
+
+
+def test_a_stratified_mean_weighs_each_stratums_variance_by_its_share():
+    terms = np.array([0.0, 1.0, 0.0, 1.0, 5.0, 5.0, 5.0, 5.0])
+    strata = np.array([0, 0, 0, 0, 1, 1, 1, 1])
+    # stratum 0: variance 1/3 over 4 rows, weight 1/2; stratum 1: constant
+    assert uncertainty.stratified_mean_se(terms, strata) == pytest.approx(
+        math.sqrt(0.25 * (1 / 3) / 4))
+    assert uncertainty.stratified_mean_se(terms[:1]) is None
 
 
 def test_a_statistic_undefined_on_many_draws_has_no_standard_error():
@@ -56,9 +67,31 @@ def test_a_statistic_undefined_on_many_draws_has_no_standard_error():
         if rows[0] % 2:
             raise ValueError("one class only")
         return float(rows.mean())
-    indices = uncertainty.resampled_rows(50)
-    assert uncertainty.bootstrap_se(undefined_half_the_time, indices) is None
-    assert uncertainty.bootstrap_se(lambda rows: float(rows.mean()), indices) > 0
+    errors = uncertainty.bootstrap_errors(
+        {"undefined": undefined_half_the_time, "mean": lambda rows: float(rows.mean())},
+        uncertainty.resampled_rows(50))
+    assert errors["undefined"] is None and errors["mean"] > 0
+
+
+def test_a_score_types_per_row_terms_average_to_its_value():
+    """Every kind's score type that declares per-row terms, on arrays of its own shapes."""
+    from kinds.bdl2021.runtime.score_types import TASK_TYPES as BDL
+    rng = np.random.default_rng(5)
+    cases = [(BDL["classification"], {"prediction": rng.dirichlet(np.ones(4), 50),
+                                      "reference": rng.dirichlet(np.ones(4), 50)}),
+             (BDL["regression"], {"prediction": np.sort(rng.normal(size=(50, 20)), 1),
+                                  "reference": np.sort(rng.normal(size=(50, 30)), 1)}),
+             (scoring_runtime("label_accuracy").TASK_TYPES["labels"],
+              {"predicted": rng.integers(0, 3, 50), "labels": rng.integers(0, 3, 50)})]
+    declared = 0
+    for task_type, arrays in cases:
+        for score_type in task_type.score_types:
+            if score_type.per_row is not None:
+                declared += 1
+                terms = score_type.terms(arrays)
+                assert terms.shape == (50,)
+                assert np.mean(terms) == pytest.approx(score_type.evaluate(arrays), rel=1e-12)
+    assert declared == 5
 
 
 def test_independent_sources_add_in_quadrature_and_replicates_give_a_mean_se():

@@ -76,10 +76,9 @@ def _row_errors(task: TaskConfig, predictions: np.ndarray, references: Reference
         strata = np.zeros(len(predictions), dtype=np.int64)
         for number, block in enumerate(blocks):
             strata[block.start:block.stop] = number
-    indices = uncertainty.resampled_rows(len(predictions), strata)
-    return uncertainty.score_type_errors(
+    return uncertainty.row_errors(
         task.score_types, _arrays(predictions, references.model_average),
-        uncertainty.take_rows(("prediction", "reference")), indices,
+        uncertainty.take_rows(("prediction", "reference")), len(predictions), strata,
         clip=lambda score_type, value: score_type.clip(value, cap))
 
 

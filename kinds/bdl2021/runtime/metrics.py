@@ -10,6 +10,16 @@ from __future__ import annotations
 import numpy as np
 
 
+def top1_agreement_terms(p: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """1[argmax_c P_ic = argmax_c Q_ic] for every test point i."""
+    return (p.argmax(axis=1) == q.argmax(axis=1)).astype(np.float64)
+
+
+def total_variation_terms(p: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """1/2 sum_c |P_ic - Q_ic| for every test point i."""
+    return 0.5 * np.abs(p - q).sum(axis=1)
+
+
 def top1_agreement(p: np.ndarray, q: np.ndarray) -> float:
     """agreement = (1/N) sum_i 1[argmax_c P_ic = argmax_c Q_ic].
 
@@ -55,6 +65,14 @@ def wasserstein_per_point(s: np.ndarray, r: np.ndarray, order: int) -> np.ndarra
         s_index, r_index, weights = _quantile_grid(s.shape[1], r.shape[1])
         mean_power = (np.abs(s_sorted[:, s_index] - r_sorted[:, r_index]) ** order) @ weights
     return mean_power if order == 1 else mean_power ** (1 / order)
+
+
+def wasserstein2_terms(s: np.ndarray, r: np.ndarray) -> np.ndarray:
+    return wasserstein_per_point(s, r, order=2)
+
+
+def wasserstein1_terms(s: np.ndarray, r: np.ndarray) -> np.ndarray:
+    return wasserstein_per_point(s, r, order=1)
 
 
 def wasserstein2(s: np.ndarray, r: np.ndarray) -> float:

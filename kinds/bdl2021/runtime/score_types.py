@@ -15,16 +15,16 @@ WASSERSTEIN_CAP_IN_REFERENCE_STD = 10.0
 
 AGREEMENT = ScoreType(
     "agreement", "agreement", "Top-1 agreement with the HMC model average",
-    True, 0.0, 1.0, 4, metrics.top1_agreement)
+    True, 0.0, 1.0, 4, metrics.top1_agreement, per_row=metrics.top1_agreement_terms)
 TOTAL_VARIATION = ScoreType(
     "total_variation", "TV", "Total variation distance to the HMC model average",
-    False, 0.0, 1.0, 4, metrics.total_variation)
+    False, 0.0, 1.0, 4, metrics.total_variation, per_row=metrics.total_variation_terms)
 WASSERSTEIN2 = ScoreType(
     "w2", "W2", "Wasserstein-2 distance to the HMC predictive samples (sorted coupling)",
-    False, 0.0, None, 4, metrics.wasserstein2)
+    False, 0.0, None, 4, metrics.wasserstein2, per_row=metrics.wasserstein2_terms)
 WASSERSTEIN1 = ScoreType(
     "w1", "W1 (2021 code)", "Wasserstein-1 distance: what the 2021 code computed as 'W2'",
-    False, 0.0, None, 4, metrics.wasserstein1)
+    False, 0.0, None, 4, metrics.wasserstein1, per_row=metrics.wasserstein1_terms)
 
 # The primary metrics are the 2021 competition's: each task's contribution to the ranking.
 TASK_TYPES = {

@@ -23,13 +23,19 @@ def accuracy(predicted: np.ndarray, labels: np.ndarray) -> float:
     return float(np.mean(predicted == labels))
 
 
+def correct(predicted: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """1[predicted_i = label_i] for every test point: the terms whose mean is the accuracy."""
+    return (predicted == labels).astype(np.float64)
+
+
 def balanced_accuracy(predicted: np.ndarray, labels: np.ndarray) -> float:
     """(1/K) sum_k accuracy on the points whose label is k (classes present in the labels)."""
     return float(np.mean([np.mean(predicted[labels == k] == k) for k in np.unique(labels)]))
 
 
 ACCURACY = ScoreType("accuracy", "accuracy", "Share of test points whose label is right",
-                     True, 0.0, 1.0, 4, accuracy, ("predicted", "labels"))
+                     True, 0.0, 1.0, 4, accuracy, ("predicted", "labels"),
+                     per_row=correct)
 BALANCED = ScoreType("balanced_accuracy", "balanced accuracy",
                      "Accuracy averaged over the true classes", True, 0.0, 1.0, 4,
                      balanced_accuracy, ("predicted", "labels"))
@@ -86,8 +92,8 @@ def score_task(task: TaskConfig, ref: Path, res: Path, run) -> TaskResult:
     except SubmissionError as error:
         return penalised(task, str(error), seconds)
     arrays = {"predicted": predicted, "labels": labels}
-    errors = uncertainty.score_type_errors(task.score_types, arrays, uncertainty.take_rows(arrays),
-                                           uncertainty.resampled_rows(labels.size))
+    errors = uncertainty.row_errors(task.score_types, arrays, uncertainty.take_rows(arrays),
+                                    labels.size)
     metrics = {t.name: MetricResult(t.name, t.evaluate(arrays), se=errors[t.name])
                for t in task.score_types}
     confusion = np.zeros((task.settings.num_classes,) * 2, int)

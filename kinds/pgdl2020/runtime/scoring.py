@@ -141,9 +141,9 @@ def score_task(task: TaskConfig, ref: Path, res: Path, run: TaskRun | None) -> T
                                                 value_order=zoo.possible_values)[1]
     per_hparam = granulated_kendall(measure, zoo.gaps, zoo.hparams)
     # clipped: PGDL adds 1e-12 inside the entropy only, so a perfect measure gets 1 + 3e-12
-    errors = uncertainty.score_type_errors(
-        task.score_types, arrays, _reweighed, uncertainty.bayesian_weights(len(zoo.ids)),
-        clip=lambda score_type, value: score_type.clip(value))
+    errors = uncertainty.bootstrap_errors(
+        {t.name: _reweighed(t, arrays) for t in task.score_types},
+        uncertainty.bayesian_weights(len(zoo.ids)))
     metrics = {t.name: MetricResult(t.name, t.clip(t.evaluate(arrays)), se=errors[t.name])
                for t in task.score_types}
     metrics[CMI.name].details["worst_pair"] = list(worst_pair) if worst_pair else None
@@ -154,8 +154,9 @@ def score_task(task: TaskConfig, ref: Path, res: Path, run: TaskRun | None) -> T
                                "worst_pair": worst_pair})
 
 
-def _reweighed(arrays: dict, weights: np.ndarray) -> dict:
-    return {**arrays, "weights": weights}
+def _reweighed(score_type: ScoreType, arrays: dict):
+    """The score type, clipped as on the leaderboard, with the networks reweighed."""
+    return lambda weights: score_type.clip(score_type.evaluate({**arrays, "weights": weights}))
 
 
 def task_summary(result: TaskResult) -> str:

@@ -187,10 +187,9 @@ def score_task(task: TaskConfig, ref: Path, res: Path, run) -> TaskResult:
 
 
 def _standard_errors(task: TaskConfig, arrays: dict) -> dict[str, float | None]:
-    indices = uncertainty.resampled_rows(arrays["y"].size, arrays["shifted"])
-    return uncertainty.score_type_errors(
-        task.score_types, arrays, uncertainty.take_rows(arrays), indices,
-        clip=lambda score_type, value: score_type.clip(value))
+    return uncertainty.row_errors(
+        task.score_types, arrays, uncertainty.take_rows(arrays), arrays["y"].size,
+        arrays["shifted"], clip=lambda score_type, value: score_type.clip(value))
 
 
 # ---- the per-set table: every figure the benchmark reports -------------------------------
