@@ -18,6 +18,8 @@ import numpy as np
 
 DRAWS = 200          # a standard error from 200 draws is itself within about 5% (1/sqrt(2B))
 SEED = 31
+# How the kinds' STANDARD_ERROR texts state the draws, so participants can tell they are fixed
+DRAWN = f"{DRAWS} resamples, seed {SEED}, the same for every submission"
 # A statistic undefined on too many resamples (an AUROC with one class left) has no
 # trustworthy spread: then no standard error is given rather than one from the lucky draws.
 MIN_DEFINED_SHARE = 0.9

@@ -12,8 +12,6 @@ from html import escape
 from runtime.report import cell, metric_types, number, standard_error, table
 from runtime.scoring import TaskResult
 
-from runtime.uncertainty import DRAWS, SEED
-
 from .score_types import AGGREGATE, TRAIN_SECONDS
 
 STYLE = """
@@ -99,9 +97,8 @@ def render_report(results: list[TaskResult], scoring, *, phase: str,
     head = [f"<h1>Scoring report: {escape(phase)}</h1>",
             f'<p class="muted">{escape(scoring.REPORT_INTRO)} ± is one standard error: how far '
             f"a figure would move with another draw of what it was measured on, here "
-            f"{escape(scoring.STANDARD_ERROR)} ({DRAWS} resamples, seed {SEED}, the same for "
-            "every submission). A gap between two submissions smaller than about two standard "
-            "errors can be chance.</p>"]
+            f"{escape(scoring.STANDARD_ERROR)}. A gap between two submissions smaller than about "
+            "two standard errors can be chance.</p>"]
     if weighted_loss is not None:
         head.append(f'<p class="aggregate"><abbr title="{escape(AGGREGATE.description)}">'
                     f"{escape(AGGREGATE.label)}</abbr> ↓ "

@@ -29,9 +29,10 @@ from .predictions import Submission
 from .references import References
 from .score_types import CLASSIFICATION, WASSERSTEIN_CAP_IN_REFERENCE_STD
 
-STANDARD_ERROR = ("a seeded bootstrap over the test rows (stratified by block), combined with "
-                  "the spread of the score over the HMC chains divided by the square root of "
-                  "their number: sqrt(se_rows^2 + sd_chains^2 / K)")
+STANDARD_ERROR = ("the standard error of a mean over the test rows (each block's rows weighted "
+                  "by its share), combined with the spread of the score over the HMC chains "
+                  "divided by the square root of their number: sqrt(se_rows^2 + "
+                  "sd_chains^2 / K)")
 COVERAGE_LEVELS = np.round(np.linspace(0.1, 0.9, 9), 2)
 RELIABILITY_BINS = 10
 

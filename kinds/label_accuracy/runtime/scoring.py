@@ -15,7 +15,8 @@ from runtime.scoring import (MetricResult, ReferenceDataError, ScoreType, Submis
                            TaskResult, TaskType, penalised, run_failure, submission_file)
 
 REPORT_INTRO = "Submitted labels compared with the hidden test labels, one section per task."
-STANDARD_ERROR = "a seeded bootstrap over the test points"
+STANDARD_ERROR = ("for accuracy the standard error of a mean over the test points, for "
+                  f"balanced accuracy a bootstrap over them ({uncertainty.DRAWN})")
 
 
 def accuracy(predicted: np.ndarray, labels: np.ndarray) -> float:

@@ -23,9 +23,9 @@ from .metrics import conditional_mutual_information, granulated_kendall, kendall
 
 REPORT_INTRO = ("Each network's submitted complexity compared with its generalisation gap "
                 "(train accuracy minus test accuracy), one section per model zoo.")
-STANDARD_ERROR = ("a seeded Bayesian bootstrap over the networks of the zoo (the scores "
-                  "recomputed with each network counted by a random weight, so the grid of "
-                  "hyperparameters stays complete)")
+STANDARD_ERROR = ("a Bayesian bootstrap over the networks of the zoo (the scores recomputed "
+                  "with each network counted by a random weight, so the grid of "
+                  f"hyperparameters stays complete; {uncertainty.DRAWN})")
 ZOO = "zoo"
 PREDICT_SUFFIX = ".predict"
 ARRAY_SUFFIX = ".npy"

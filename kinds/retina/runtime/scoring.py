@@ -22,8 +22,9 @@ from . import metrics, predictions, tables
 REPORT_INTRO = ("Each patient's predicted probability of referable disease and its uncertainty "
                 "compared with the hidden labels, on the in-domain patients, the shifted "
                 "patients and both together; one section per task.")
-STANDARD_ERROR = ("a seeded bootstrap over the patients, stratified by evaluation set "
-                  "(in-domain and shifted patients each resampled to their own number)")
+STANDARD_ERROR = ("a bootstrap over the patients, stratified by evaluation set (in-domain and "
+                  "shifted patients each resampled to their own number; "
+                  f"{uncertainty.DRAWN})")
 DIAGNOSIS = "diagnosis"
 # RETINA's joint sets weigh the shifted rows as much as the in-domain rows: the draw that
 # completes them is seeded, so a submission's score never depends on chance.
