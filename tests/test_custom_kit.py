@@ -219,6 +219,8 @@ def test_baseline_results_for_the_specs_tasks_are_written_next_to_it(custom, tmp
         assert len(progress) == 3 * 2, run.stdout
         assert any("sgld / final / housing: w2" in line for line in progress)
         assert set(table["tasks"]) == set(TASKS) and table["budgets"] == dict.fromkeys(TASKS, 1)
+        assert all(metric["se"] > 0 for task in TASKS
+                   for metric in table["tasks"][task]["methods"]["sgld"]["metrics"].values())
         again = subprocess.run(command + ["--methods", "trivial"], cwd=REPO,
                                capture_output=True, text=True, timeout=600)
         assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]

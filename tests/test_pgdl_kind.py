@@ -261,6 +261,8 @@ def test_the_baselines_command_makes_the_table_the_pages_show_for_an_organizers_
     assert sorted(table["measures"]) == measures and list(table["tasks"]) == ["own_mlp"]
     for row in table["tasks"]["own_mlp"].values():
         assert -1.0 <= row["kendall_tau"] <= 1.0 and 0.0 <= row["cmi"] + 1e-12 <= 1.0
+        assert set(row["se"]) == {"cmi", "kendall_tau", "granulated_kendall"}     # for the
+        assert all(se is None or se >= 0 for se in row["se"].values())          # build's check
     built = build("--config", str(spec), "--data-root", str(tmp_path / "data"), "--phase",
                   "all", "--out", str(tmp_path / "after"))
     assert built.returncode == 0, built.stderr[-3000:]

@@ -88,7 +88,7 @@ def collect(budget: float | None = None, config: Path | None = None,
                       flush=True)
                 entry = table["tasks"].setdefault(task, {"phase": phase, "methods": {}})
                 entry["methods"][method] = {
-                    "metrics": {name: {k: m[k] for k in ("value", "std")}
+                    "metrics": {name: {k: m[k] for k in ("value", "std", "se")}
                                 for name, m in result["metrics"].items()},
                     "blocks": result["blocks"], "train_seconds": result["train_seconds"],
                     "budget_seconds": given, "penalty": result["penalty"]}

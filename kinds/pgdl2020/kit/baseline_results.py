@@ -39,6 +39,9 @@ def results_file(spec) -> Path:
     return Path(spec.path).parent / RESULTS_FILE.name
 
 
+NOT_METRICS = ("penalty", "se")    # a row's other entries: why it was penalised, standard errors
+
+
 def collect(spec, budget: float | None = None) -> dict:
     """``budget``: seconds for every zoo; None: each zoo's budget in the spec."""
     table = {"made_with": "kinds/pgdl2020/kit/baseline_results.py: python -m bundle.local_run "
@@ -56,17 +59,18 @@ def collect(spec, budget: float | None = None) -> dict:
                 for task, result in tasks.items():
                     row = {name: metric["value"] for name, metric in result["metrics"].items()}
                     row["penalty"] = result["penalty"]
+                    row["se"] = {name: metric["se"] for name, metric in result["metrics"].items()}
                     table["tasks"].setdefault(task, {})[measure] = row
                     print(f"{measure:15s} {phase.key:10s} {task:20s} " + " ".join(
                         f"{name}={value:.3f}" for name, value in row.items()
-                        if name != "penalty") + (f" penalised: {row['penalty']}"
+                        if name not in NOT_METRICS) + (f" penalised: {row['penalty']}"
                                                  if row["penalty"] else ""), flush=True)
     return table
 
 
 def markdown(table: dict) -> str:
     metrics = [name for name in next(iter(next(iter(table["tasks"].values())).values()))
-               if name != "penalty"]
+               if name not in NOT_METRICS]
     lines = ["| task | measure | " + " | ".join(metrics) + " |",
              "|---|---|" + "---|" * len(metrics)]
     for task, measures in table["tasks"].items():

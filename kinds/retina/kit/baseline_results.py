@@ -81,6 +81,7 @@ def collect(config: Path, data_root: Path | None) -> dict:
                     row = {name: result["metrics"][name]["value"] for name in SHOWN}
                     row |= {name: result["extras"].get(name) for name in SET_FIGURES}
                     row["penalty"] = result["penalty"]
+                    row["se"] = {name: result["metrics"][name]["se"] for name in SHOWN}
                     table["tasks"].setdefault(task, {})[method] = row
                     print(f"{method:14s} {task:16s} " + " ".join(
                         f"{name}={row[name]:.3f}" for name in SHOWN), flush=True)
