@@ -13,7 +13,7 @@ from pathlib import Path
 import jinja2
 
 from ingestion_program.ingest.config import MEMORY_RULE_TEXT
-from kinds.kind import kind
+from kinds.kind import kind, scoring_runtime
 from scoring_program.scorer.score_types import AGGREGATE, AVERAGE_RANK
 
 from . import competition_rules, platforms
@@ -173,6 +173,14 @@ def _ranking_text(columns: list[LeaderboardColumn], aggregate: str) -> str:
             f"{aggregate[:1].lower()}{aggregate[1:]}.")
 
 
+def _standard_error_text(kind_name: str) -> str:
+    """What the evaluation page says of the ± in the detailed results: the kind's method."""
+    return ("The detailed results give every figure with its standard error (±): how far it "
+            "would move with another draw of what it was measured on, here "
+            f"{scoring_runtime(kind_name).STANDARD_ERROR}. A gap between two submissions "
+            "smaller than about two standard errors can be chance.")
+
+
 def page_contexts(spec: CompetitionSpec, phases: list[PhaseSpec], plans: list[PhasePlan],
                   columns: list[LeaderboardColumn], title: str,
                   baseline_results: dict | None,
@@ -207,6 +215,7 @@ def page_contexts(spec: CompetitionSpec, phases: list[PhaseSpec], plans: list[Ph
         "evaluation": {**common, "heading": "Evaluation",
                        "references_kept": (site.worker_references_text
                                            if "reference_data" in spec.on_worker else ""),
+                       "standard_errors": _standard_error_text(spec.kind),
                        "columns": [{"label": c.label, "key": c.key, "sort": c.sort,
                                     "description": c.description} for c in columns],
                        "ranking": " ".join(filter(None, [

@@ -124,6 +124,13 @@ def _data_rows(plan, phase) -> list[dict]:
     return rows
 
 
+def baseline_cell(metric: dict) -> str:
+    """A baseline's figure with its standard error, where its table has one (a table made
+    before they were measured has none)."""
+    error = metric.get("se")
+    return f"{metric['value']:.3f}" + (f" ± {error:.3f}" if error is not None else "")
+
+
 def _baseline_table(plan, results: dict | None) -> dict:
     if not results or not any(task.name in results["tasks"] for task in plan.tasks):
         return {"note": "Baseline results are not available for these tasks.", "header": [],
@@ -138,9 +145,7 @@ def _baseline_table(plan, results: dict | None) -> dict:
         for metric, expected in entry["exact_posterior_expectation"].items():
             cells = []
             for method in methods:
-                value = entry["methods"][method]["metrics"][metric]
-                cells.append(f"{value['value']:.3f}" + (f" ± {value['std']:.3f}"
-                                                        if value["std"] else ""))
+                cells.append(baseline_cell(entry["methods"][method]["metrics"][metric]))
             rows.append([task.name, metric, *cells, f"{expected['value']:.3f}"])
     budgets = sorted({results["budgets"][task.name] for task in plan.tasks
                       if task.name in results.get("budgets", {})})
@@ -157,8 +162,9 @@ def _baseline_table(plan, results: dict | None) -> dict:
     if any(task.rules.get("public_rows") for task in plan.tasks):
         trained += ("; a task scored on a public part shows that part's figures, as the "
                     "leaderboard does")
-    return {"note": f"Baselines of the starting kit, {trained}; ± is the standard deviation over "
-                    "HMC chains; the exact-posterior expectation is what an exact sampler's "
+    return {"note": f"Baselines of the starting kit, {trained}; ± is one standard error (over "
+                    "the test rows and the HMC chains, as the detailed results give it); the "
+                    "exact-posterior expectation is what an exact sampler's "
                     "submission is expected to score against this finite HMC reference (not a "
                     "bound: a submission may land on either side of it by chance).",
             "header": header, "rows": rows}

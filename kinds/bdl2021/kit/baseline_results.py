@@ -13,7 +13,7 @@ line per baseline, phase and task as it completes. Then writes the table next to
 ``<spec folder>/baseline_results.json`` (for the default spec: ``baseline_results.json`` next
 to this file; ``--out`` elsewhere), where the builder reads it for the overview page, and
 prints it in Markdown: each
-metric against the HMC model average, ± its standard deviation over HMC chains, the
+metric against the HMC model average, ± its standard error (over test rows and HMC chains), the
 exact-posterior expectation (what an exact sampler's submission is expected to score
 against this finite HMC reference), and clean vs shifted blocks.
 """
@@ -32,6 +32,7 @@ sys.path.insert(0, str(REPO))
 
 from bundle.local_run import (LocalRunError, baseline_details, baselines_spec,  # noqa: E402
                               build_kit, organizer_spec)
+from kinds.bdl2021.pages import baseline_cell  # noqa: E402
 
 METHODS = {"deep_ensemble": "Deep ensemble (10 MAP members)",
            "multi_swag": "MultiSWAG (5 SWAG members)",
@@ -112,8 +113,8 @@ def merged(previous: dict | None, table: dict) -> dict:
     return {**table, "methods": {m: METHODS[m] for m in methods}, "tasks": tasks}
 
 
-def _cell(value, std) -> str:
-    return f"{value:.3f}" + (f" ± {std:.3f}" if std else "")
+def _cell(value, spread) -> str:
+    return f"{value:.3f}" + (f" ± {spread:.3f}" if spread else "")
 
 
 def _block_order(task: str, data_root: Path | None, blocks: dict) -> list[str]:
@@ -133,8 +134,7 @@ def markdown(table: dict, data_root: Path | None = None) -> str:
              "|---|---|" + "---|" * (len(methods) + 1)]
     for task, entry in sorted(table["tasks"].items(), key=lambda item: (item[1]["phase"], item[0])):
         for metric, expected in entry["exact_posterior_expectation"].items():
-            cells = [_cell(entry["methods"][m]["metrics"][metric]["value"],
-                           entry["methods"][m]["metrics"][metric]["std"]) for m in methods]
+            cells = [baseline_cell(entry["methods"][m]["metrics"][metric]) for m in methods]
             lines.append(f"| {task} ({entry['phase'][:3]}) | {metric} | " + " | ".join(cells)
                          + f" | {_cell(expected['value'], expected['spread'])} |")
     shifted = {task: entry for task, entry in table["tasks"].items()
