@@ -328,3 +328,16 @@ def test_runs_from_the_unzipped_scoring_program_and_from_the_bundle(built, tmp_p
     assert json.loads((tmp_path / "again.json").read_text())["entries"] == shipped["entries"]
     status, out, err = _run(board, "--bundle", built, "--phase", "final")
     assert status == 2 and "no phase 'final'" in err
+
+
+def test_codalab_csv_headers_and_cells_are_read(config_file, tmp_path):
+    """CodaLab v1.5 writes header cells as b'<label>' (codalab_v1.md G17) and may show a
+    cell as 'value (rank)'; a name column found by its values, not its title."""
+    header = ["b'team'", "b'iris agreement'", "b'digits agreement'", "b'digits_cnn agreement'"]
+    rows = [["x", "0.9 (1)", "0.9 (1)", "0.9 (1)"], ["y", "0.5 (2)", "0.5 (2)", "0.5 (2)"],
+            ["z", "0.1 (3)", "0.1 (3)", "0.1 (3)"]]
+    status, out, err = _run(_csv(tmp_path / "board.csv", rows, header), "--config", config_file,
+                            "--json", tmp_path / "out.json")
+    assert status == 0, err
+    entries = json.loads((tmp_path / "out.json").read_text())["entries"]
+    assert [(e["name"], e["statistic"]) for e in entries] == [("x", 1.0), ("y", 2.0), ("z", 3.0)]
