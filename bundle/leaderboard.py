@@ -94,6 +94,24 @@ def phase_columns(plan: PhasePlan) -> list[LeaderboardColumn]:
     return _checked(columns)
 
 
+def ranking_entry(plan: PhasePlan) -> dict:
+    """How the phase's ranking column is computed, for the scoring config (read back by
+    ``scoring_program/ranks.py``): ``average_rank`` over its computed fields, the
+    ``weighted_loss`` over the value columns of the weighted metrics, or one ``column``.
+    Derived from ``phase_columns``, so it names the very keys the leaderboard ranks by."""
+    columns = phase_columns(plan)
+    ranking = next(c for c in columns if c.selection_default)
+    if ranking.computed:
+        statistic, keys = "average_rank", list(ranking.computed_fields)
+    elif ranking.statistic == "weighted_loss":
+        statistic = "weighted_loss"
+        keys = [c.key for c in columns
+                if c.statistic == "value" and plan.weights.get(c.metric, 0.0)]
+    else:
+        statistic, keys = "column", [ranking.key]
+    return {"statistic": statistic, "key": ranking.key, "label": ranking.label, "keys": keys}
+
+
 def written_keys(plan: PhasePlan) -> list[str]:
     """The keys the phase's scorer writes to its scores file: the non-computed columns, less
     the hidden ones, which go to its private output."""

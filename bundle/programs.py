@@ -22,7 +22,7 @@ from ingestion_program.ingest.config import DEFAULT_MAX_ENTRIES, DEFAULT_STARTUP
 from ingestion_program.ingest.config import parse_config as parse_ingestion_config
 
 from . import competition_rules
-from .leaderboard import phase_columns
+from .leaderboard import phase_columns, ranking_entry
 from .phase_plan import PhasePlan
 from . import platforms
 from .platforms import DEFAULT_PLATFORM
@@ -46,10 +46,11 @@ def scoring_config(plan: PhasePlan, platform: str = DEFAULT_PLATFORM,
               "budget_seconds": task.budget_seconds, "settings": definition.scoring_settings(task),
               **competition_rules.scoring_task_entries(task)}
              for task in plan.tasks]
-    columns = [{"key": c.key, "statistic": c.statistic, "task": c.task, "metric": c.metric}
+    columns = [{"key": c.key, "label": c.label, "statistic": c.statistic, "task": c.task,
+                "metric": c.metric}
                for c in phase_columns(plan) if not c.computed]
     config = {"format": CONFIG_FORMAT, "phase": plan.name, "kind": plan.kind, "tasks": tasks,
-              "columns": columns,
+              "columns": columns, "ranking": ranking_entry(plan),
               # a code phase's res/ holds a record signed by its ingestion (scorer/config.py)
               "record": (platforms.platform(platform).record_rule if plan.code_submission
                          else "optional"),

@@ -14,6 +14,7 @@ import jinja2
 
 from ingestion_program.ingest.config import MEMORY_RULE_TEXT
 from kinds.kind import kind, scoring_runtime
+from scoring_program.ranks import DEFAULT_ALPHA, DEFAULT_REPLICATES, DEFAULT_SEED, REFERENCE
 from scoring_program.scorer.score_types import AGGREGATE, AVERAGE_RANK
 
 from . import competition_rules, platforms
@@ -181,6 +182,27 @@ def _standard_error_text(kind_name: str) -> str:
             "smaller than about two standard errors can be chance.")
 
 
+def _rank_intervals(plans: list[PhasePlan]) -> list[str]:
+    """The evaluation page's account of the rank intervals and tie groups the organizers
+    publish after the final phase (``scoring_program/ranks.py``, whose defaults it states)."""
+    resampled = (" (where the scores carry none, by resampling the tasks)"
+                 if any(len(plan.tasks) > 1 for plan in plans) else "")
+    return [
+        "After the final phase the organizers can publish, next to the final leaderboard, each "
+        "entry's rank interval and tie group, computed from that leaderboard by the scoring "
+        "program's ranks.py.",
+        f"A rank interval [a, b] says that the entry's rank, as the scores would put it without "
+        f"measurement noise, lies between a and b; the intervals of all entries hold together "
+        f"with probability at least {1 - DEFAULT_ALPHA:.0%}. A tie group holds the entries "
+        "that cannot be told apart from the group's best entry at that level: within a group, "
+        "a higher place on the leaderboard is no evidence of a better method.",
+        f"Method: {DEFAULT_REPLICATES} seeded replicates of every entry's ranking statistic "
+        f"(seed {DEFAULT_SEED}, unless the published table states another), drawn from each "
+        f"score's standard error{resampled}; simultaneous confidence intervals for every "
+        f"pairwise difference, with a max-|t| critical value over all pairs ({REFERENCE}).",
+    ]
+
+
 def page_contexts(spec: CompetitionSpec, phases: list[PhaseSpec], plans: list[PhasePlan],
                   columns: list[LeaderboardColumn], title: str,
                   baseline_results: dict | None,
@@ -221,7 +243,8 @@ def page_contexts(spec: CompetitionSpec, phases: list[PhaseSpec], plans: list[Ph
                        "ranking": " ".join(filter(None, [
                            _ranking_text(columns, aggregate_description(plans[0])),
                            ranking_note, shared,
-                           hidden_figures]))},
+                           hidden_figures])),
+                       "rank_intervals": _rank_intervals(plans)},
         "data": {**common, "heading": "Data"},
         "terms": {**common, "heading": "Terms and conditions",
                   "terms": markdown_html(spec.pages["terms"])},

@@ -27,6 +27,10 @@ STATISTICS = (("value", "train_seconds", "weighted_loss") + rules.column_statist
               + tuple(rules.private_statistics()))
 PRIVATE_FOLDER = "private"     # organizers only (codalab_v1.md §4.6, codabench_v2.md §3.9)
 RECORD_RULES = ("optional", "required", "signed")
+# How the leaderboard's ranking column is computed from the value columns it reads
+# (bundle/leaderboard.py ranking_entry): one column as it is, the mean over columns of each
+# column's rank, or the weighted loss over the weighted metrics.
+RANKING_STATISTICS = ("column", "average_rank", "weighted_loss")
 
 
 class ConfigError(ValueError):
@@ -52,6 +56,17 @@ class Column:
     statistic: str
     task: str | None = None
     metric: str | None = None
+    label: str | None = None       # the leaderboard's title (configs before it have none)
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """The leaderboard's ranking column: its key and label, the statistic it is, and the
+    value columns it is computed from (scoring_program/ranks.py recomputes it)."""
+    statistic: str                 # one of RANKING_STATISTICS
+    key: str
+    label: str
+    keys: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -67,6 +82,8 @@ class ScoringConfig:
     rules: dict = field(default_factory=dict)
     # Where the references are sealed on the worker's data mount, when not in ref/
     worker_references: WorkerFolder | None = None
+    # How the leaderboard ranks (configs written before it have none)
+    ranking: Ranking | None = None
 
     @property
     def private_columns(self) -> tuple["Column", ...]:
@@ -118,8 +135,11 @@ def _task(raw: dict, scoring: ScoringRuntime, where: str) -> TaskConfig:
 
 
 def _column(raw: dict, tasks: dict[str, TaskConfig], where: str) -> Column:
+    label = raw.get("label")
+    if label is not None and not isinstance(label, str):
+        raise ConfigError(f"{where}.label: expected a string, found {label!r}")
     column = Column(_require(raw, "key", str, where), _require(raw, "statistic", str, where),
-                    raw.get("task"), raw.get("metric"))
+                    raw.get("task"), raw.get("metric"), label)
     if column.statistic not in STATISTICS:
         raise ConfigError(f"{where}.statistic: expected one of {STATISTICS}, found {column.statistic!r}")
     # a rule's private figure is checked as the core statistic it is computed as
@@ -163,7 +183,35 @@ def parse_config(raw: dict, source: str = CONFIG_NAME) -> ScoringConfig:
     except rules.RuleError as error:
         raise ConfigError(str(error)) from None
     return ScoringConfig(_require(raw, "phase", str, source), kind, tasks, columns, record,
-                         rule_fields, _worker_references(raw, source))
+                         rule_fields, _worker_references(raw, source),
+                         _ranking(raw.get("ranking"), columns, by_name, f"{source}: ranking"))
+
+
+def _ranking(raw, columns: tuple[Column, ...], tasks: dict[str, TaskConfig],
+             where: str) -> Ranking | None:
+    """The optional ranking entry: each key a value column of this config, exactly one for
+    ``column``, and for ``weighted_loss`` only weighted metrics (the others weigh nothing)."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where}: expected a mapping, found {type(raw).__name__}")
+    statistic = _require(raw, "statistic", str, where)
+    if statistic not in RANKING_STATISTICS:
+        raise ConfigError(f"{where}.statistic: expected one of {RANKING_STATISTICS}, found "
+                          f"{statistic!r}")
+    keys = _require(raw, "keys", list, where)
+    by_key = {column.key: column for column in columns}
+    if not keys or (statistic == "column" and len(keys) != 1):
+        raise ConfigError(f"{where}.keys: expected {'one key' if statistic == 'column' else 'keys'}"
+                          f" of value columns, found {keys!r}")
+    for key in keys:
+        column = by_key.get(key) if isinstance(key, str) else None
+        if column is None or column.statistic != "value":
+            raise ConfigError(f"{where}.keys: {key!r} is not a value column of this config")
+        if statistic == "weighted_loss" and not tasks[column.task].weights.get(column.metric):
+            raise ConfigError(f"{where}.keys: {key!r} has no weight in the weighted loss")
+    return Ranking(statistic, _require(raw, "key", str, where), _require(raw, "label", str, where),
+                   tuple(keys))
 
 
 def _worker_references(raw: dict, source: str) -> WorkerFolder | None:
