@@ -25,9 +25,10 @@ SD_WORDS = re.compile(r"\bhas_std\b|\bstd_description\b|STD_SUFFIX|worst_spread|
 SD_ALLOWED = {"bundle/competition_rules/sd_columns.py", "runtime/rules/sd_columns.py",
               "kinds/kind.py"}
 # The standard-error columns: their spec key and statistic (every kind measures a standard
-# error; only writing it as a column is the rule's).
+# error; only writing it as a column is the rule's). The scorer's README names the key.
 SE_WORDS = re.compile(r"standard_error_columns|statistic\W+\"se\"|STATISTIC = \"se\"")
-SE_ALLOWED = {"bundle/competition_rules/se_columns.py", "runtime/rules/se_columns.py"}
+SE_ALLOWED = {"bundle/competition_rules/se_columns.py", "runtime/rules/se_columns.py",
+              "scoring_program/README.md"}      # which says how to ask for them
 # The epoch budgets' checks, conversion, fields and texts: asking whether a kind times an
 # epoch, timing one, reading what an epoch is, converting a budget, the budget in epochs and
 # its conversion wherever they are carried (spec, plan, configs, run record), saying so on the
