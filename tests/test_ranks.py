@@ -341,3 +341,69 @@ def test_codalab_csv_headers_and_cells_are_read(config_file, tmp_path):
     assert status == 0, err
     entries = json.loads((tmp_path / "out.json").read_text())["entries"]
     assert [(e["name"], e["statistic"]) for e in entries] == [("x", 1.0), ("y", 2.0), ("z", 3.0)]
+
+
+# ---- the baselines' own scores: each kind's committed table, through the tool ---------------
+
+def _baseline_rows(kind_name: str, tasks: list[str]) -> list[dict]:
+    """Each baseline of the kind's committed table as a leaderboard row: every figure of the
+    phase's tasks with its standard error, in the kind's table layout."""
+    table = json.loads((REPO / "kinds" / kind_name / "kit" / "baseline_results.json").read_text())
+    methods = table.get("methods") or table["measures"]
+    rows = []
+    for method in methods:
+        if any(method not in table["tasks"][task].get("methods", table["tasks"][task])
+               for task in tasks):
+            continue                  # a method of another kind of input (Retina: images)
+        row = {"entry": method}
+        for task in tasks:
+            entry = table["tasks"][task]
+            if kind_name == "bdl2021":
+                figures = {name: (m["value"], m["se"])
+                           for name, m in entry["methods"][method]["metrics"].items()}
+            else:
+                figures = {name: (value, entry[method]["se"][name])
+                           for name, value in entry[method].items() if name in entry[method]["se"]}
+            for name, (value, se) in figures.items():
+                row[f"{task}_{name}"], row[f"{task}_{name}_se"] = value, se
+        rows.append(row)
+    return rows
+
+
+@pytest.mark.parametrize("kind_name, phase, tasks, floor", [
+    ("bdl2021", "evaluation", ["breast_cancer", "diabetes_gap", "digits_shift", "wine"], "trivial"),
+    ("retina", "development", ["severity_val", "population_val"], None),
+    ("pgdl2020", "convolutional", ["digits_vgg", "digits_nin"], None),
+])
+def test_the_tool_ranks_each_kinds_baselines_from_their_committed_scores(
+        kind_name, phase, tasks, floor, tmp_path):
+    """The acceptance's check: intervals and groups on the baselines' own scores, with the
+    standard errors the scorer gave them; a floor (BDL's trivial submission) stands alone."""
+    import csv
+    from bundle.phase_plan import phase_plan
+    from bundle.spec import load_spec
+    from kinds.kind import kind
+    plan = phase_plan(load_spec(kind(kind_name).DEFAULT_SPEC), phase)
+    config = tmp_path / "scoring_config.json"
+    config.write_text(json.dumps(scoring_config(plan)))
+    rows = _baseline_rows(kind_name, tasks)
+    leaderboard = tmp_path / "leaderboard.csv"
+    with leaderboard.open("w", newline="") as file:
+        writer = csv.DictWriter(file, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    out = tmp_path / "ranks.json"
+    result = subprocess.run([sys.executable, "-m", "scoring_program.ranks", str(leaderboard),
+                             "--config", str(config), "--json", str(out)],
+                            cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    found = json.loads(out.read_text())
+    entries = found["entries"]
+    assert len(rows) >= 3 and {e["name"] for e in entries} == {row["entry"] for row in rows}
+    for entry in entries:
+        assert entry["rank_interval"][0] <= entry["observed_rank"] <= entry["rank_interval"][1]
+    if floor:
+        last = next(e for e in entries if e["name"] == floor)
+        assert last["rank_interval"] == [len(rows), len(rows)]
+        assert sum(e["group"] == last["group"] for e in entries) == 1
+    print(result.stdout)
