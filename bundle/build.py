@@ -114,14 +114,16 @@ def _worker_parts(work: Path, plan: PhasePlan, spec: CompetitionSpec, bundle: st
 def _zip_members(work: Path, plan: PhasePlan, spec: CompetitionSpec,
                  say: Callable[[str], None], platform: str,
                  guide: tuple[dict, dict | None],
-                 kept: dict[str, WorkerPart] | None = None) -> dict[str, Path]:
+                 kept: dict[str, WorkerPart] | None = None,
+                 leaderboard: list | None = None) -> dict[str, Path]:
     """The nested zips of a phase (those it has), written in ``work``; ``guide``: its kit
     guide's context and the baseline table the pages show; ``kept``: its data kept on the
-    worker instead of in zips."""
+    worker instead of in zips; ``leaderboard``: the competition's columns (how it ranks)."""
     kept = kept or {}
     references, inputs = (kept[data].config_entry() if data in kept else None
                           for data in ("reference_data", "input_data"))
-    steps = {"scoring_program": lambda d: assemble_scoring_program(plan, d, platform, references),
+    steps = {"scoring_program": lambda d: assemble_scoring_program(plan, d, platform, references,
+                                                                   leaderboard),
              "reference_data": lambda d: stage_reference_data(plan, d),
              "public_data": lambda d: stage_public_data(plan, d),
              "starting_kit": lambda d: stage_starting_kit(
@@ -185,7 +187,8 @@ def _phase_members(work: Path, plans: list[PhasePlan], spec: CompetitionSpec,
     for plan, guide in zip(plans, guides):
         prefix = f"{plan.name}_" if len(plans) > 1 else ""
         parts = _worker_parts(work / plan.name / "worker", plan, spec, bundle, say)
-        zips = _zip_members(work / plan.name, plan, spec, say, platform, guide, parts)
+        zips = _zip_members(work / plan.name, plan, spec, say, platform, guide, parts,
+                            competition_columns(plans))
         members.update({prefix + name: data for name, data in zips.items()})
         files.append({key: f"{prefix}{key}.zip" for key in PHASE_FILES if f"{key}.zip" in zips})
         kept.append(parts)

@@ -94,13 +94,16 @@ def phase_columns(plan: PhasePlan) -> list[LeaderboardColumn]:
     return _checked(columns)
 
 
-def ranking_entry(plan: PhasePlan) -> dict:
-    """How the phase's ranking column is computed, for the scoring config (read back by
-    ``scoring_program/ranks.py``): ``average_rank`` over its computed fields, the
-    ``weighted_loss`` over the value columns of the weighted metrics, or one ``column``.
-    Derived from ``phase_columns``, so it names the very keys the leaderboard ranks by."""
+def ranking_entry(plan: PhasePlan, leaderboard: list[LeaderboardColumn] | None = None) -> dict:
+    """How the leaderboard's ranking column is computed, for the phase's scoring config (read
+    back by ``scoring_program/ranks.py``): ``average_rank`` over its computed fields, the
+    ``weighted_loss`` over the value columns of the phase's weighted metrics, or one
+    ``column``. ``leaderboard``: the competition's columns where several phases share one
+    leaderboard (``competition_columns``: it may rank otherwise than a phase alone would);
+    by default the phase's own. Derived from the columns, so it names the very keys the
+    leaderboard ranks by."""
     columns = phase_columns(plan)
-    ranking = next(c for c in columns if c.selection_default)
+    ranking = next(c for c in (leaderboard or columns) if c.selection_default)
     if ranking.computed:
         statistic, keys = "average_rank", list(ranking.computed_fields)
     elif ranking.statistic == "weighted_loss":

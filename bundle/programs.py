@@ -35,9 +35,10 @@ KIND_REGISTRY = ("__init__.py", "kind.py")
 
 
 def scoring_config(plan: PhasePlan, platform: str = DEFAULT_PLATFORM,
-                   worker_references: dict | None = None) -> dict:
+                   worker_references: dict | None = None, leaderboard: list | None = None) -> dict:
     """``worker_references``: where the phase's references are sealed on the worker
-    (``worker_data.WorkerPart.config_entry``), when they are not in ref/."""
+    (``worker_data.WorkerPart.config_entry``), when they are not in ref/; ``leaderboard``:
+    the competition's columns, where several phases share the leaderboard (its ranking)."""
     definition = kind(plan.kind)
     types = definition.task_types
     tasks = [{"name": task.name, "task_type": task.task_type,
@@ -50,7 +51,7 @@ def scoring_config(plan: PhasePlan, platform: str = DEFAULT_PLATFORM,
                 "metric": c.metric}
                for c in phase_columns(plan) if not c.computed]
     config = {"format": CONFIG_FORMAT, "phase": plan.name, "kind": plan.kind, "tasks": tasks,
-              "columns": columns, "ranking": ranking_entry(plan),
+              "columns": columns, "ranking": ranking_entry(plan, leaderboard),
               # a code phase's res/ holds a record signed by its ingestion (scorer/config.py)
               "record": (platforms.platform(platform).record_rule if plan.code_submission
                          else "optional"),
@@ -161,10 +162,12 @@ def assemble_ingestion_program(plan: PhasePlan, destination: Path,
 
 def assemble_scoring_program(plan: PhasePlan, destination: Path,
                              platform: str = DEFAULT_PLATFORM,
-                             worker_references: dict | None = None) -> Path:
+                             worker_references: dict | None = None,
+                             leaderboard: list | None = None) -> Path:
     """``worker_references``: the phase's references are sealed on the worker, whose data
-    mount (the platform's) the command then names."""
+    mount (the platform's) the command then names; ``leaderboard``: the competition's
+    columns (``scoring_config``)."""
     mount = platforms.platform(platform).worker_data_mount if worker_references else None
     return assemble_program(REPO / "scoring_program", Path(destination), CONFIG_NAME,
-                            scoring_config(plan, platform, worker_references),
+                            scoring_config(plan, platform, worker_references, leaderboard),
                             kind(plan.kind).SCORING_DESCRIPTION, mount)

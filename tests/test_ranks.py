@@ -407,3 +407,17 @@ def test_the_tool_ranks_each_kinds_baselines_from_their_committed_scores(
         assert last["rank_interval"] == [len(rows), len(rows)]
         assert sum(e["group"] == last["group"] for e in entries) == 1
     print(result.stdout)
+
+
+def test_phases_sharing_one_leaderboard_carry_its_ranking_not_their_own():
+    """Both platforms give a competition one leaderboard; phases with different tasks share it
+    ranked by the weighted loss (``competition_columns``), whatever a phase alone would rank
+    by, and the tool must recompute that statistic."""
+    from bundle.leaderboard import competition_columns
+    plans = [embedded_phase("development"), embedded_phase("evaluation")]
+    alone = scoring_config(plans[0])["ranking"]
+    shared = scoring_config(plans[0], leaderboard=competition_columns(plans))["ranking"]
+    assert alone["statistic"] == "average_rank"
+    assert shared["statistic"] == "weighted_loss" and shared["key"] == "weighted_loss"
+    assert {key.split("_")[0] for key in shared["keys"]} <= {t.name.split("_")[0]
+                                                              for t in plans[0].tasks}
