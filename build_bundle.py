@@ -28,11 +28,12 @@ from pathlib import Path
 import yaml
 
 from bundle import competition_rules
-from bundle.build import BuildError, build_competition, competition_targets
+from bundle.build import BuildError, baseline_results_file, build_competition, competition_targets
 from bundle.worker_data import copy_steps
 from bundle.rules import check_bundle
 from bundle.datasets import keys_block, local_copies
 from bundle.dry_run import StepResult, not_checked, table
+from bundle.methodology import methodology_report, report_lines
 from bundle.platforms import DEFAULT_PLATFORM, PLATFORMS, Platform, platform, platform_of
 from bundle.platforms import codabench_importer
 from bundle.record_key import secret_path
@@ -310,6 +311,16 @@ def _build(args, spec, staging: Path) -> tuple[int, list, list]:
     return 0, ready, pending
 
 
+def _methodology(spec) -> None:
+    """The competition's design checks (bundle/methodology.py): what they measured, what the
+    spec ignores and why, then their warnings, none of which stops the build."""
+    warnings, notes = report_lines(methodology_report(spec, baseline_results_file(spec)))
+    for line in notes:
+        print(line)
+    for line in warnings:
+        print(line, file=sys.stderr)
+
+
 def _main(argv: list[str] | None) -> int:
     args = _parser(argv).parse_args(argv)
     if args.submission and not args.check:
@@ -333,6 +344,7 @@ def _main(argv: list[str] | None) -> int:
         return 1
     for warning in spec.warnings:
         print(f"warning: {spec.path}: {warning}", file=sys.stderr)
+    _methodology(spec)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".building-", dir=args.out.parent) as staging:
         status, ready, pending = _build(args, spec, Path(staging))
