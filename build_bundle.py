@@ -315,6 +315,7 @@ def _methodology(spec) -> None:
     """The competition's design checks (bundle/methodology.py): what they measured, what the
     spec ignores and why, then their warnings, none of which stops the build."""
     warnings, notes = report_lines(methodology_report(spec, baseline_results_file(spec)))
+    print("\nmethodology checks (docs/building.md, \"Methodology warnings\"):")
     for line in notes:
         print(line)
     for line in warnings:
@@ -344,7 +345,6 @@ def _main(argv: list[str] | None) -> int:
         return 1
     for warning in spec.warnings:
         print(f"warning: {spec.path}: {warning}", file=sys.stderr)
-    _methodology(spec)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".building-", dir=args.out.parent) as staging:
         status, ready, pending = _build(args, spec, Path(staging))
@@ -354,6 +354,7 @@ def _main(argv: list[str] | None) -> int:
             _summary(ready, args.out, args.platform, spec)
         if pending:
             _waiting_summary(pending, args.out, args.platform, spec)
+        _methodology(spec)
         if args.check and not all(_check(b.path, spec.scoring_margin_seconds, args.submission,
                                          args.via_codabench_importer)
                                   for b in ready + pending):

@@ -321,7 +321,7 @@ def check_distributions(spec, facts: dict[str, TaskFacts]) -> Check:
             if name in shown or name in spec.distribution_shifts:
                 continue
             source = facts[name].source
-            if source in sources:
+            if source is not None and source in sources:
                 continue
             if source is None or None in sources:
                 notes.append(f"distributions, phase {phase}, task {name}: not checked: the "
@@ -378,11 +378,11 @@ def methodology_report(spec, table_file: Path | None) -> Report:
 
 def report_lines(report: Report) -> tuple[list[str], list[str]]:
     """(warnings, the rest): the lines the build prints."""
-    warnings = [f"methodology warning {w.text()}" for w in report.warnings]
+    warnings = [f"warning: methodology {w.text()}" for w in report.warnings]
     reasons = dict((w.id, reason) for w, reason in report.ignored)
     rest = []
     for name, reason in reasons.items():
         keys = [w.key for w, _ in report.ignored if w.id == name]
-        rest.append(f"methodology: [{name}] ignored ({len(keys)} warning(s), at "
+        rest.append(f"  [{name}] ignored ({len(keys)} warning(s), at "
                     f"{', '.join(dict.fromkeys(keys))}): {reason} ({IGNORE_KEY}.{name})")
-    return warnings, rest + [f"methodology: {note}" for note in report.notes]
+    return warnings, rest + [f"  {note}" for note in report.notes]
