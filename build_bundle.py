@@ -28,11 +28,12 @@ from pathlib import Path
 import yaml
 
 from bundle import competition_rules
-from bundle.build import BuildError, build_competition, competition_targets
+from bundle.build import BuildError, baseline_results_file, build_competition, competition_targets
 from bundle.worker_data import copy_steps
 from bundle.rules import check_bundle
 from bundle.datasets import keys_block, local_copies
 from bundle.dry_run import StepResult, not_checked, table
+from bundle.methodology import methodology_report, report_lines
 from bundle.platforms import DEFAULT_PLATFORM, PLATFORMS, Platform, platform, platform_of
 from bundle.platforms import codabench_importer
 from bundle.record_key import secret_path
@@ -310,6 +311,17 @@ def _build(args, spec, staging: Path) -> tuple[int, list, list]:
     return 0, ready, pending
 
 
+def _methodology(spec) -> None:
+    """The competition's design checks (bundle/methodology.py): what they measured, what the
+    spec ignores and why, then their warnings, none of which stops the build."""
+    warnings, notes = report_lines(methodology_report(spec, baseline_results_file(spec)))
+    print("\nmethodology checks (docs/building.md, \"Methodology warnings\"):")
+    for line in notes:
+        print(line)
+    for line in warnings:
+        print(line, file=sys.stderr)
+
+
 def _main(argv: list[str] | None) -> int:
     args = _parser(argv).parse_args(argv)
     if args.submission and not args.check:
@@ -342,6 +354,7 @@ def _main(argv: list[str] | None) -> int:
             _summary(ready, args.out, args.platform, spec)
         if pending:
             _waiting_summary(pending, args.out, args.platform, spec)
+        _methodology(spec)
         if args.check and not all(_check(b.path, spec.scoring_margin_seconds, args.submission,
                                          args.via_codabench_importer)
                                   for b in ready + pending):

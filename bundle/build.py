@@ -167,13 +167,19 @@ def _shown(spec: CompetitionSpec, phase_key: str, track_key: str | None):
     return dataclasses.replace(phase, label=label[:50])
 
 
-def _baseline_results(spec: CompetitionSpec, plan: PhasePlan, given: dict | None) -> dict | None:
-    """A table next to the spec wins; the kind's committed table is its default spec's only."""
-    definition, results_file = kind(plan.kind), spec.path.parent / "baseline_results.json"
+def baseline_results_file(spec: CompetitionSpec) -> Path | None:
+    """The spec's table of baseline scores: one next to the spec wins; the kind's committed
+    table is its default spec's only (another spec's tasks are not the ones it scored)."""
+    definition, results_file = kind(spec.kind), spec.path.parent / "baseline_results.json"
     if not results_file.is_file() and (spec.path.resolve(), spec.data_root.resolve()) == (
             definition.DEFAULT_SPEC.resolve(), definition.EMBEDDED_ROOT.resolve()):
         results_file = definition.BASELINE_RESULTS
-    if given is None and results_file.is_file():
+    return results_file if results_file.is_file() else None
+
+
+def _baseline_results(spec: CompetitionSpec, given: dict | None) -> dict | None:
+    results_file = baseline_results_file(spec)
+    if given is None and results_file:
         return json.loads(results_file.read_text())
     return given
 
@@ -245,7 +251,7 @@ def phase_kit(spec: CompetitionSpec, phase_key: str, destination: Path, platform
     ``destination``; ``code_plan``: what the kit's ingestion runs instead of the spec's
     (an organizer's local run with another budget)."""
     plan = phase_plan(spec, phase_key, None)
-    results = _baseline_results(spec, plan, None)
+    results = _baseline_results(spec, None)
     contexts = page_contexts(spec, [_shown(spec, phase_key, None)], [plan],
                              competition_columns([plan]), spec.title, results, platform)
     return stage_starting_kit(plan, destination, code_plan or code_variant(spec, plan),
@@ -272,7 +278,7 @@ def build_competition(spec: CompetitionSpec, phase_keys: list[str], track_key: s
     name = bundle_name(spec, phase_keys, track_key, platform)
     say(f"building {name}: {len(plans)} phase(s), "
         f"{len({t.name for plan in plans for t in plan.tasks})} task(s)")
-    results = _baseline_results(spec, plans[0], baseline_results)
+    results = _baseline_results(spec, baseline_results)
     contexts = page_contexts(spec, shown, plans, columns, spec.title, results, platform)
     guides = [(guide, results) for guide in guide_contexts(contexts)]
     problem = site.spec_problem(spec)

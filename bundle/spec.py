@@ -43,6 +43,7 @@ from kinds.kind import KINDS
 from . import competition_rules
 from .datasets import SAFE_BUNDLE_BYTES
 from .phase_plan import declaration_path, load_planned_task, task_data_problems
+from .methodology import IGNORE_KEY, SHIFT_KEY
 from .spec_schema import (DATE_PATTERN, LEAK_OVERRIDE_KEY, SCHEMA, UNCONVERGED_OVERRIDE_KEY,
                           is_gpu_image, with_defaults)
 
@@ -117,6 +118,10 @@ class CompetitionSpec:
     on_worker: tuple[str, ...] = ()
     # The competition rules' values, under their own names (bundle/competition_rules/)
     rules: dict = dataclasses.field(default_factory=dict)
+    # Methodology warnings the organizer ignores (id -> reason), and the tasks whose data are
+    # stated to differ from the public ones (task -> how): bundle/methodology.py
+    ignored_warnings: dict = dataclasses.field(default_factory=dict)
+    distribution_shifts: dict = dataclasses.field(default_factory=dict)
 
     def phase(self, key: str) -> PhaseSpec:
         return next(p for p in self.phases if p.key == key)
@@ -459,4 +464,6 @@ def load_spec(path: Path = DEFAULT_SPEC, data_root: Path | None = None) -> Compe
                      for key, t in spec["tracks"].items()),
         sandbox=spec["sandbox"], scoring_margin_seconds=float(spec["scoring_margin_seconds"]),
         pages=spec["pages"], warnings=tuple(_warnings(spec, now, Path(data_root))),
-        rules=competition_rules.spec_values(spec))
+        rules=competition_rules.spec_values(spec), ignored_warnings=spec[IGNORE_KEY],
+        distribution_shifts={name: task[SHIFT_KEY] for name, task in spec["tasks"].items()
+                             if SHIFT_KEY in task})

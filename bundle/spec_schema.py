@@ -15,6 +15,8 @@ from kinds.kind import KINDS
 
 from . import competition_rules
 from .datasets import SAFE_BUNDLE_BYTES, SEPARABLE, UUID_PATTERN
+from .methodology import (GAP_STANDARD_ERRORS, IGNORE_KEY, MAX_FINAL_SUBMISSIONS, SHIFT_KEY,
+                          UNSTATED_SHIFT, WARNING_IDS)
 from .programs import DEFAULT_LIMITS
 from .spec_key import MAPPING, NAMED, REQUIRED, TEXT, Key, number
 
@@ -22,6 +24,8 @@ DATE_PATTERN = r"^\d{4}-\d{2}-\d{2}( \d{2}:\d{2}(:\d{2})?)?$"
 LEAK_OVERRIDE_KEY = "public_reference_tasks_allowed_in_code_phases"
 # A task's key that accepts references the kind's own check found not converged.
 UNCONVERGED_OVERRIDE_KEY = "accept_unconverged_references"
+# A statement, not a label: a few words would not tell a reader why.
+STATEMENT = {"type": "string", "minLength": 20}
 
 
 def is_gpu_image(image: str) -> bool:
@@ -183,7 +187,16 @@ KEYS: dict[str, Key] = {
                 "naming the task and the failed check; with it the overview page says that the "
                 "task's references did not pass the convergence gate, and which check failed.",
                 default=False, shown="false: references that failed the check are refused",
-                example=True)})}),
+                example=True),
+            SHIFT_KEY: Key(
+                STATEMENT,
+                "How this task's data differ, on purpose, from those of the tasks participants "
+                "develop on (the phases before the final one, or the public tasks of its own "
+                "phase): the statement that silences the methodology warning "
+                f"`{UNSTATED_SHIFT}` for this task (at least 20 characters).",
+                default=None, shown="none: the task is taken to be drawn like the public ones",
+                example="test images corrupted at five severities, unlike the clean "
+                        "development digits")})}),
     # load_spec lays the weights given over the kind's (kinds/<kind>/kind.py DEFAULT_WEIGHTS).
     "metric_weights": Key(
         MAPPING, "Weights of the kind's metrics in the leaderboard's weighted loss; only "
@@ -277,6 +290,18 @@ KEYS: dict[str, Key] = {
         "phase's public data) and a code phase (where the same references are hidden). Without "
         "this, such a spec is refused: the public bundle would give away the code phase's "
         "hidden answers.", default=[], example=["iris"]),
+    IGNORE_KEY: Key(
+        {"type": "object", "propertyNames": {"enum": list(WARNING_IDS)}},
+        "Methodology warnings (docs/building.md) that do not apply to this competition, each "
+        "by its id with the reason; the build prints the reason instead of the warning. The "
+        f"ids: `{WARNING_IDS[0]}` (the final phase allows more than {MAX_FINAL_SUBMISSIONS} "
+        f"submissions), `{WARNING_IDS[1]}` (the two best baselines of a phase are under "
+        f"{GAP_STANDARD_ERRORS:g} standard errors apart), `{WARNING_IDS[2]}` (less time before "
+        f"the final phase than in it), `{WARNING_IDS[3]}` (a hidden task drawn unlike the public "
+        "ones, without its `tasks.<task>.distribution_shift`).",
+        default={}, shown="none: every warning is printed", keys={
+            "<warning>": Key(STATEMENT, "Why the warning does not apply (at least 20 "
+                                        "characters).", default=None)}),
     "pages": Key(MAPPING, "The text of the competition's pages that is the organizer's own.",
                  keys={"overview": Key(TEXT, "The overview page's introduction: what the "
                                              "competition is about."),

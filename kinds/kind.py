@@ -22,9 +22,11 @@ Constants (their names as the kinds' modules spell them):
   the guide's commands run);
 - optional: ``ZEROED_PUBLIC_ARRAYS`` (placeholders the leakage check proves all zeros),
   ``RANKS_BY_AGGREGATE`` (rank by the weighted loss, not the average rank over tasks),
-  ``ENTRY`` (the module and function a code submission defines) and ``EPOCH_UNIT`` (what an
+  ``ENTRY`` (the module and function a code submission defines), ``EPOCH_UNIT`` (what an
   epoch is, for a budget in epochs; the kind's runtime ``ingestion`` then provides
-  ``epoch_seconds(task, data)``: ``times_epochs``).
+  ``epoch_seconds(task, data)``: ``times_epochs``) and ``PROPORTION_METRICS`` (metrics that
+  are the share of a task's ``test_rows`` meeting a condition row by row, so that the
+  methodology check can estimate their standard error, ``bundle/methodology.py``).
 
 Hooks:
 
@@ -34,8 +36,11 @@ Hooks:
 - data: ``input_file(task)``, ``stage_inputs``, ``stage_reference``, ``stage_public`` and
   ``has_public_references``; optional ``task_problems(task)`` (its files),
   ``unconverged_reference_problems(task)`` (references whose runs did not converge: refused
-  unless the spec accepts them, ``bundle/spec.py``) and ``test_rows(declaration)`` (for a
-  public part of the test rows);
+  unless the spec accepts them, ``bundle/spec.py``), ``test_rows(declaration)`` (for a
+  public part of the test rows, and the standard error of a proportion) and
+  ``data_source(declaration)`` (what the task's data are drawn from, in words that are equal
+  for two tasks drawn alike; None where the declaration does not say: the methodology check
+  compares them);
 - pages: ``page_context(plan, phase, baseline_results)``: what its page parts show;
 - starting kit: ``sample_results(plan, destination)`` and
   ``sample_code_submission(destination)``; optional ``stage_kit(plan, destination)`` (default:
@@ -116,6 +121,10 @@ def _rows_unknown(declaration: dict) -> None:
     return None
 
 
+def _source_unknown(declaration: dict) -> None:
+    return None
+
+
 def _no_units(task) -> tuple[tuple[str, ...], float]:
     return (), 0.0
 
@@ -156,6 +165,7 @@ class Kind:
     RANKS_BY_AGGREGATE: bool = _field(bool, False)
     ENTRY: tuple = _field(tuple, DEFAULT_ENTRY)
     EPOCH_UNIT: str = _field(str, DEFAULT_EPOCH_UNIT)
+    PROPORTION_METRICS: tuple = _field(tuple, ())
     # tasks
     task_type: Callable = _hook()
     prediction_stem: Callable = _hook()
@@ -173,6 +183,7 @@ class Kind:
     task_problems: Callable = _hook(_no_problems)
     unconverged_reference_problems: Callable = _hook(_no_problems)
     test_rows: Callable = _hook(_rows_unknown)
+    data_source: Callable = _hook(_source_unknown)
     # pages
     page_context: Callable = _hook()
     # starting kit

@@ -46,7 +46,7 @@ BAD_SPECS = [
     ("phases.evaluation.submission", "upload", "phases.evaluation.submission: found \"upload\", expected one of ['results', 'code']"),
     ("phases.evaluation.start", "next spring", "phases.evaluation.start: found \"next spring\", expected a date, YYYY-MM-DD HH:MM:SS (UTC)"),
     ("phases.evaluation.start", "2027-02-30 00:00:00", "phases.evaluation.start: found '2027-02-30 00:00:00', which is not a real date"),
-    ("phases.evaluation.start", "2027-01-01 00:00:00", "phases.evaluation.start: found 2027-01-01 00:00:00, expected a start after phases.development.start"),
+    ("phases.evaluation.start", "2026-12-01 00:00:00", "phases.evaluation.start: found 2026-12-01 00:00:00, expected a start after phases.development.start"),
     ("phases.evaluation.tasks", ["wine", "mnist"], "phases.evaluation.tasks: 'mnist' is not in tasks"),
     ("phases.evaluation.tasks", [], "phases.evaluation.tasks: found [], expected at least 1 item(s)"),
     ("phases.evaluation.execution_time_limit", 100, "phases.evaluation.execution_time_limit: found 100, expected at least 388 s"),

@@ -25,9 +25,9 @@ from .runtime.exact_posterior import expectation_document
 from .runtime.formats import (SAMPLES_BY_POINTS, TASK_INPUT_KEYS, copy_npz_members,
                               read_chain_probs, read_chain_samples, read_classification_probs,
                               read_regression_samples, read_task_inputs)
-from .runtime.score_types import CLASSIFICATION
-from .tasks import (files, has_public_references, has_std, prediction_stem, std_description,
-                    task_type, test_rows)
+from .runtime.score_types import AGREEMENT, CLASSIFICATION
+from .tasks import (data_source, files, has_public_references, has_std, prediction_stem,
+                    std_description, task_type, test_rows)
 
 HERE = Path(__file__).resolve().parent
 NAME = "bdl2021"
@@ -39,6 +39,8 @@ BASELINE_RESULTS = KIT / "baseline_results.json"
 # The proposal's aggregate: 1 - agreement, total variation and W2, equally weighted; W1
 # (the 2021 code's "W2") is reported but not aggregated.
 DEFAULT_WEIGHTS = {"agreement": 1.0, "total_variation": 1.0, "w2": 1.0, "w1": 0.0}
+# Agreement is the share of test rows whose top class is the reference's.
+PROPORTION_METRICS = (AGREEMENT.name,)
 AGGREGATE_DESCRIPTION = ("Weighted average over tasks of 1 - agreement, total variation and W2 "
                          "(the proposal's score)")
 # The baseline the guide and the starting kit page run as their example (KIT/baselines/).
@@ -214,13 +216,13 @@ KIND = Kind(
     KIT=KIT, BASELINE_RESULTS=BASELINE_RESULTS, DEFAULT_WEIGHTS=DEFAULT_WEIGHTS,
     AGGREGATE_DESCRIPTION=AGGREGATE_DESCRIPTION, SCORING_DESCRIPTION=SCORING_DESCRIPTION,
     EXAMPLE_BASELINE=EXAMPLE_BASELINE, ZEROED_PUBLIC_ARRAYS=ZEROED_PUBLIC_ARRAYS,
-    EPOCH_UNIT=EPOCH_UNIT,
+    EPOCH_UNIT=EPOCH_UNIT, PROPORTION_METRICS=PROPORTION_METRICS,
     task_type=task_type, prediction_stem=prediction_stem, has_std=has_std,
     std_description=std_description, scoring_settings=scoring_settings,
     ingestion_contract=ingestion_contract, input_file=input_file, stage_inputs=stage_inputs,
     stage_reference=stage_reference, stage_public=stage_public,
     has_public_references=has_public_references, task_problems=task_problems,
     unconverged_reference_problems=unconverged_reference_problems, test_rows=test_rows,
-    page_context=page_context, sample_results=sample_results,
+    data_source=data_source, page_context=page_context, sample_results=sample_results,
     sample_code_submission=sample_code_submission, stage_kit=stage_kit,
     reference_cli=reference_cli)

@@ -11,6 +11,20 @@ def test_rows(declaration: dict) -> int:
     return int(declaration["n_test"])
 
 
+def data_source(declaration: dict) -> str | None:
+    """What the task's rows are drawn from: the dataset, how its test rows were split off (a
+    ``gap`` split holds out a range of one feature, a shift of its own; the random state is
+    left out, since two random splits of one dataset are drawn alike) and its test blocks
+    (corrupted copies are rows of another distribution). None for a declaration without a
+    dataset (an organizer's own may have none)."""
+    if "dataset" not in declaration:
+        return None
+    split = declaration.get("split", {})
+    how = " on ".join(str(split[key]) for key in ("method", "feature") if key in split)
+    blocks = ", ".join(block["name"] for block in declaration.get("test_blocks", ()))
+    return f"{declaration['dataset']}; split: {how or 'not stated'}; test blocks: {blocks or 'one'}"
+
+
 def task_type(declaration: dict) -> str:
     """The declaration's ``kind`` key (its name in our organizer file format) is the task type."""
     return declaration["kind"]

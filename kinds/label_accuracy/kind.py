@@ -10,7 +10,7 @@ import numpy as np
 
 from kinds.kind import Kind
 
-from .runtime.scoring import TASK_TYPES
+from .runtime.scoring import ACCURACY, TASK_TYPES
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_SPEC = HERE / "default_spec.yaml"
@@ -20,6 +20,7 @@ KIT = HERE / "kit"
 BASELINE_RESULTS = KIT / "baseline_results.json"       # none committed: the pages say so
 DEFAULT_WEIGHTS = {"accuracy": 1.0, "balanced_accuracy": 0.0}
 AGGREGATE_DESCRIPTION = "Weighted average over tasks of 1 - accuracy"
+PROPORTION_METRICS = (ACCURACY.name,)          # the share of test rows labelled right
 # The baseline the guide and the starting kit page run as their example (KIT/baselines/).
 EXAMPLE_BASELINE = "nearest_centroid.py"
 SCORING_DESCRIPTION = "Scores predicted class labels against the hidden test labels (accuracy)"
@@ -43,6 +44,10 @@ def has_std(task) -> bool:
 
 def std_description(task, metric) -> str:
     raise AssertionError("label accuracy has no sd columns")
+
+
+def test_rows(declaration: dict) -> int:
+    return int(declaration["n_test"])
 
 
 def has_public_references(task) -> bool:
@@ -128,6 +133,7 @@ KIND = Kind(
     TEMPLATES=TEMPLATES, KIT=KIT, BASELINE_RESULTS=BASELINE_RESULTS,
     DEFAULT_WEIGHTS=DEFAULT_WEIGHTS, AGGREGATE_DESCRIPTION=AGGREGATE_DESCRIPTION,
     SCORING_DESCRIPTION=SCORING_DESCRIPTION, EXAMPLE_BASELINE=EXAMPLE_BASELINE,
+    PROPORTION_METRICS=PROPORTION_METRICS, test_rows=test_rows,
     task_type=task_type, prediction_stem=prediction_stem, has_std=has_std,
     std_description=std_description, scoring_settings=scoring_settings,
     ingestion_contract=ingestion_contract, input_file=input_file, stage_inputs=stage_inputs,

@@ -41,6 +41,16 @@ def task_type(declaration: dict) -> str:
     return declaration.get("task_type", ZOO)
 
 
+def data_source(declaration: dict) -> str | None:
+    """What the zoo's networks are drawn from: the dataset they were trained on and the
+    hyperparameters their grid varies (its values aside: another grid of the same axes is
+    drawn alike)."""
+    if "dataset" not in declaration:
+        return None
+    varied = ", ".join(sorted(declaration.get("hyperparameters", {}))) or "not stated"
+    return f"{declaration['dataset']}; networks varying {varied}"
+
+
 def model_ids(task) -> list[str]:
     return list(read_model_configs(task.folder / MODEL_CONFIGS).ids)
 
@@ -198,7 +208,8 @@ KIND = Kind(
     KIT=KIT, BASELINE_RESULTS=BASELINE_RESULTS, DEFAULT_WEIGHTS=DEFAULT_WEIGHTS,
     AGGREGATE_DESCRIPTION=AGGREGATE_DESCRIPTION, SCORING_DESCRIPTION=SCORING_DESCRIPTION,
     EXAMPLE_BASELINE=EXAMPLE_BASELINE, RANKS_BY_AGGREGATE=RANKS_BY_AGGREGATE, ENTRY=ENTRY,
-    task_type=task_type, prediction_stem=prediction_stem, has_std=has_std,
+    task_type=task_type, data_source=data_source, prediction_stem=prediction_stem,
+    has_std=has_std,
     std_description=std_description, scoring_settings=scoring_settings,
     ingestion_contract=ingestion_contract, input_file=input_file, stage_inputs=stage_inputs,
     stage_reference=stage_reference, stage_public=stage_public,

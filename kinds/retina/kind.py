@@ -50,6 +50,14 @@ def task_type(declaration: dict) -> str:
     return declaration.get("task_type", DIAGNOSIS)
 
 
+def data_source(declaration: dict) -> str | None:
+    """What the task's patients (or images) are drawn from: the dataset and the shift its
+    shifted rows come from."""
+    if "dataset" not in declaration:
+        return None
+    return f"{declaration['dataset']}; shift: {declaration.get('shift', 'none stated')}"
+
+
 def prediction_stem(task) -> str:
     return f"{task.name}_predictions"
 
@@ -294,7 +302,8 @@ KIND = Kind(
     KIT=KIT, BASELINE_RESULTS=BASELINE_RESULTS, DEFAULT_WEIGHTS=DEFAULT_WEIGHTS,
     AGGREGATE_DESCRIPTION=AGGREGATE_DESCRIPTION, SCORING_DESCRIPTION=SCORING_DESCRIPTION,
     EXAMPLE_BASELINE=EXAMPLE_BASELINE, RANKS_BY_AGGREGATE=RANKS_BY_AGGREGATE,
-    task_type=task_type, prediction_stem=prediction_stem, has_std=has_std,
+    task_type=task_type, data_source=data_source, prediction_stem=prediction_stem,
+    has_std=has_std,
     std_description=std_description, scoring_settings=scoring_settings,
     ingestion_contract=ingestion_contract, input_file=input_file, stage_inputs=stage_inputs,
     stage_reference=stage_reference, stage_public=stage_public,
