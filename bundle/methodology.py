@@ -113,7 +113,8 @@ def baseline_scores(table: dict, task: str) -> dict[str, dict[str, Score]]:
     """Each baseline's scores of a task in a baseline table, by method and metric. Two shapes
     are committed: ``tasks.<task>.methods.<method>.metrics.<metric>.{value, std[, se]}`` (BDL,
     as detailed_results.json writes a metric) and ``tasks.<task>.<method>.<metric>: value``
-    (PGDL, Retina). A baseline that failed the task (a ``penalty``) is left out."""
+    (PGDL, Retina), with the standard errors beside them, ``se.<metric>``. A baseline that
+    failed the task (a ``penalty``) is left out."""
     rows = table.get("tasks", {}).get(task, {})
     rows = rows.get("methods", rows)
     scores = {}
@@ -121,8 +122,9 @@ def baseline_scores(table: dict, task: str) -> dict[str, dict[str, Score]]:
         if not isinstance(row, dict) or row.get("penalty"):
             continue
         entries = row.get("metrics", row)
+        errors = row.get("se") if isinstance(row.get("se"), dict) else {}
         scores[method] = {metric: score for metric, entry in entries.items()
-                          if (score := _score(entry)) is not None}
+                          if (score := _score(entry, errors.get(metric))) is not None}
     return scores
 
 
@@ -131,9 +133,9 @@ def _number(value) -> bool:
         and math.isfinite(value)
 
 
-def _score(entry) -> Score | None:
+def _score(entry, se=None) -> Score | None:
     if _number(entry):
-        return Score(float(entry), None)
+        return Score(float(entry), float(se) if _number(se) else None)
     if isinstance(entry, dict) and _number(entry.get("value")):
         return Score(float(entry["value"]), float(entry["se"]) if _number(entry.get("se"))
                      else None)

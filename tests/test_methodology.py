@@ -74,9 +74,10 @@ def test_bdl_default_reports_the_standard_errors_it_ignores():
     found = methodology_report(spec, baseline_results_file(spec))
     assert {w.id for w, _ in found.ignored} == {SMALL_TEST_SET}
     breast = next(n for n in found.notes if "task breast_cancer, agreement" in n)
-    assert "sqrt(p(1-p)/n) over n = 190 test rows" in breast and "1.0 standard errors" in breast
+    # the committed table carries the scorer's standard errors, so every metric is checked
+    assert "(the table's se)" in breast and "1.0 standard errors" in breast
     w2 = next(n for n in found.notes if "task diabetes_gap, w2" in n)
-    assert "not checked" in w2 and "no se for w2" in w2
+    assert "(the table's se)" in w2 and "not checked" not in w2
 
 
 # ---- 1. submissions to the final phase -------------------------------------------------------
@@ -190,6 +191,7 @@ def test_a_phase_ranked_by_its_weighted_loss_is_checked_on_it(tmp_path):
     rows = {"a": retina_rows(0.8, 0.8, 0.02), "b": retina_rows(0.79, 0.79, 0.02)}
     table = {"tasks": {"severity_test": rows, "population_test": rows}}
     spec = default("retina")
+    del spec["ignore_methodology_warnings"]       # the default's reason covers its own tables
     found = report(written(tmp_path, "retina", spec, table))
     (warning,) = found.warnings
     assert (warning.id, warning.key) == (SMALL_TEST_SET, "phases.final.tasks")
@@ -327,3 +329,14 @@ def test_the_build_prints_the_warnings_and_passes(tmp_path, capsys):
     assert warnings and all(line in err for line in warnings)
     assert all(line in out for line in notes)
     assert f"warning: methodology [{FINAL_SUBMISSIONS}] phases.evaluation.max_submissions" in err
+
+
+@pytest.mark.parametrize("kind_name", ["retina", "pgdl2020"])
+def test_the_committed_tables_standard_errors_beside_flat_rows_are_read(kind_name):
+    """PGDL's and Retina's tables keep a row's figures flat and their standard errors in
+    ``se``: every phase is then checked, none 'not checked'."""
+    spec = load_spec(KINDS[kind_name].DEFAULT_SPEC)
+    found = methodology_report(spec, baseline_results_file(spec))
+    checked = [n for n in found.notes if "weighted loss" in n]
+    assert checked and not any("not checked" in n for n in checked), checked
+    assert {w.id for w, _ in found.ignored} == {SMALL_TEST_SET}
