@@ -14,6 +14,7 @@ import jinja2
 
 from ingestion_program.ingest.config import MEMORY_RULE_TEXT
 from kinds.kind import kind
+from runtime import failures
 from scoring_program.scorer.score_types import AGGREGATE, AVERAGE_RANK
 
 from . import competition_rules, platforms
@@ -173,6 +174,14 @@ def _ranking_text(columns: list[LeaderboardColumn], aggregate: str) -> str:
             f"{aggregate[:1].lower()}{aggregate[1:]}.")
 
 
+def failure_rows(any_code: bool) -> list[dict]:
+    """The categories a penalised task can be put in, as the log and the detailed results
+    name them (runtime/failures.py); without a code phase, those of prediction files only."""
+    return [{"title": failure.title, "meaning": failure.meaning, "remedy": failure.remedy}
+            for failure in failures.FAILURES
+            if any_code or failure.code in failures.RESULTS_FAILURES]
+
+
 def page_contexts(spec: CompetitionSpec, phases: list[PhaseSpec], plans: list[PhasePlan],
                   columns: list[LeaderboardColumn], title: str,
                   baseline_results: dict | None,
@@ -205,6 +214,7 @@ def page_contexts(spec: CompetitionSpec, phases: list[PhaseSpec], plans: list[Ph
                      "organizers": [o["name"] + (f" ({o['contact']})" if o.get("contact") else "")
                                     for o in spec.organizers]},
         "evaluation": {**common, "heading": "Evaluation",
+                       "failures": failure_rows(common["any_code"]),
                        "references_kept": (site.worker_references_text
                                            if "reference_data" in spec.on_worker else ""),
                        "columns": [{"label": c.label, "key": c.key, "sort": c.sort,

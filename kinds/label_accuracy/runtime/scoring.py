@@ -82,7 +82,7 @@ def score_task(task: TaskConfig, ref: Path, res: Path, run) -> TaskResult:
     try:
         predicted = _submission(task, res)
     except SubmissionError as error:
-        return penalised(task, str(error), seconds)
+        return penalised(task, str(error), seconds, failure=error.failure)
     arrays = {"predicted": predicted, "labels": labels}
     metrics = {t.name: MetricResult(t.name, t.evaluate(arrays)) for t in task.score_types}
     confusion = np.zeros((task.settings.num_classes,) * 2, int)

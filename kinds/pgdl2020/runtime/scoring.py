@@ -12,7 +12,7 @@ import numpy as np
 
 from runtime.formats import FormatError, TaskRun
 from runtime.formats.json_files import config_field
-from runtime import svg_charts
+from runtime import failures, svg_charts
 from runtime.report import cell, grid, metric_label, metric_types, number, table
 from runtime.scoring import (MetricResult, ReferenceDataError, ScoreType, SubmissionError,
                            TaskConfig, TaskResult, TaskType, penalised, run_failure,
@@ -117,6 +117,15 @@ def _unscored(values: np.ndarray, ids, run: TaskRun | None) -> str | None:
             + ": a task is scored only when every network of its zoo is")
 
 
+def _unscored_failure(run: TaskRun | None) -> str:
+    """Why networks went without a value, by the record's units: the zoo's time ran out
+    before some, or some process died, or else every call returned no usable number."""
+    units = (run.units if run else None) or {}
+    if units.get("timed_out") or units.get("not_reached"):
+        return failures.TIMED_OUT
+    return failures.RAISED if units.get("failed") else failures.INVALID_OUTPUT
+
+
 def score_task(task: TaskConfig, ref: Path, res: Path, run: TaskRun | None) -> TaskResult:
     zoo = _zoo(task, ref)
     seconds = run.train_seconds if run else None
@@ -126,10 +135,10 @@ def score_task(task: TaskConfig, ref: Path, res: Path, run: TaskRun | None) -> T
     try:
         measure = _measure(task, res, zoo.ids)
     except SubmissionError as error:
-        return penalised(task, str(error), seconds)
+        return penalised(task, str(error), seconds, failure=error.failure)
     problem = _unscored(measure, zoo.ids, run)
     if problem:
-        return penalised(task, problem, seconds)
+        return penalised(task, problem, seconds, failure=_unscored_failure(run))
     arrays = {"measure": measure, "gaps": zoo.gaps, "hparams": zoo.hparams,
               "value_order": zoo.possible_values}
     worst_pair = conditional_mutual_information(zoo.gaps, measure, zoo.hparams,
