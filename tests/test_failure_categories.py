@@ -15,10 +15,13 @@ import shutil
 from pathlib import Path
 
 import pytest
+from markupsafe import escape      # the pages' escaping (Jinja2's)
 
+from bundle.leaderboard import phase_columns
 from bundle.phase_data import stage_input_data, stage_reference_data
 from bundle.phase_plan import phase_plan
 from bundle.programs import assemble_ingestion_program, assemble_scoring_program
+from bundle.render import page_contexts, render_pages
 from bundle.spec import load_spec
 from ingestion_harness import TEST_LIMITS, new_run as new_ingestion_run, run_ingestion
 from kinds.kind import KINDS, scoring_runtime
@@ -223,3 +226,20 @@ def test_every_category_is_produced_by_a_test_here():
     for kind in KIND_NAMES:
         run = {code for chosen in _runs(kind) for code in chosen.values()}
         assert run | {code for k, code in CANNOT_ARISE if k == kind} == set(RUN_CATEGORIES)
+
+
+@pytest.mark.parametrize("kind", KIND_NAMES)
+@pytest.mark.parametrize("code", [True, False], ids=["code phase", "results phase"])
+def test_the_evaluation_page_lists_the_categories_and_what_to_do(kind, code):
+    """From the records themselves: a phase of prediction files lists only what an upload
+    can get, since none of the participant's code runs there."""
+    spec = load_spec(KINDS[kind].DEFAULT_SPEC)
+    phase = next(phase for phase in spec.phases if phase.code_submission == code)
+    plan = phase_plan(spec, phase.key)
+    contexts = page_contexts(spec, [phase], [plan], phase_columns(plan), spec.title, None)
+    page = render_pages(contexts, KINDS[kind].TEMPLATES)["evaluation.html"]
+    listed = page.split("<h3>Why a task is penalised</h3>")[1].split("</table>")[0]
+    for failure in failures.FAILURES:
+        row = (f"<tr><td>{escape(failure.title)}</td><td>{escape(failure.meaning)}</td>"
+               f"<td>{escape(failure.remedy)}</td></tr>")
+        assert (row in listed) == (code or failure.code in failures.RESULTS_FAILURES), row
