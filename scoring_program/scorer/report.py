@@ -90,8 +90,8 @@ def _penalty_box(result: TaskResult) -> str:
     trace = (f"<pre>{escape(result.traceback)}</pre>" if result.traceback else "")
     return (f'<div class="penalty"><strong>{escape(failure.title)}:</strong> '
             f"{escape(result.penalty)}{trace}<br>{escape(failure.remedy)}"
-            "<br><span class=\"muted\">The task got the worst value of every "
-            "leaderboard column: each metric, its sd (the metric's whole range) and, "
+            "<br><span class=\"muted\">The task was penalised with the worst value of "
+            "every leaderboard column: each metric, its sd (the metric's whole range) and, "
             "in a code phase, the whole budget as training time.</span></div>")
 
 
