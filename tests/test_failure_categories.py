@@ -26,7 +26,8 @@ from bundle.spec import load_spec
 from ingestion_harness import TEST_LIMITS, new_run as new_ingestion_run, run_ingestion
 from kinds.kind import KINDS, scoring_runtime
 from runtime import failures
-from runtime.formats import read_run_record
+from runtime.formats import (FormatError, RunRecord, TaskRun, read_run_record,
+                             write_run_record)
 from scoring_harness import new_run as new_scoring_run, run_scoring
 from scoring_program.scorer.config import CONFIG_NAME, load_config
 from scoring_program.scorer.main import NOTHING_SCORED
@@ -243,3 +244,19 @@ def test_the_evaluation_page_lists_the_categories_and_what_to_do(kind, code):
         row = (f"<tr><td>{escape(failure.title)}</td><td>{escape(failure.meaning)}</td>"
                f"<td>{escape(failure.remedy)}</td></tr>")
         assert (row in listed) == (code or failure.code in failures.RESULTS_FAILURES), row
+
+
+def test_a_record_older_than_the_categories_reads_by_its_status_and_a_bad_one_is_named(tmp_path):
+    path = tmp_path / "ingestion_record.json"
+    write_run_record(path, RunRecord({"iris": TaskRun("timed_out", 3.0)}))
+    raw = json.loads(path.read_text())
+    for key in ("failure", "traceback"):
+        del raw["tasks"]["iris"][key]
+    path.write_text(json.dumps(raw))
+    run = read_run_record(path).tasks["iris"]
+    assert run.failure is None and failures.of_run(run.status, run.failure) == failures.TIMED_OUT
+    raw["tasks"]["iris"]["failure"] = "gremlins"
+    path.write_text(json.dumps(raw))
+    with pytest.raises(FormatError, match=r"tasks\.iris\.failure: expected one of .* found "
+                                          r"'gremlins'"):
+        read_run_record(path)
