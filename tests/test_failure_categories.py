@@ -260,3 +260,14 @@ def test_a_record_older_than_the_categories_reads_by_its_status_and_a_bad_one_is
     with pytest.raises(FormatError, match=r"tasks\.iris\.failure: expected one of .* found "
                                           r"'gremlins'"):
         read_run_record(path)
+
+
+def test_a_gate_task_that_failed_is_named_by_its_category():
+    """The gate (runtime/rules/gate.py) fails the submission naming how its task failed."""
+    from types import SimpleNamespace
+    from ingestion_program.ingest.supervisor import TaskOutcome
+    from runtime.rules import gate
+    outcome = TaskOutcome("failed", "importing complexity.py failed: ImportError: no", 0.2,
+                          failure=failures.IMPORT_ERROR)
+    assert gate._task_problem(SimpleNamespace(name="zoo"), outcome, None) == (
+        "zoo: Import error (importing complexity.py failed: ImportError: no)")
