@@ -84,7 +84,8 @@ def test_a_missing_task_gets_worst_values_and_the_rest_is_scored(evaluation, run
     assert scores["wine_agreement"] == 0.0 and scores["wine_total_variation"] == 1.0
     assert scores["diabetes_gap_w2"] > 1.0     # the cap: 10 reference standard deviations
     assert scores["breast_cancer_agreement"] > 0.95
-    assert "task wine penalised: Wrote nothing: wine: no prediction file; expected wine_probs.csv" in result.stderr
+    assert ("task wine penalised: Wrote nothing: wine: no prediction file; expected "
+            "wine_probs.csv") in result.stderr
     html = (run / "output" / "detailed_results.html").read_text()
     assert "no prediction file" in html
 
@@ -308,7 +309,8 @@ def test_a_huge_prediction_file_is_penalised_without_being_read(evaluation, run)
         stream.truncate(2**30)
     result = run_scoring(run)
     assert result.returncode == 0, result.stderr
-    assert "task wine penalised: Wrote invalid output: wine_probs.csv: 1,073,741,824 bytes" in result.stderr
+    assert ("task wine penalised: Wrote invalid output: wine_probs.csv: 1,073,741,824 "
+            "bytes") in result.stderr
     assert "refused without reading it" in result.stderr
     scores = read_scores(run)
     assert scores["wine_agreement"] == 0.0 and scores["breast_cancer_agreement"] > 0.9

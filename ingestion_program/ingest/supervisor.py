@@ -144,7 +144,8 @@ class FrameReader:
     def _protections(self, payload: bytes) -> None:
         """Only our bootstrap writes a first frame; a later one is forged."""
         if self.frames != 1:
-            self.violation, self.refused = "a protection report after participant code started", True
+            self.violation = "a protection report after participant code started"
+            self.refused = True
             return
         try:
             report = json.loads(payload)
