@@ -14,6 +14,7 @@ import jinja2
 
 from ingestion_program.ingest.config import MEMORY_RULE_TEXT
 from kinds.kind import kind, scoring_runtime
+from runtime import failures
 from scoring_program.ranks import DEFAULT_ALPHA, DEFAULT_REPLICATES, DEFAULT_SEED, REFERENCE
 from scoring_program.scorer.score_types import AGGREGATE, AVERAGE_RANK
 
@@ -203,6 +204,14 @@ def _rank_intervals(plans: list[PhasePlan]) -> list[str]:
     ]
 
 
+def failure_rows(any_code: bool) -> list[dict]:
+    """The categories a penalised task can be put in, as the log and the detailed results
+    name them (runtime/failures.py); without a code phase, those of prediction files only."""
+    return [{"title": failure.title, "meaning": failure.meaning, "remedy": failure.remedy}
+            for failure in failures.FAILURES
+            if any_code or failure.code in failures.RESULTS_FAILURES]
+
+
 def page_contexts(spec: CompetitionSpec, phases: list[PhaseSpec], plans: list[PhasePlan],
                   columns: list[LeaderboardColumn], title: str,
                   baseline_results: dict | None,
@@ -235,6 +244,7 @@ def page_contexts(spec: CompetitionSpec, phases: list[PhaseSpec], plans: list[Ph
                      "organizers": [o["name"] + (f" ({o['contact']})" if o.get("contact") else "")
                                     for o in spec.organizers]},
         "evaluation": {**common, "heading": "Evaluation",
+                       "failures": failure_rows(common["any_code"]),
                        "references_kept": (site.worker_references_text
                                            if "reference_data" in spec.on_worker else ""),
                        "standard_errors": _standard_error_text(spec.kind),

@@ -28,11 +28,16 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from runtime import rules
+from runtime import failures, rules
 
 
 class SubmissionError(ValueError):
-    """The participant's file for a task is missing or invalid: the task is penalised."""
+    """The participant's file for a task is missing or invalid: the task is penalised.
+    ``failure``: its category (``runtime/failures.py``), invalid output unless said."""
+
+    def __init__(self, message: str, failure: str = failures.INVALID_OUTPUT):
+        super().__init__(message)
+        self.failure = failure
 
 
 class ReferenceDataError(RuntimeError):
@@ -159,19 +164,29 @@ class TaskResult:
     train_seconds: float | None = None
     figures: Any = None               # the kind's arrays for its report section
     extras: dict[str, float] = field(default_factory=dict)   # e.g. ECE, shown not ranked
+    failure: str | None = None        # the penalty's category (runtime/failures.py)
+    traceback: str = ""               # their own frames, from the run record, if it raised
 
     @property
     def penalised(self) -> bool:
         return self.penalty is not None
 
+    @property
+    def headline(self) -> str | None:
+        """The penalty as participants read it, its category first."""
+        return failures.headline(self.failure, self.penalty) if self.penalised else None
+
 
 def penalised(task: TaskConfig, reason: str, train_seconds: float | None,
-              cap: float | None = None) -> TaskResult:
+              cap: float | None = None, *, failure: str) -> TaskResult:
     """Worst value of every metric and of the competition rules' figures of it: a failed task
-    must not rank well on any column. train_seconds gets the budget in the scores file."""
+    must not rank well on any column. train_seconds gets the budget in the scores file.
+    ``failure``: the category (``runtime/failures.py``) the report and the log name first."""
     worst = {t.name: MetricResult(t.name, t.worst(cap), **rules.worst_metric_fields(t, cap))
              for t in task.score_types}
-    return TaskResult(task, worst, penalty=reason, train_seconds=train_seconds)
+    if failures.known(failure) is None:
+        raise ValueError(f"{failure!r} is not a failure category: {', '.join(failures.CODES)}")
+    return TaskResult(task, worst, penalty=reason, train_seconds=train_seconds, failure=failure)
 
 
 def run_failure(task: TaskConfig, run) -> TaskResult | None:
@@ -179,8 +194,13 @@ def run_failure(task: TaskConfig, run) -> TaskResult | None:
     for an uploaded results file (no run)."""
     if run is None or run.has_prediction:
         return None
-    return penalised(task, f"training run {run.status.replace('_', ' ')}"
-                     + (f": {run.message}" if run.message else ""), run.train_seconds)
+    return penalised(task, run_failure_text(run), run.train_seconds,
+                     failure=failures.of_run(run.status, run.failure))
+
+
+def run_failure_text(run) -> str:
+    return f"training run {run.status.replace('_', ' ')}" + (f": {run.message}" if run.message
+                                                             else "")
 
 
 def submission_file(task: TaskConfig, res: Path, names: list[str]) -> Path:
@@ -189,14 +209,18 @@ def submission_file(task: TaskConfig, res: Path, names: list[str]) -> Path:
     present = [res / name for name in names if (res / name).is_file()]
     if len(present) != 1:
         raise SubmissionError(f"{task.name}: expected exactly one of {', '.join(names)} at the "
-                              f"root of the submission, found {len(present)}")
+                              f"root of the submission, found {len(present)}",
+                              failures.INVALID_OUTPUT if present else failures.NOTHING)
     return present[0]
 
 
 def result_summary(result: TaskResult) -> dict:
     """The numbers of a task's result as plain JSON data (figures left out)."""
     return {
-        "penalty": result.penalty, "notes": list(result.notes),
+        "penalty": result.penalty, "failure": result.failure,
+        "failure_title": result.failure and failures.title(result.failure),
+        "traceback": result.traceback,
+        "notes": list(result.notes),
         "train_seconds": result.train_seconds, "extras": result.extras,
         "metrics": {name: {"value": m.value, "se": m.se, "std": m.std, "capped": m.capped,
                            **m.details}

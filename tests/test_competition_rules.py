@@ -13,7 +13,7 @@ from bundle.programs import scoring_config
 from bundle.spec import load_spec
 from kinds.kind import KINDS
 from plans import embedded_phase
-from runtime import rules
+from runtime import failures, rules
 from runtime.scoring import penalised
 from scoring_program.scorer.config import ConfigError, parse_config, scores_file_keys
 from test_kind_conformance import REPO, _lines, core_files
@@ -109,7 +109,7 @@ def test_an_sd_column_of_a_task_without_replicates_is_refused(config):
 
 def test_a_penalised_task_gets_each_metrics_whole_range_as_its_sd(config):
     task = parse_config(config).tasks[0]
-    result = penalised(task, "no prediction", None, cap=7.0)
+    result = penalised(task, "no prediction", None, cap=7.0, failure=failures.NOTHING)
     for score_type in task.score_types:
         upper = score_type.maximum if score_type.maximum is not None else 7.0
         assert math.isclose(result.metrics[score_type.name].std, upper - score_type.minimum)

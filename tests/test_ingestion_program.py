@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from runtime import failures
 from runtime.formats import read_run_record
 from ingestion_harness import (BUDGET_SECONDS, TEST_LIMITS, new_run, prepare, processes_of,
                                run_ingestion)
@@ -96,6 +97,9 @@ def test_exception_in_participant_code(prepared, tmp_path):
     assert "predict() raised ValueError: bad hyperparameter" in iris.message
     assert "Traceback" in iris.stderr_tail and "submission.py" in iris.stderr_tail
     assert "ingest_runtime" not in iris.stderr_tail and "importlib" not in iris.stderr_tail
+    assert iris.failure == failures.RAISED
+    assert iris.traceback.startswith("Traceback (most recent call last):")
+    assert iris.traceback.endswith("ValueError: bad hyperparameter")
     assert_digits_fine(run, record)
 
 
@@ -103,6 +107,7 @@ def test_infinite_loop_is_timed_out(prepared, tmp_path):
     run, result, record = ingest(prepared, tmp_path, submission("while True:\n    pass"))
     iris = record.tasks["iris"]
     assert iris.status == "timed_out" and iris.signal == "SIGTERM"
+    assert iris.failure == failures.TIMED_OUT and iris.traceback == ""
     assert iris.wall_seconds >= BUDGET_SECONDS      # no upper bound: a loaded machine is slow
     assert not (run / "run" / "output" / "iris_probs.npy").exists()
     assert_digits_fine(run, record)
@@ -161,6 +166,7 @@ def test_a_process_killed_by_someone_else_gets_the_memory_hint(prepared, tmp_pat
     run, result, record = ingest(prepared, tmp_path,
                                  submission("os.kill(os.getpid(), 9)", prelude="import os"))
     assert record.tasks["iris"].message == "killed by SIGKILL (out of memory?)"
+    assert record.tasks["iris"].failure == failures.MEMORY
 
 
 def test_a_thread_left_running_does_not_lose_the_returned_prediction(prepared, tmp_path):
@@ -216,6 +222,7 @@ def test_memory_hog_fails_with_the_limit_named(prepared, tmp_path):
     iris = record.tasks["iris"]
     assert iris.status == "failed"
     assert "MemoryError" in iris.message and "memory limit is 2.0 GiB" in iris.message
+    assert iris.failure == failures.MEMORY
     assert_digits_fine(run, record)
 
 
@@ -230,7 +237,7 @@ return uniform(task)""")
     run, result, record = ingest(prepared, tmp_path, code)
     iris = record.tasks["iris"]
     assert iris.status == "failed"
-    assert "disk limit" in iris.message
+    assert "disk limit" in iris.message and iris.failure == failures.SANDBOX
     assert_digits_fine(run, record)
 
 
@@ -242,7 +249,7 @@ return uniform(task)""")
     run, result, record = ingest(prepared, tmp_path, code)
     iris = record.tasks["iris"]
     assert iris.status == "failed" and "File too large" in iris.message
-    assert "files are limited to 16 MiB" in iris.message
+    assert "files are limited to 16 MiB" in iris.message and iris.failure == failures.SANDBOX
 
 
 def test_hundred_megabytes_of_stdout_are_capped_and_do_not_block(prepared, tmp_path):
@@ -274,6 +281,8 @@ def test_invalid_predictions_are_refused_before_writing(prepared, tmp_path, body
     run, result, record = ingest(prepared, tmp_path, submission(body))
     iris = record.tasks["iris"]
     assert iris.status in ("invalid", "failed") and message in iris.message, iris.message
+    assert iris.failure == (failures.NOTHING if body == "return None" else
+                            failures.INVALID_OUTPUT)
     assert "ingest_runtime" not in iris.stderr_tail         # no frames of ours
     assert not (run / "run" / "output" / "iris_probs.npy").exists()
     assert_digits_fine(run, record)
@@ -329,6 +338,8 @@ def test_import_error_in_the_submission(prepared, tmp_path):
         assert run_record.status == "failed"
         assert ("importing submission.py failed: ModuleNotFoundError: No module named "
                 "'package_that_does_not_exist'") in run_record.message
+        assert run_record.failure == failures.IMPORT_ERROR
+        assert f"[{name}]   Import error: importing submission.py failed" in result.stdout
 
 
 def test_empty_submission(prepared, tmp_path):
@@ -337,12 +348,14 @@ def test_empty_submission(prepared, tmp_path):
     assert {name: r.status for name, r in record.tasks.items()} == dict.fromkeys(
         DEVELOPMENT_TASKS, "failed")
     assert "No module named 'submission'" in record.tasks["iris"].message
+    assert record.tasks["iris"].failure == failures.DID_NOT_START     # no file: never began
 
 
 def test_missing_function_is_named(prepared, tmp_path):
     run, result, record = ingest(prepared, tmp_path, "def fit(task):\n    pass\n")
     assert "submission.py defines no function predict(task, x_train, y_train, x_test, " \
            "checkpoint)" in record.tasks["iris"].message
+    assert record.tasks["iris"].failure == failures.DID_NOT_START
 
 
 def test_symbolic_links_in_the_submission_are_not_followed(prepared, tmp_path):
@@ -381,8 +394,11 @@ def test_scorer_reads_what_ingestion_wrote(prepared, tmp_path):
     shutil.copytree(run / "run" / "output", scoring / "input" / "res")
     outcome = run_scoring(scoring)
     assert outcome.returncode == 0, outcome.stderr
-    assert "task iris penalised: training run failed: predict() raised RuntimeError: diverged" \
-        in outcome.stderr
+    assert ("task iris penalised: Raised an exception: training run failed: predict() raised "
+            "RuntimeError: diverged") in outcome.stderr
+    # their own frames follow, not the ingestion's
+    assert "task iris:   | RuntimeError: diverged" in outcome.stderr
+    assert "ingest_runtime" not in outcome.stderr
     scores = read_scores(scoring)
     assert scores["iris_agreement"] == 0.0 and scores["digits_total_variation"] > 0.5
     assert 0 <= scores["digits_train_seconds"] < BUDGET_SECONDS     # measured, not the penalty
@@ -435,7 +451,7 @@ def test_scorer_refuses_output_that_is_not_the_ingestions(prepared, tmp_path, ta
     # no task scored: the submission fails (and uses up no submission)
     assert outcome.returncode == NOTHING_SCORED, outcome.stderr
     for task in ("iris", "digits"):
-        assert f"task {task} penalised: training run invalid: this phase scores what your code" \
-            in outcome.stderr
+        assert (f"task {task} penalised: Wrong phase's files: training run invalid: this phase "
+                "scores what your code") in outcome.stderr
     assert message in outcome.stderr and "Prediction files are not accepted" in outcome.stderr
     assert read_unscored(scoring)["iris_agreement"] == 0.0

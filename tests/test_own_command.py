@@ -66,7 +66,8 @@ def test_a_submission_with_a_command_is_refused_before_it_runs(prepared, tmp_pat
     result = run_ingestion(run, unprivileged=setting != "root")
     shutil.rmtree(staging_root(tmp_path), ignore_errors=True)
     assert result.returncode == 4, result.stdout + result.stderr
-    assert f"submission refused: your submission's {name} has a 'command:'" in result.stderr
+    assert (f"submission refused: Refused by the sandbox: your submission's {name} has a "
+            "'command:'") in result.stderr
     output = run / "run" / "output"
     record = read_run_record(output / "ingestion_record.json")
     assert record.refused and "outside its sandbox" in record.refused

@@ -86,7 +86,7 @@ def test_a_hostile_predict_file_penalises_its_task_naming_file_and_line(results_
     # the phase's one task penalised: nothing scored, the submission fails
     assert result.returncode == NOTHING_SCORED and "Traceback" not in log, log[-3000:]
     line = text[:text.index(value)].count("\n") + 1
-    pattern = (rf"task {task} penalised: {task}\.predict: line {line}\b.*"
+    pattern = (rf"task {task} penalised: Wrote invalid output: {task}\.predict: line {line}\b.*"
                + expected.format(model=zoo.ids[1]))
     assert re.search(pattern, log), log[-3000:]
     scores = read_unscored(run)
@@ -98,7 +98,8 @@ def test_a_nested_file_instead_of_an_object_is_refused_at_line_one(results_phase
     run, result = _score_results(results_phase, tmp_path, "[" * DEPTH + "]" * DEPTH)
     log = result.stdout + result.stderr
     assert result.returncode == NOTHING_SCORED and "Traceback" not in log, log[-3000:]
-    assert (f"task {task} penalised: {task}.predict: line 1 column 1: expected a JSON object "
+    assert (f"task {task} penalised: Wrote invalid output: {task}.predict: line 1 column 1: "
+            "expected a JSON object "
             "{model_id: value}, found '['") in log
 
 
@@ -166,7 +167,8 @@ def test_a_zoo_where_every_network_crashed_is_recorded_failed(code_phase, tmp_pa
     _, task = code_phase
     assert not (run / "run" / "output" / f"{task}.npy").exists()
     scores, scored = _score_failed_ingestion(code_phase, run, tmp_path)
-    assert f"task {task} penalised: training run failed: none of the {len(ids)}" in scored
+    assert (f"task {task} penalised: Raised an exception: training run failed: none of the "
+            f"{len(ids)}") in scored
     assert scores[f"{task}_cmi"] == 0.0
 
 
@@ -195,7 +197,8 @@ def test_a_zoo_split_between_processes_with_no_value_is_recorded_failed(code_pha
         f"one); the first error: {ids[0]}: exited with code 3"), record["message"]
     _, task = code_phase
     scores, scored = _score_failed_ingestion(code_phase, run, tmp_path)
-    assert f"task {task} penalised: training run failed: none of the {len(ids)}" in scored
+    assert (f"task {task} penalised: Raised an exception: training run failed: none of the "
+            f"{len(ids)}") in scored
     assert scores[f"{task}_cmi"] == 0.0
 
 

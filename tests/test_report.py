@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from kinds.kind import scoring_runtime
-from runtime import svg_charts
+from runtime import failures, svg_charts
 from kinds.bdl2021.runtime.evaluate import Curves
 from kinds.bdl2021.runtime.score_types import TASK_TYPES
 from kinds.bdl2021.runtime.settings import Block, TaskSettings
@@ -78,7 +78,8 @@ def penalised_result():
     metrics = {"agreement": metric("agreement", 0.0), "total_variation":
                metric("total_variation", 1.0)}
     return TaskResult(task_config("medmnist", "classification"), metrics,
-                      penalty="res/medmnist.csv: 12 rows have negative probabilities")
+                      penalty="res/medmnist.csv: 12 rows have negative probabilities",
+                      failure=failures.INVALID_OUTPUT)
 
 
 def degenerate_result():
@@ -145,6 +146,15 @@ def test_penalty_is_shown_and_its_plots_skipped(page):
     section = page.split('<section id="task-medmnist">')[1].split("</section>")[0]
     assert "12 rows have negative probabilities" in section
     assert 'class="penalty"' in section and "<svg" not in section
+    invalid = failures.BY_CODE[failures.INVALID_OUTPUT]
+    assert ('<div class="penalty"><strong>Wrote invalid output:</strong> res/medmnist.csv: 12 '
+            "rows") in section and invalid.remedy in section
+
+
+def test_the_summary_names_a_penalised_tasks_category(page):
+    summary = page.split("</header>")[0]
+    row = summary.split('href="#task-medmnist"')[1].split("</tr>")[0]
+    assert '<span class="status penalised">Wrote invalid output</span>' in row
 
 
 def test_values_use_each_metrics_precision(page):

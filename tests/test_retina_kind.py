@@ -183,7 +183,8 @@ def run_code(tmp_path, source: str):
 def test_impossible_probabilities_penalise_the_task_with_the_row_named(tmp_path):
     result = run_code(tmp_path, IMPOSSIBLE)
     assert result.returncode == 1
-    assert ("severity_test penalised: training run invalid: the returned predictions: row 1, "
+    assert ("severity_test penalised: Wrote invalid output: training run invalid: the returned "
+            "predictions: row 1, "
             "probability: 7.0; expected a value in [0, 1]") in result.stdout + result.stderr
     # both tasks penalised: nothing scored, the submission fails; the report keeps the values
     assert "the platform would fail the submission: not scored: no task could be scored" \

@@ -84,7 +84,8 @@ def test_a_missing_task_gets_worst_values_and_the_rest_is_scored(evaluation, run
     assert scores["wine_agreement"] == 0.0 and scores["wine_total_variation"] == 1.0
     assert scores["diabetes_gap_w2"] > 1.0     # the cap: 10 reference standard deviations
     assert scores["breast_cancer_agreement"] > 0.95
-    assert "task wine penalised: wine: no prediction file; expected wine_probs.csv" in result.stderr
+    assert ("task wine penalised: Wrote nothing: wine: no prediction file; expected "
+            "wine_probs.csv") in result.stderr
     html = (run / "output" / "detailed_results.html").read_text()
     assert "no prediction file" in html
 
@@ -190,7 +191,9 @@ def test_ingestion_record_failures_timeouts_and_times(evaluation, run):
         "diabetes_gap": TaskRun("ok", 30.0, prediction="final")}))
     result = run_scoring(run)
     assert result.returncode == 0
-    assert "task wine penalised: training run failed: ZeroDivisionError in fit()" in result.stderr
+    # a record of before the categories: its status gives one
+    assert ("task wine penalised: Raised an exception: training run failed: ZeroDivisionError "
+            "in fit()") in result.stderr
     assert "the last intermediate prediction it wrote was scored" in result.stderr
     scores = read_scores(run)
     assert scores["breast_cancer_train_seconds"] == 12.25
@@ -229,7 +232,8 @@ def test_light_track_penalises_its_only_task_as_the_extended_track_does(tmp_path
         "breast_cancer": TaskRun("failed", 0.13, message="ValueError in predict()", exit_code=1)}))
     result = run_scoring(run)
     assert result.returncode == NOTHING_SCORED, result.stderr
-    assert "task breast_cancer penalised: training run failed: ValueError" in result.stderr
+    assert ("task breast_cancer penalised: Raised an exception: training run failed: "
+            "ValueError") in result.stderr
     assert not (run / "output" / "scores.txt").exists()
     details = json.loads((run / "output" / "detailed_results.json").read_text())
     task = details["tasks"]["breast_cancer"]
@@ -305,7 +309,8 @@ def test_a_huge_prediction_file_is_penalised_without_being_read(evaluation, run)
         stream.truncate(2**30)
     result = run_scoring(run)
     assert result.returncode == 0, result.stderr
-    assert "task wine penalised: wine_probs.csv: 1,073,741,824 bytes" in result.stderr
+    assert ("task wine penalised: Wrote invalid output: wine_probs.csv: 1,073,741,824 "
+            "bytes") in result.stderr
     assert "refused without reading it" in result.stderr
     scores = read_scores(run)
     assert scores["wine_agreement"] == 0.0 and scores["breast_cancer_agreement"] > 0.9

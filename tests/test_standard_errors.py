@@ -16,7 +16,7 @@ import yaml
 from plans import embedded_phase
 from bundle.programs import scoring_config
 from kinds.kind import KINDS, kind, scoring_runtime
-from runtime import rules, uncertainty
+from runtime import failures, rules, uncertainty
 from runtime.scoring import ScoreType, penalised
 from scoring_program.scorer.config import parse_config
 
@@ -192,7 +192,7 @@ def test_a_penalised_task_gets_each_metrics_whole_range_as_its_standard_error():
     errors = [c for c in config["columns"] if c["key"].endswith("_se")]
     assert len(errors) == sum(len(t.score_types) for t in parse_config(config).tasks)
     task = parse_config(config).tasks[0]
-    result = penalised(task, "no prediction", None, cap=7.0)
+    result = penalised(task, "no prediction", None, cap=7.0, failure=failures.NOTHING)
     for score_type in task.score_types:
         upper = score_type.maximum if score_type.maximum is not None else 7.0
         assert rules.column_value("se", result, score_type.name) == pytest.approx(

@@ -11,6 +11,7 @@ import pytest
 from bundle.programs import ingestion_config
 from bundle.spec import SpecError, load_spec
 from bundle.competition_rules.epoch_budgets import short_budgets
+from runtime import failures
 from runtime.formats import FormatError, read_run_record
 from ingestion_harness import assert_nothing_left_behind, new_run, prepare, run_ingestion
 from ingestion_program.ingest.config import ConfigError, DEFAULT_STARTUP_SECONDS, parse_config
@@ -58,6 +59,8 @@ def test_an_import_past_the_allowance_fails_with_the_start_up_message(tmp_path):
         assert "did not start within its start-up allowance of 1 s" in task.message, task.message
         assert "budget" in task.message and "timed_out" not in task.message
         assert task.training_seconds is None and task.startup_seconds >= 1
+        assert task.failure == failures.DID_NOT_START
+        assert f"[{name}]   Did not start: did not start within its start-up" in result.stdout
     assert "start-up allowance" in result.stdout
 
 

@@ -215,7 +215,8 @@ def test_a_worker_copy_that_is_not_the_builds_fails_the_submission_naming_the_fi
     if damage != "input changed":           # the scorer checks the references first
         assert "scoring stopped, the organizer must fix" in said
     if damage != "reference changed":
-        assert "submission refused: the organizers must fix this competition's worker" in said
+        assert ("submission refused: Did not start: the organizers must fix this "
+                "competition's worker") in said
     if damage == "input changed":
         assert "not scored: the ingestion refused the submission" in said
     assert (f"{victim.name}: differs from the build" if damage != "missing"

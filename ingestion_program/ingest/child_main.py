@@ -17,6 +17,7 @@ import sys
 import time
 import traceback
 
+from . import failures
 from .confine import install
 from .frames import BEGIN, CHECKPOINT, ERROR, FINAL, PROTECTIONS, write_frame
 
@@ -45,14 +46,41 @@ def _trim(exception, seen):
     _trim(exception.__context__, seen)
 
 
-def _fail(fd, message, code, error=None):
-    """Reports a failure; the traceback, if any, shows the participant's frames only."""
+def _fail(fd, failure, message, code, error=None):
+    """Reports a failure, its category first (``failures``, one line); the traceback, if
+    any, shows the participant's frames only."""
     if error is not None:
         summary = traceback.TracebackException.from_exception(error)
         _trim(summary, set())
         sys.stderr.write("".join(summary.format()))
-    write_frame(fd, ERROR, message.encode("utf-8", "replace")[:4000])
+    write_frame(fd, ERROR, f"{failure}\n{message}".encode("utf-8", "replace")[:4000])
     return code
+
+
+def _raised_in_their_code(error):
+    """Whether the innermost Python frame is theirs (or a library's they called), not this
+    runtime's or the kind's contract: a sandbox refusal meets their code, never ours."""
+    frames = traceback.extract_tb(error.__traceback__)
+    return bool(frames) and _theirs(frames[-1])
+
+
+def _raised_failure(error):
+    """The category of what their function (or their module's import) raised."""
+    if isinstance(error, MemoryError):
+        return failures.MEMORY
+    if isinstance(error, OSError) and _raised_in_their_code(error) and (
+            isinstance(error, PermissionError) or error.errno in failures.SANDBOX_ERRNOS):
+        return failures.SANDBOX
+    return failures.RAISED
+
+
+def _import_failure(error, module_name):
+    """Their entry file missing is a start that never happened, not a broken import."""
+    if isinstance(error, ModuleNotFoundError) and error.name == module_name:
+        return failures.DID_NOT_START
+    if isinstance(error, (ImportError, SyntaxError)):
+        return failures.IMPORT_ERROR
+    return _raised_failure(error)
 
 
 def _finish(code):
@@ -78,23 +106,28 @@ def _call(spec, fd, contract, numpy):
     try:
         module = importlib.import_module(module_name)
     except BaseException as error:      # noqa: BLE001 - anything the import raises is theirs
-        return _fail(fd, f"importing {module_name}.py failed: {type(error).__name__}: {error}", 3,
+        return _fail(fd, _import_failure(error, module_name),
+                     f"importing {module_name}.py failed: {type(error).__name__}: {error}", 3,
                      error)
     function = getattr(module, function_name, None)
     if not callable(function):
-        return _fail(fd, f"{module_name}.py defines no function {function_name}{SIGNATURE}", 3)
+        return _fail(fd, failures.DID_NOT_START,
+                     f"{module_name}.py defines no function {function_name}{SIGNATURE}", 3)
     checkpoint = lambda predictions: _send_array(fd, CHECKPOINT, predictions, numpy)  # noqa: E731
     try:
         result = call(function, spec, lambda: _begin(fd), checkpoint)
     except BaseException as error:      # noqa: BLE001 - SystemExit too: it returned nothing
-        return _fail(fd, f"{function_name}() raised {type(error).__name__}: {error}", 1, error)
+        return _fail(fd, _raised_failure(error),
+                     f"{function_name}() raised {type(error).__name__}: {error}", 1, error)
     if result is None:
-        return _fail(fd, f"{function_name}() returned None; expected the predictions array", 1)
+        return _fail(fd, failures.NOTHING,
+                     f"{function_name}() returned None; expected the predictions array", 1)
     try:
         _send_array(fd, FINAL, result, numpy)
     except (TypeError, ValueError) as error:
-        return _fail(fd, f"{function_name}() returned something that is not a numeric array "
-                         f"({type(error).__name__}: {error})", 1)
+        return _fail(fd, failures.INVALID_OUTPUT,
+                     f"{function_name}() returned something that is not a numeric array "
+                     f"({type(error).__name__}: {error})", 1)
     return 0
 
 

@@ -31,7 +31,7 @@ import numpy as np
 from runtime.formats import (RECORD_NAME, FormatError, RunRecord, TaskRun, file_digest,
                              read_record_key, write_run_record)
 from kinds import UnknownKind
-from runtime import rules
+from runtime import failures, rules
 from runtime.worker_data import copy_problem_text, copy_problems
 from kinds.kind import IngestionRuntime, KindDefinitionError, ingestion_runtime
 
@@ -49,6 +49,8 @@ USAGE = ("usage: ingestion.py INPUT_DIR OUTPUT_DIR INGESTION_PROGRAM_DIR SUBMISS
          "keeps its input data)")
 RUNTIME_PACKAGE = "ingest_runtime"
 RUNTIME_FILES = ("frames.py", "child_main.py", "confine.py")
+# The shared runtime's files the child reports with, staged beside its own.
+SHARED_FILES = ("failures.py",)
 SUBMISSION_REFUSED = 4
 STOPPING_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
@@ -65,6 +67,7 @@ def _runtime_sources(program_dir: Path, contract: IngestionRuntime) -> dict[str,
     """Read once, before any child runs: one that could write the program folder must not
     change what later children run before their confinement."""
     sources = {name: (program_dir / "ingest" / name).read_bytes() for name in RUNTIME_FILES}
+    sources |= {name: (program_dir / "runtime" / name).read_bytes() for name in SHARED_FILES}
     staged = contract.participant.staged_files()
     clash = sorted(set(staged) & set(sources))
     if clash:
@@ -165,7 +168,23 @@ def _task_run(task: TaskSpec, outcome: TaskOutcome, limits: Limits) -> TaskRun:
                    message="; ".join(filter(None, [outcome.message, *outcome.notes])),
                    exit_code=outcome.exit_code, signal=outcome.signal,
                    peak_memory_mb=outcome.peak_memory_mb, stderr_tail=outcome.stderr_tail[-4000:],
-                   units=outcome.units, rules=rules.record_fields(task))
+                   units=outcome.units, rules=rules.record_fields(task),
+                   failure=outcome.failed_as,
+                   traceback=their_traceback(outcome.stderr) if outcome.failed_as else "")
+
+
+# Python's first line of a traceback; the child prints their frames only (child_main._trim).
+TRACEBACK_HEAD = "Traceback (most recent call last):"
+TRACEBACK_LINES = 40
+
+
+def their_traceback(stderr: str) -> str:
+    """The last traceback the child printed, at most its last TRACEBACK_LINES lines (the
+    exception's own line is last), or "" when it printed none."""
+    start = stderr.rfind(TRACEBACK_HEAD)
+    if start < 0:
+        return ""
+    return "\n".join(stderr[start:].rstrip().splitlines()[-TRACEBACK_LINES:])
 
 
 def _confinement_lines(outcome: TaskOutcome, protections: Protections) -> list[str]:
@@ -208,7 +227,9 @@ def _report(task: TaskSpec, outcome: TaskOutcome, protections: Protections, limi
         _say(f"[{task.name}]   {line}")
     if outcome.scratch:
         _say(f"[{task.name}]   {outcome.scratch}")
-    for line in filter(None, [outcome.message, *outcome.notes]):
+    message = failures.headline(outcome.failed_as, outcome.message) if outcome.failed_as \
+        else outcome.message
+    for line in filter(None, [message, *outcome.notes]):
         _say(f"[{task.name}]   {line}")
     if outcome.deadline_to_gone_seconds is not None:
         _say(f"[{task.name}]   all its processes were gone {outcome.deadline_to_gone_seconds:.2f} s "
@@ -315,7 +336,8 @@ def ingest(input_dir: Path, output_dir: Path, program_dir: Path, submission_dir:
     protections = _announce(config, hardware, dirs)
     refusal = own_command_problem(submission_dir) or worker_problem
     if refusal:
-        return _refuse(config, output_dir, hardware, _record_key(program_dir, hidden_dir), refusal)
+        return _refuse(config, output_dir, hardware, _record_key(program_dir, hidden_dir), refusal,
+                       failures.DID_NOT_START if worker_problem else failures.SANDBOX)
     base = new_staging_folder()
     os.chmod(base, 0o711)      # the child may pass through to its own folders, not list them
     before = set(os.listdir(output_dir))
@@ -355,14 +377,16 @@ def ingest(input_dir: Path, output_dir: Path, program_dir: Path, submission_dir:
 
 
 def _refuse(config: IngestionConfig, output_dir: Path, hardware: dict, key: bytes | None,
-            reason: str) -> int:
+            reason: str, failure: str) -> int:
     """Nothing of the submission runs; the signed record says why, so that the scorer fails
-    it on a platform that scores whatever this program's exit status (Codabench)."""
-    runs = {task.name: TaskRun(status="failed", wall_seconds=0.0, message=reason)
-            for task in config.tasks}
+    it on a platform that scores whatever this program's exit status (Codabench).
+    ``failure``: its category (a command of its own would run outside the sandbox; a worker
+    the organizers must fix starts no task)."""
+    runs = {task.name: TaskRun(status="failed", wall_seconds=0.0, message=reason,
+                               failure=failure) for task in config.tasks}
     force_remove(output_dir / RECORD_NAME)
     write_run_record(output_dir / RECORD_NAME, RunRecord(runs, hardware, refused=reason), key)
-    print(f"submission refused: {reason}", file=sys.stderr)
+    print(f"submission refused: {failures.headline(failure, reason)}", file=sys.stderr)
     return SUBMISSION_REFUSED
 
 

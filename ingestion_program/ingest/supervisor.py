@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from runtime import failures
 from runtime.formats import FormatError
 
 from .config import RESIDENT, RESIDENT_SAMPLE_SECONDS, Limits, TaskSpec, gib_text
@@ -95,6 +96,9 @@ class FrameReader:
         self.final: bytes | None = None
         self.error: str | None = None
         self.violation: str | None = None
+        # The violation broke a sandbox limit (a frame over the size limit, a forged report),
+        # rather than being garbled output.
+        self.refused = False
         self.checkpoints = 0
         self.frames = 0
         self.final_at: float | None = None
@@ -109,6 +113,7 @@ class FrameReader:
         while len(self.buffer) >= HEADER.size:
             magic, frame_type, length = HEADER.unpack_from(self.buffer)
             if magic != MAGIC or frame_type not in FRAME_TYPES or length > self.max_payload:
+                self.refused = magic == MAGIC and length > self.max_payload
                 self.violation = (f"malformed result frame (type {frame_type!r}, {length} bytes; at most "
                                   f"{self.max_payload} expected)")
                 self.buffer.clear()
@@ -140,6 +145,7 @@ class FrameReader:
         """Only our bootstrap writes a first frame; a later one is forged."""
         if self.frames != 1:
             self.violation = "a protection report after participant code started"
+            self.refused = True
             return
         try:
             report = json.loads(payload)
@@ -175,6 +181,13 @@ class TaskOutcome:
     startup_seconds: float = 0.0         # from its start to its function's call (or its end)
     training_seconds: float | None = None    # from its function's call on; None: never called
     budget_ends: float | None = None     # monotonic; None when its budget never began
+    failure: str | None = None           # how it ended, if not ok (runtime/failures.py)
+
+    @property
+    def failed_as(self) -> str | None:
+        """Its category as a failed task: none where a prediction was kept (a timeout with an
+        anytime checkpoint is scored, not failed)."""
+        return self.failure if self.prediction is None and self.status != "ok" else None
 
 
 @dataclass(frozen=True)
@@ -311,6 +324,7 @@ class _Run:
         self.exit_status = self.usage = self.exited_at = None
         self.terminated_at = self.killed_at = None
         self.stop_reason: str | None = None      # why we stopped it, other than the budget
+        self.stop_failure: str | None = None     # that reason's category
         self.unit_overrun = False                # killed: a unit ran past its own limit
         self.memory_exceeded = False             # killed by the resident rule
         self.killed: set[int] = set()            # distinct leftover processes we killed
@@ -341,9 +355,9 @@ class _Run:
         return {pid for pid, state in descendants(apart=self.apart).items()
                 if state not in GONE and pid != self.process.pid}
 
-    def _stop(self, reason: str | None) -> None:
+    def _stop(self, reason: str | None, failure: str | None = None) -> None:
         if reason and not self.stop_reason and self.terminated_at is None:
-            self.stop_reason = reason
+            self.stop_reason, self.stop_failure = reason, failure
         if self.killed_at is None:
             self.killed_at = time.monotonic()
         self._sweep()
@@ -416,6 +430,8 @@ class _Run:
 
     def _stop_for_memory(self) -> None:
         self.memory_exceeded = True
+        if self.stop_reason is None:
+            self.stop_failure = failures.MEMORY
         self.stop_reason = self.stop_reason or (
             f"used {self.resident_peak / 2**30:.2f} GiB of host RAM, over its memory limit of "
             f"{gib_text(self.limits.memory_bytes)} (rule: resident, the resident memory of "
@@ -436,12 +452,13 @@ class _Run:
         if self.exit_status is None and self.terminated_at is None and self.stop_reason is None:
             if self.deadline is None:
                 if now >= self.startup_ends:
-                    self._stop(self._startup_overrun())
+                    self._stop(self._startup_overrun(), failures.DID_NOT_START)
             elif now >= self.deadline:
                 self.terminated_at = now
                 signal_group(self.process.pid, signal.SIGTERM)
             elif self.frames.violation:
-                self._stop(f"sent malformed results: {self.frames.violation}")
+                self._stop(f"sent malformed results: {self.frames.violation}",
+                           failures.SANDBOX if self.frames.refused else failures.INVALID_OUTPUT)
             elif self.frames.final_at is not None and now >= self.frames.final_at + LINGER_SECONDS:
                 self._stop(None)     # it returned; whatever it left running is not waited for
             elif not self.unit_overrun and self._unit_overran(now):
@@ -450,7 +467,7 @@ class _Run:
             else:
                 problem = self._disk_problem(now)
                 if problem:
-                    self._stop(problem)
+                    self._stop(problem, failures.SANDBOX)
         if self.terminated_at is not None and self.killed_at is None and \
                 now >= self.terminated_at + self.limits.grace_seconds:
             self._stop(None)
@@ -507,35 +524,66 @@ def _exit_description(returncode: int) -> tuple[int | None, str | None]:
     return returncode, None
 
 
-def _failure_message(run: _Run, limits: Limits) -> tuple[str, str]:
-    """(status, message) for a child that did not deliver a valid final prediction."""
+def _failure_message(run: _Run, limits: Limits) -> tuple[str, str, str]:
+    """(status, category, message) for a child that did not deliver a valid final
+    prediction; the categories are runtime/failures.py's."""
     task = run.task
     if run.stop_reason:
         status = "invalid" if run.stop_reason.startswith("sent malformed") else "failed"
-        return status, run.stop_reason
+        return status, run.stop_failure or failures.RAISED, run.stop_reason
     if run.unit_overrun:
-        return "timed_out", (f"{run.units.name(run.frames.checkpoints)} did not finish within its "
-                             f"{run.units.seconds:g} s and was killed")
+        return "timed_out", failures.TIMED_OUT, (
+            f"{run.units.name(run.frames.checkpoints)} did not finish within its "
+            f"{run.units.seconds:g} s and was killed")
     if run.terminated_at is not None:
         how = ("ignored SIGTERM and was killed after the "
                f"{limits.grace_seconds:g} s grace period" if run.killed_at else "stopped by SIGTERM")
-        return "timed_out", f"did not finish within its budget of {task.budget_seconds:g} s ({how})"
-    error = run.frames.error
-    if error:
-        if "MemoryError" in error:
-            error += f" (the memory limit is {memory_limit_text(limits)})"
-        if "File too large" in error or "Disk quota" in error:
-            error += f" (files are limited to {limits.max_file_bytes / 2**20:.0f} MiB)"
-        return "failed", error
+        return "timed_out", failures.TIMED_OUT, (
+            f"did not finish within its budget of {task.budget_seconds:g} s ({how})")
+    if run.frames.error:
+        return ("failed", *_reported_error(run.frames.error, limits))
+    return ("failed", *_exit_failure(run, limits))
+
+
+def _reported_error(report: str, limits: Limits) -> tuple[str, str]:
+    """The child's error frame: its category (first line; a code we do not know, from a
+    frame their code forged, counts as an exception), then its message."""
+    code, _, message = report.partition("\n")
+    failure = failures.known(code)
+    if failure is None:
+        failure, message = failures.RAISED, report
+    if "MemoryError" in message:
+        message += f" (the memory limit is {memory_limit_text(limits)})"
+    if "File too large" in message or "Disk quota" in message:
+        message += f" (files are limited to {limits.max_file_bytes / 2**20:.0f} MiB)"
+    return failure, message
+
+
+# Deaths that only a sandbox limit explains: a file over RLIMIT_FSIZE, a system call refused.
+SANDBOX_SIGNALS = ("SIGXFSZ", "SIGSYS")
+
+
+def _exit_failure(run: _Run, limits: Limits) -> tuple[str, str]:
+    """A child that ended with no report: by a signal, or an exit from their code."""
     code, signal_name = _exit_description(run.process.returncode)
     hint = _address_space_hint(run, limits, signal_name)
+    begun = run.frames.begun_at is not None
     if signal_name:
         guess = signal_name == "SIGKILL" and run.killed_at is None   # not killed by us
-        return "failed", (f"killed by {signal_name}" + (" (out of memory?)" if guess else "")
-                          + hint)
+        message = f"killed by {signal_name}" + (" (out of memory?)" if guess else "") + hint
+        if guess or hint.startswith(" (probably"):
+            return failures.MEMORY, message
+        if signal_name in SANDBOX_SIGNALS:
+            return failures.SANDBOX, message
+        return (failures.RAISED if begun else failures.DID_NOT_START), message
     last = run.stderr.last_lines(1)
-    return "failed", (f"exited with code {code} before returning predictions"
-                      + (f": {last}" if last else "") + hint)
+    message = (f"exited with code {code} before returning predictions"
+               + (f": {last}" if last else "") + hint)
+    if hint.startswith(" (probably"):
+        return failures.MEMORY, message
+    if not begun:
+        return failures.DID_NOT_START, message
+    return (failures.NOTHING if code == 0 else failures.RAISED), message
 
 
 def memory_limit_text(limits: Limits) -> str:
@@ -571,7 +619,7 @@ def run_task(task: TaskSpec, staging: Staging, protections: Protections, limits:
     try:
         run = _Run(task, staging, protections, limits, entry, contract, units)
     except (OSError, subprocess.SubprocessError) as error:
-        return TaskOutcome(status="failed", wall_seconds=0.0,
+        return TaskOutcome(status="failed", wall_seconds=0.0, failure=failures.DID_NOT_START,
                            message=f"the ingestion could not start the task's process ({error}); "
                                    "please report this to the organizers")
     try:
@@ -605,12 +653,13 @@ def run_task(task: TaskSpec, staging: Staging, protections: Protections, limits:
             valid_final = _decode(run.frames.final, task, contract, "the returned predictions")
         except FormatError as error:
             outcome.status, outcome.message = "invalid", str(error)
+            outcome.failure = failures.INVALID_OUTPUT
             return outcome
     if valid_final is not None:
         outcome.predictions, notes = valid_final
         outcome.prediction, outcome.notes = "final", list(notes)
         return outcome
-    outcome.status, outcome.message = _failure_message(run, limits)
+    outcome.status, outcome.failure, outcome.message = _failure_message(run, limits)
     outcome.resumable = _stopped_inside_a_unit(run)
     if run.frames.checkpoint is not None and outcome.status != "invalid":
         try:

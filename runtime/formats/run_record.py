@@ -17,7 +17,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from runtime import rules
+from runtime import failures, rules
 
 from .json_files import read_json_object
 from .matrix_files import FormatError, PathLike
@@ -57,6 +57,11 @@ class TaskRun:
     startup_allowance_seconds: float | None = None
     training_seconds: float | None = None
     budget_seconds: float | None = None
+    # A run that delivered nothing: its category (runtime/failures.py), and the traceback of
+    # the participant's own frames where it raised. A record older than both reads as None
+    # and "" (failures.of_run then goes by the status).
+    failure: str | None = None
+    traceback: str = ""
 
     @property
     def train_seconds(self) -> float:
@@ -180,6 +185,11 @@ def _task_run(path: Path, name: str, raw) -> TaskRun:
         raise FormatError(f"{where}.units: expected an object or null, found {raw.get('units')!r}")
     if not isinstance(raw.get("rules", {}), dict):
         raise FormatError(f"{where}.rules: expected an object, found {raw.get('rules')!r}")
+    if raw.get("failure") is not None and not failures.known(raw["failure"]):
+        raise FormatError(f"{where}.failure: expected one of {failures.CODES} or null, "
+                          f"found {raw['failure']!r}")
+    if not isinstance(raw.get("traceback", ""), str):
+        raise FormatError(f"{where}.traceback: expected a string, found {raw['traceback']!r}")
     for key in ("startup_seconds", "startup_allowance_seconds", "training_seconds",
                 "budget_seconds"):
         value = raw.get(key)

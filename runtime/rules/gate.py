@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from runtime import failures
+
 
 @dataclass(frozen=True)
 class Gate:
@@ -68,8 +70,9 @@ def _task_problem(task, outcome, contract) -> str | None:
     """Why a gate task was not completed: it must end ok with its final output, pass the
     other rules' checks of its outcome, and pass the kind's own test."""
     if outcome.status != "ok" or outcome.prediction != "final":
-        return (f"{task.name}: {outcome.status.replace('_', ' ')}"
-                + (f" ({outcome.message})" if outcome.message else ""))
+        how = (failures.title(outcome.failed_as) if outcome.failed_as     # what to act on
+               else outcome.status.replace('_', ' '))
+        return f"{task.name}: {how}" + (f" ({outcome.message})" if outcome.message else "")
     from . import outcome_problems      # here: the registry imports this module before defining it
     problems = outcome_problems(task, outcome)
     if problems:

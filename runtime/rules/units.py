@@ -23,6 +23,7 @@ import time
 
 import numpy as np
 
+from runtime import failures
 from runtime.formats.matrix_files import FormatError
 
 DONE, TIMED_OUT, FAILED, NOT_REACHED = "done", "timed_out", "failed", "not_reached"
@@ -141,6 +142,7 @@ def _combined(task, contract, children: list[tuple[int, object]],
         if complete:
             combined.status = "failed"
             combined.message = _no_value_text(states, _unit_notes(children, names))
+            combined.failure = _no_value_failure(children, names)
     combined.prediction = None if combined.predictions is None else (
         "final" if complete else "anytime")
     combined.notes = notes + (["the task's budget ended before every unit was tried"]
@@ -151,6 +153,15 @@ def _combined(task, contract, children: list[tuple[int, object]],
 def _any_value(predictions) -> bool:
     """Whether some unit got a value: the kind leaves NaN in the rows of the others."""
     return predictions is not None and bool(np.isfinite(predictions).any())
+
+
+def _no_value_failure(children: list[tuple[int, object]], names) -> str:
+    """The category of a task whose every unit was tried and none got a value: the first
+    child's that ended inside a unit (the first error the message names); where every unit
+    finished, what they returned was no value."""
+    ended = [child for first, child in children if child.prediction != "final"
+             and first + child.units_done < len(names) and child.resumable and child.failure]
+    return ended[0].failure if ended else failures.INVALID_OUTPUT
 
 
 def _no_value_text(states: list[str], unit_notes: list[str]) -> str:

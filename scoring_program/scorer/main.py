@@ -31,7 +31,7 @@ from runtime.formats import (RECORD_KEY_NAME, RECORD_NAME, FormatError, RunRecor
                              read_record_key, read_run_record, signature_problem)
 from runtime.formats.run_record import codabench_layout, importer_key
 
-from runtime import rules
+from runtime import failures, rules
 from runtime.scoring import ReferenceDataError, result_summary
 
 from .config import CONFIG_NAME, PRIVATE_FOLDER, ConfigError, load_config, private_files
@@ -92,9 +92,39 @@ def record_refusal(config, ref: Path, res: Path, record,
 
 
 def _refused_record(config, reason: str) -> RunRecord:
-    """Every task as a run that delivered nothing, so each is penalised with the reason."""
+    """Every task as a run that delivered nothing, so each is penalised with the reason:
+    what the phase got is not the output of its code."""
     return RunRecord({task.name: TaskRun("invalid", float(task.budget_seconds or 0.0),
-                                         message=reason) for task in config.tasks})
+                                         message=reason, failure=failures.WRONG_PHASE)
+                      for task in config.tasks})
+
+
+CODE_IN_RESULTS_PHASE = ("; the submission holds code ({files}), but this phase scores "
+                         "prediction files and runs no code")
+
+
+def _code_in_results_phase(config, res: Path, result):
+    """A phase that takes prediction files, sent code: a task whose file is missing is the
+    wrong phase's submission, not an empty one."""
+    code = sorted(path.name for path in res.glob("*.py"))
+    if config.record != "optional" or not code or result.failure != failures.NOTHING:
+        return result
+    return dataclasses.replace(result, failure=failures.WRONG_PHASE, penalty=result.penalty
+                               + CODE_IN_RESULTS_PHASE.format(files=", ".join(code[:3])))
+
+
+def _with_traceback(result, record):
+    """A penalised run that raised: the participant's own frames the ingestion recorded."""
+    run = record.tasks.get(result.task.name) if record else None
+    if not result.penalised or run is None or run.has_prediction or not run.traceback:
+        return result
+    return dataclasses.replace(result, traceback=run.traceback)
+
+
+def _penalty_lines(result) -> list[str]:
+    """The log's lines of a penalised task: its category first, then their traceback."""
+    return ([f"task {result.task.name} penalised: {result.headline}"]
+            + [f"task {result.task.name}:   | {line}" for line in result.traceback.splitlines()])
 
 
 SUBMISSION_REFUSED = 4   # the ingestion ran nothing of it (it carries a command of its own)
@@ -155,11 +185,13 @@ def _score(config, ref: Path, input_dir: Path, output_dir: Path, on_codabench: b
         _say(f"not scored: {rule_failure}. The submission fails; failed submissions do not "
              "count toward the limits")
         return rules.RULE_FAILED
-    results = [_with_notes(result, record) for result in score_all(config, ref, res, record)]
+    results = [_with_traceback(_code_in_results_phase(config, res, _with_notes(result, record)),
+                               record) for result in score_all(config, ref, res, record)]
     private = _private_results(config, ref, res, record, results)
     for result in results:
         if result.penalised:
-            _say(f"task {result.task.name} penalised: {result.penalty}")
+            for line in _penalty_lines(result):
+                _say(line)
         for note in result.notes:
             _say(f"task {result.task.name}: {note}")
     output_dir.mkdir(parents=True, exist_ok=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from html import escape
 
+from runtime import failures
 from runtime.report import cell, metric_types, number, standard_error, table
 from runtime.scoring import TaskResult
 
@@ -35,6 +36,7 @@ abbr { text-decoration: underline dotted; cursor: help; }
 .cap { margin-left: .3rem; font-size: .75rem; color: #8a4b00; }
 .penalty { border-left: 4px solid #c0392b; background: #fdf0ee; padding: .6rem .9rem;
            margin: .6rem 0; }
+.penalty pre { white-space: pre-wrap; font-size: .8rem; margin: .4rem 0; }
 .problems { border-left: 4px solid #d68910; background: #fef6e7; padding: .4rem .9rem; }
 .aggregate { font-size: 1.1rem; }
 .plots { display: grid; grid-template-columns: repeat(auto-fit, minmax(340px, 1fr));
@@ -44,8 +46,10 @@ figure { margin: 0; }
 
 
 def _status(result: TaskResult) -> str:
-    word = "penalised" if result.penalised else "scored"
-    return f'<span class="status {word}">{word}</span>'
+    """Scored, or the penalty's category (the failure's title says more than "penalised")."""
+    if not result.penalised:
+        return '<span class="status scored">scored</span>'
+    return f'<span class="status penalised">{escape(failures.title(result.failure))}</span>'
 
 
 def _value(result: TaskResult, score) -> str:
@@ -80,14 +84,22 @@ def _task_section(result: TaskResult, scoring) -> str:
              + (f" (budget {number(task.budget_seconds, TRAIN_SECONDS.precision)} s)"
                 if task.budget_seconds is not None else "") + "</p>"]
     if result.penalised:
-        parts.append(f'<div class="penalty"><strong>Penalised:</strong> {escape(result.penalty)}'
-                     "<br><span class=\"muted\">The task got the worst value of every "
-                     "leaderboard column: each metric, its sd (the metric's whole range) and, "
-                     "in a code phase, the whole budget as training time.</span></div>")
+        parts.append(_penalty_box(result))
     if result.notes:
         parts.append("<ul>" + "".join(f"<li>{escape(n)}</li>" for n in result.notes) + "</ul>")
     parts.append(scoring.report_section(result))
     return "\n".join(parts + ["</section>"])
+
+
+def _penalty_box(result: TaskResult) -> str:
+    """The category and its remedy first, then the reason and their own traceback."""
+    failure = failures.BY_CODE[result.failure]
+    trace = (f"<pre>{escape(result.traceback)}</pre>" if result.traceback else "")
+    return (f'<div class="penalty"><strong>{escape(failure.title)}:</strong> '
+            f"{escape(result.penalty)}{trace}<br>{escape(failure.remedy)}"
+            "<br><span class=\"muted\">The task was penalised with the worst value of "
+            "every leaderboard column: each metric, its sd (the metric's whole range) and, "
+            "in a code phase, the whole budget as training time.</span></div>")
 
 
 def render_report(results: list[TaskResult], scoring, *, phase: str,

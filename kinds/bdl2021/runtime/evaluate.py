@@ -20,8 +20,9 @@ import numpy as np
 
 from runtime import uncertainty
 from runtime.formats import TaskRun
+from runtime import failures
 from runtime.scoring import (BlockResult, MetricResult, SubmissionError, TaskConfig, TaskResult,
-                           penalised as worst_result)
+                           penalised as worst_result, run_failure_text)
 
 from . import metrics
 from .exact_posterior import exact_posterior_expectation
@@ -156,10 +157,11 @@ def wasserstein_cap(task: TaskConfig, references: References) -> float | None:
 
 
 def penalised(task: TaskConfig, reason: str, cap: float | None,
-              run: TaskRun | None) -> TaskResult:
+              run: TaskRun | None, failure: str) -> TaskResult:
     """The worst value of every column (``runtime.scoring.penalised``), this kind's details
     left empty."""
-    result = worst_result(task, reason, run.train_seconds if run else None, cap)
+    result = worst_result(task, reason, run.train_seconds if run else None, cap,
+                          failure=failure)
     for metric in result.metrics.values():
         metric.details.update(_details())
     return result
@@ -219,12 +221,12 @@ def score_task(task: TaskConfig, load_submission: Callable[[], Submission],
         load_submission = lambda: _first(load_all(), rows)      # noqa: E731
     cap = wasserstein_cap(task, references)
     if run is not None and not run.has_prediction:
-        detail = f": {run.message}" if run.message else ""
-        return penalised(task, f"training run {run.status.replace('_', ' ')}{detail}", cap, run)
+        return penalised(task, run_failure_text(run), cap, run,
+                         failures.of_run(run.status, run.failure))
     try:
         submission = load_submission()
     except SubmissionError as error:
-        return penalised(task, str(error), cap, run)
+        return penalised(task, str(error), cap, run, error.failure)
     predictions = submission.predictions
     references = _with_expectation(task, references)
     if task.settings.task_type != CLASSIFICATION:

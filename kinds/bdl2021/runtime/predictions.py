@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
+from runtime import failures
 from runtime.formats import MATRIX_EXTENSIONS, FormatError, describe_position
 from runtime.formats.prediction_arrays import check_probability_rows
 from runtime.scoring import SubmissionError, TaskConfig
@@ -43,9 +44,10 @@ def find_submission_file(task: TaskConfig, res: Path) -> Path:
         where = nested[0].relative_to(res).as_posix()
         raise SubmissionError(
             f"{task.name}: {expected} must be at the root of the submission zip, but it was "
-            f"found at {where}: zip the files themselves, not the folder that holds them")
+            f"found at {where}: zip the files themselves, not the folder that holds them",
+            failures.NOTHING)
     raise SubmissionError(f"{task.name}: no prediction file; expected {expected} at the root "
-                          "of the submission zip")
+                          "of the submission zip", failures.NOTHING)
 
 
 def _check_probabilities(path: Path, probs: np.ndarray) -> tuple[str, ...]:

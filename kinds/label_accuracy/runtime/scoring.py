@@ -91,7 +91,7 @@ def score_task(task: TaskConfig, ref: Path, res: Path, run) -> TaskResult:
     try:
         predicted = _submission(task, res)
     except SubmissionError as error:
-        return penalised(task, str(error), seconds)
+        return penalised(task, str(error), seconds, failure=error.failure)
     arrays = {"predicted": predicted, "labels": labels}
     errors = uncertainty.row_errors(task.score_types, arrays, uncertainty.take_rows(arrays),
                                     labels.size)

@@ -12,7 +12,7 @@ import numpy as np
 
 from runtime.formats import FormatError, TaskRun
 from runtime.formats.json_files import config_field
-from runtime import svg_charts, uncertainty
+from runtime import failures, svg_charts, uncertainty
 from runtime.report import DASH, cell, grid, metrics_table, number
 from runtime.scoring import (MetricResult, ReferenceDataError, ScoreType, SubmissionError,
                            TaskConfig, TaskResult, TaskType, penalised, run_failure,
@@ -121,6 +121,15 @@ def _unscored(values: np.ndarray, ids, run: TaskRun | None) -> str | None:
             + ": a task is scored only when every network of its zoo is")
 
 
+def _unscored_failure(run: TaskRun | None) -> str:
+    """Why networks went without a value, by the record's units: the zoo's time ran out
+    before some, or some process died, or else every call returned no usable number."""
+    units = (run.units if run else None) or {}
+    if units.get("timed_out") or units.get("not_reached"):
+        return failures.TIMED_OUT
+    return failures.RAISED if units.get("failed") else failures.INVALID_OUTPUT
+
+
 def score_task(task: TaskConfig, ref: Path, res: Path, run: TaskRun | None) -> TaskResult:
     zoo = _zoo(task, ref)
     seconds = run.train_seconds if run else None
@@ -130,10 +139,10 @@ def score_task(task: TaskConfig, ref: Path, res: Path, run: TaskRun | None) -> T
     try:
         measure = _measure(task, res, zoo.ids)
     except SubmissionError as error:
-        return penalised(task, str(error), seconds)
+        return penalised(task, str(error), seconds, failure=error.failure)
     problem = _unscored(measure, zoo.ids, run)
     if problem:
-        return penalised(task, problem, seconds)
+        return penalised(task, problem, seconds, failure=_unscored_failure(run))
     # weights None: every network once (PGDL's own scores, to the bit)
     arrays = {"measure": measure, "gaps": zoo.gaps, "hparams": zoo.hparams,
               "value_order": zoo.possible_values, "weights": None}

@@ -165,7 +165,7 @@ def score_task(task: TaskConfig, ref: Path, res: Path, run) -> TaskResult:
     try:
         submitted = _submission(task, res)
     except SubmissionError as error:
-        return penalised(task, str(error), seconds)
+        return penalised(task, str(error), seconds, failure=error.failure)
     p = submitted[:, 0]
     notes = ()
     if submitted.shape[1] == 2:
