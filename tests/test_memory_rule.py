@@ -140,7 +140,7 @@ def test_the_resident_rule_stops_a_task_that_grows_past_its_limit(programs, tmp_
     used = float(iris.message.split("used ")[1].split(" GiB")[0])
     assert used >= 0.75
     assert record.tasks["wine"].status == "ok"
-    assert "[iris]   used" in result.stdout
+    assert "[iris]   Exceeded memory: used" in result.stdout     # its category first
 
 
 def test_the_resident_rule_sums_every_process_of_the_task(programs, tmp_path):

@@ -51,6 +51,9 @@ RUNTIME_PACKAGE = "ingest_runtime"
 RUNTIME_FILES = ("frames.py", "child_main.py", "confine.py")
 # The shared runtime's files the child reports with, staged beside its own.
 SHARED_FILES = ("failures.py",)
+# The shared runtime package as imported: the program's own copy on the worker, the
+# repository's in tests that run the supervisor from the source tree.
+SHARED_FOLDER = Path(failures.__file__).resolve().parent
 SUBMISSION_REFUSED = 4
 STOPPING_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
@@ -67,7 +70,7 @@ def _runtime_sources(program_dir: Path, contract: IngestionRuntime) -> dict[str,
     """Read once, before any child runs: one that could write the program folder must not
     change what later children run before their confinement."""
     sources = {name: (program_dir / "ingest" / name).read_bytes() for name in RUNTIME_FILES}
-    sources |= {name: (program_dir / "runtime" / name).read_bytes() for name in SHARED_FILES}
+    sources |= {name: (SHARED_FOLDER / name).read_bytes() for name in SHARED_FILES}
     staged = contract.participant.staged_files()
     clash = sorted(set(staged) & set(sources))
     if clash:
