@@ -52,13 +52,18 @@ def prepared(tmp_path_factory):
     return root, plan
 
 
-def _run(prepared, tmp_path, marker=True, code=None):
+def _run(prepared, tmp_path, marker=True, code=None, smoke_inputs_only=False):
     """The ingestion, then the scorer, in the CodaLab worker's layout; (ingestion, scoring,
-    the scorer's output)."""
+    the scorer's output). ``smoke_inputs_only``: the phase's own inputs are taken away, so
+    that staging any of them would fail the run."""
     root, _ = prepared
     run = tmp_path / "run"
     for name in ("ingestion_program", "input"):
         shutil.copytree(root / name, run / "run" / name)
+    if smoke_inputs_only:
+        for path in (run / "run" / "input").iterdir():
+            if path.name != smoke_test.FOLDER:
+                shutil.rmtree(path) if path.is_dir() else path.unlink()
     shutil.copytree(root / "ref", run / "hidden_ref")
     shutil.copytree(root / "sample", run / "run" / "program")
     (run / "run" / "program" / "metadata").write_text("description: test\n")
@@ -81,8 +86,9 @@ def _run(prepared, tmp_path, marker=True, code=None):
 
 def test_a_smoke_submission_runs_and_scores_only_the_smoke_tasks(prepared, tmp_path):
     _, plan = prepared
-    ingestion, scoring, output = _run(prepared, tmp_path)
+    ingestion, scoring, output = _run(prepared, tmp_path, smoke_inputs_only=True)
     assert ingestion.returncode == 0, ingestion.stdout[-3000:] + ingestion.stderr[-3000:]
+    assert "ok: training" in ingestion.stdout and "failed" not in ingestion.stdout
     res = tmp_path / "score" / "input" / "res"
     record = json.loads((res / RECORD_NAME).read_text())
     names = [task.name for task in plan.rules["smoke_test"].tasks]
@@ -90,8 +96,7 @@ def test_a_smoke_submission_runs_and_scores_only_the_smoke_tasks(prepared, tmp_p
     assert sorted(record["files"]) == sorted(f"smoke/{name}_predictions.npy" for name in names)
     assert not list(res.glob("*.npy"))         # nothing in the phase's own place
     assert "smoke test: your code runs on the smoke tasks only" in ingestion.stdout
-    # each task staged only the smoke inputs: the log states the smoke budget
-    assert ingestion.stdout.count("of its 5 s budget") == len(names)
+    assert ingestion.stdout.count("of its 5 s budget") == len(names)    # the smoke budget
     assert scoring.returncode == smoke_test.SMOKE_TEST, scoring.stderr[-3000:]
     assert not (output / "scores.txt").exists() and not (output / "scores.json").exists()
     report = (output / "detailed_results.html").read_text()

@@ -2,7 +2,8 @@
 
 A competition rule is what a competition asks beyond scoring predictions: a phase's gate
 (a final phase with one submission must run its code), public rows with the full scores kept
-private, budgets in epochs, units each under their own hard limit, sd columns. Each is one
+private, budgets in epochs, units each under their own hard limit, sd columns, a phase's smoke
+test (a trial run on public data, scored but never ranked). Each is one
 module here and one module of the same name in the shipped ``runtime/rules/`` (the worker
 side: what the ingestion and the scorer do), so a new rule is its two modules plus one line in
 each ``RULES``, and its kind's values (hooks on the ``Kind`` record) where it needs any. A rule

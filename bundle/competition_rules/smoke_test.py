@@ -213,12 +213,12 @@ def phase_facts(plan) -> list[tuple[str, str]]:
     if smoke is None:
         return []
     return [("Smoke test",
-             f"zip your code with python submission_zip.py <folder>/ smoke.zip --smoke (an "
-             f"empty {MARKER} file at the zip's root) and submit it: it runs only on "
-             f"{_tasks_text(smoke)}, public data shaped like this phase's tasks, never on the "
-             "hidden ones. It is scored but not ranked: the log shows the scores and the "
-             "detailed results the report, then the submission is marked failed, so it "
-             "counts toward no submission limit")]
+             f"send your code zipped with python submission_zip.py <folder>/ smoke.zip --smoke "
+             f"(which adds an empty {MARKER} file at the zip's root) to run it only on a small "
+             "public slice shaped like this phase's tasks, never on the hidden ones: "
+             f"{_tasks_text(smoke)}. It is scored but not ranked: the scores are in its log "
+             "and detailed results, then the submission is marked Failed, so that it counts "
+             "toward no submission limit")]
 
 
 def kit_steps(plan, sample: str) -> list[dict]:
