@@ -38,8 +38,7 @@ SPEC_KEYS = {"phases.<phase>": {
         "scored but not ranked: the scorer prints the scores and writes the detailed "
         "results, then fails the submission, so that it counts toward no submission "
         "limit on either platform. Never made of hidden rows (smoke submissions are "
-        "unlimited, so scores on hidden references would leak them). Code phases only; "
-        "not with `tracks`.",
+        "unlimited, so scores on hidden references would leak them). Code phases only.",
         default=None, shown="no smoke test", example={"tasks": STAND_IN}, keys={
             "tasks": Key(
                 {"oneOf": [{"enum": [STAND_IN]},
@@ -82,10 +81,11 @@ def _problems(raw: dict, key: str, data_root) -> list[str]:
     if raw["phases"][key]["submission"] != "code":
         return [f"{where}: only a code phase can have a smoke test (this phase scores "
                 "uploaded files and runs no code)"]
-    if raw.get("tracks"):
-        return [f"{where}: not with tracks (a track's phase runs the track's tasks, of "
-                "which the smoke test would need a slice of its own)"]
     tasks = smoke.get("tasks", STAND_IN)
+    if tasks == STAND_IN and raw.get("tracks") and _kind(raw).stand_in_task:
+        return [f"{where}.tasks: {STAND_IN} not with tracks where the kind makes a stand-in "
+                "of each task (a track's phase runs the track's tasks, of which the smoke "
+                "test would need a stand-in of its own); name public tasks instead"]
     if tasks == STAND_IN:
         return [] if _kind(raw).stand_in_task or _public_task_names(raw, data_root) else [
             f"{where}.tasks: {STAND_IN} needs a stand-in: the kind has none of its own and "
@@ -121,7 +121,9 @@ def _public_task_names(raw: dict, data_root) -> set[str]:
 
 
 def plan_phase_tasks(spec, phase_key: str, code: bool, planned) -> dict:
-    given = spec.rules["smoke_tests"].get(phase_key) if code else None   # never with tracks
+    # Its tasks are the phase's whatever the track: a kind's stand-in is refused with
+    # tracks, and public tasks are the spec's.
+    given = spec.rules["smoke_tests"].get(phase_key) if code else None
     if given is None:
         return {"smoke_test": None}
     if given.get("tasks", STAND_IN) == STAND_IN:
