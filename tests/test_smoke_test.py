@@ -138,9 +138,10 @@ def test_the_marker_in_a_phase_without_a_smoke_test_is_refused(tmp_path):
     ("final", {"tasks": ["severity_val"]}, "phases.final.smoke_test.tasks: ['severity_val'] "
                                            "are not public tasks"),
     ("final", {"tasks": "all"}, "phases.final.smoke_test"),
+    ("final", {"budget_seconds": 400}, "phases.final.smoke_test: its run needs up to"),
 ])
-def test_a_smoke_test_of_a_results_phase_or_of_hidden_tasks_is_refused(tmp_path, phase, smoke,
-                                                                       message):
+def test_a_smoke_test_the_spec_cannot_mean_is_refused_naming_the_key(tmp_path, phase, smoke,
+                                                                     message):
     with pytest.raises(SpecError) as error:
         load_spec(spec_with(tmp_path, phase, smoke_test=smoke))
     assert message in str(error.value)

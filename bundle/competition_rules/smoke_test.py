@@ -86,16 +86,36 @@ def _problems(raw: dict, key: str, data_root) -> list[str]:
         return [f"{where}.tasks: {STAND_IN} not with tracks where the kind makes a stand-in "
                 "of each task (a track's phase runs the track's tasks, of which the smoke "
                 "test would need a stand-in of its own); name public tasks instead"]
-    if tasks == STAND_IN:
-        return [] if _kind(raw).stand_in_task or _public_task_names(raw, data_root) else [
-            f"{where}.tasks: {STAND_IN} needs a stand-in: the kind has none of its own and "
-            "the spec no results phase whose references the kind publishes; name public "
-            "tasks or leave the smoke test out"]
     public = _public_task_names(raw, data_root)
+    if tasks == STAND_IN:
+        if not _kind(raw).stand_in_task and not public:
+            return [f"{where}.tasks: {STAND_IN} needs a stand-in: the kind has none of its "
+                    "own and the spec no results phase whose references the kind publishes; "
+                    "name public tasks or leave the smoke test out"]
+        names = raw["phases"][key]["tasks"] if _kind(raw).stand_in_task else sorted(public)
+        return _time_problems(raw, key, names, smoke.get("budget_seconds"))
     hidden = [name for name in tasks if name not in public]
-    return [f"{where}.tasks: {hidden} are not public tasks (a smoke test is never scored on "
-            "hidden references, which unlimited smoke submissions would leak); public tasks "
-            f"here: {sorted(public) or 'none'}"] if hidden else []
+    if hidden:
+        return [f"{where}.tasks: {hidden} are not public tasks (a smoke test is never scored "
+                "on hidden references, which unlimited smoke submissions would leak); public "
+                f"tasks here: {sorted(public) or 'none'}"]
+    return _time_problems(raw, key, tasks, smoke.get("budget_seconds"))
+
+
+def _time_problems(raw: dict, key: str, names: list[str], seconds: float | None) -> list[str]:
+    """A smoke run is a run of the phase: its time limit must cover it as it covers the
+    phase's own (``bundle/spec.py``, with the same formula)."""
+    from ingestion_program.ingest.config import worst_case_seconds
+    budgets = [seconds if seconds is not None else min(budget, DEFAULT_MAX_SECONDS)
+               for name in names
+               for budget in [raw["tasks"].get(name, {}).get("budget_seconds")] if budget]
+    sandbox = raw["sandbox"]
+    needed = worst_case_seconds(budgets, sandbox["grace_seconds"], sandbox["startup_seconds"]) \
+        + raw["scoring_margin_seconds"]
+    limit = raw["phases"][key]["execution_time_limit"]
+    return [] if limit >= needed else [
+        f"phases.{key}.smoke_test: its run needs up to {needed:.0f} s, more than "
+        f"execution_time_limit {limit} s: fewer tasks or a smaller budget_seconds"]
 
 
 def _kind(raw: dict):
