@@ -102,7 +102,8 @@ def test_a_smoke_submission_runs_and_scores_only_the_smoke_tasks(prepared, tmp_p
     report = (output / "detailed_results.html").read_text()
     assert smoke_test.HEADING in report
     assert f"{smoke_test.HEADING}: 2 task(s)" in scoring.stderr
-    assert "severity_test_auroc_in:" in scoring.stderr and "counts toward no limit" in scoring.stderr
+    assert "severity_test_auroc_in:" in scoring.stderr
+    assert "counts toward no limit" in scoring.stderr
 
 
 def test_a_crash_in_a_smoke_test_is_reported_with_its_category(prepared, tmp_path):

@@ -1,10 +1,10 @@
 """Competition rules, worker side: one module per rule, registered by one line in ``RULES``.
 
 A competition rule (a phase's gate, public rows with full scores kept private, budgets in
-epochs, units with their own hard limit, sd columns, a phase's smoke test) is one module here, shipped in both
-programs with the rest of ``runtime/``, and one module of the same name under
-``bundle/competition_rules/`` on the build side, where it has anything to build (units do not:
-the kind's own hook decides). Standard library and numpy only (this runs on the platform's
+epochs, units with their own hard limit, sd columns, a phase's smoke test) is one module
+here, shipped in both programs with the rest of ``runtime/``, and one module of the same name
+under ``bundle/competition_rules/`` on the build side, where it has anything to build (units
+do not: the kind's own hook decides). Standard library and numpy only (this runs on the platform's
 worker; a kind's own values reach a rule through the kind's records).
 
 The scorer and the ingestion ask this registry, never a rule module, so the hooks' defaults

@@ -17,9 +17,9 @@ toward no limit (codabench_v2.md §3.7, codalab_v1.md §4.7), where a Finished a
 submission would use one up. A rule may have the code run other tasks instead (the smoke test,
 ``rules.scores_instead``): they are scored apart, reported, never written to a scores file,
 and the rule's exit status (6 for the smoke test) fails the submission on both platforms, so
-that it ranks nowhere and counts toward no limit. A task with no usable prediction beside scored ones gets the
-worst value of every column and the submission is scored; the report says why. Every failure
-is explained on stderr in one line first.
+that it ranks nowhere and counts toward no limit. A task with no usable prediction beside
+scored ones gets the worst value of every column and the submission is scored; the report
+says why. Every failure is explained on stderr in one line first.
 """
 from __future__ import annotations
 
