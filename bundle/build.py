@@ -29,6 +29,7 @@ from typing import Callable
 from kinds.kind import kind
 from runtime.formats import RECORD_KEY_NAME
 
+from . import competition_rules
 from .rules import check_bundle
 from .datasets import (SEPARABLE, Dataset, DatasetKeyError, oversize_problem,
                        separate, yaml_comments)
@@ -201,16 +202,24 @@ def _phase_members(work: Path, plans: list[PhasePlan], spec: CompetitionSpec,
     return members, files, kept
 
 
-def _hidden_zips(plans: list[PhasePlan], files: list[dict]) -> list[str]:
-    """The reference data of every code phase."""
-    return [phase_files["reference_data"] for plan, phase_files in zip(plans, files)
+def _hidden_zips(plans: list[PhasePlan], files: list[dict]) -> list[tuple[PhasePlan, str]]:
+    """The reference data of every code phase, with its plan."""
+    return [(plan, phase_files["reference_data"]) for plan, phase_files in zip(plans, files)
             if plan.code_submission]
+
+
+def _public_apart(plan: PhasePlan, member: str) -> bool:
+    """A member of the phase's reference data that the rules stage apart, made of public
+    data only (a smoke test's references): the kit may hold the same bytes."""
+    return any(member.startswith(f"{folder}/")
+               for folder in competition_rules.public_tasks_apart(plan))
 
 
 def _leaks(plans: list[PhasePlan], files: list[dict], members: dict) -> list[str]:
     """Every hidden reference of a code phase against every public zip of the competition."""
-    hidden = {f"{zip_name}:{name}": data for zip_name in _hidden_zips(plans, files)
-              for name, data in read_members(members[zip_name]).items()}
+    hidden = {f"{zip_name}:{name}": data for plan, zip_name in _hidden_zips(plans, files)
+              for name, data in read_members(members[zip_name]).items()
+              if not _public_apart(plan, name)}
     public = {part[key]: zip_members(members[part[key]]) for part in files
               for key in ("input_data", "public_data", "starting_kit") if key in part}
     zeroed = kind(plans[0].kind).ZEROED_PUBLIC_ARRAYS
@@ -233,7 +242,7 @@ def _worker_leaks(plans: list[PhasePlan], files: list[dict], kept: list[dict[str
             where = phase_files["reference_data"]
             opened = read_members(members[where])
         hidden |= {f"{where}/{name}": data for name, data in opened.items()
-                   if name != RECORD_KEY_NAME}
+                   if name != RECORD_KEY_NAME and not _public_apart(plan, name)}
     references = {phase_files.get("reference_data") for phase_files in files}
     everything = {"bundle": {name: data for name, data in members.items()
                              if not name.endswith(".zip")},

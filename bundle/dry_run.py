@@ -17,6 +17,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 import zipfile
@@ -25,16 +26,20 @@ from pathlib import Path
 
 import yaml
 
+from ingestion_program.ingest.config import CONFIG_NAME as INGESTION_CONFIG_NAME
 from scoring_program.scorer.config import (PRIVATE_FOLDER, parse_config, private_files,
                                            scores_file_keys)
 
 from . import competition_rules
+from .render import SAMPLE_FOLDERS
 from .spec import is_gpu_image
+from .starting_kit import ZIP_TOOL
 from .platforms.worker import (Dispatch, WorkerCommandError, dispatch_submission,
                                penalised_tasks, program_command, read_scores, run_program,
                                submission_metadata)
 
 SAMPLES = {True: "sample_code_submission.zip", False: "sample_result_submission.zip"}
+
 SETPRIV = "/usr/bin/setpriv"
 # How Codabench starts containers: every capability dropped, no-new-privileges (§3.4).
 NO_CAPABILITIES = (SETPRIV, "--no-new-privs", "--inh-caps=-all", "--ambient-caps=-all",
@@ -66,7 +71,7 @@ def not_checked(site, image: str) -> list[str]:
     else:
         first = ("the image itself: programs run with its Python packages at its versions "
                  f"(.venv-image), not inside {image}")
-    return [first, *site.not_reproduced]
+    return [first, *site.not_reproduced, *competition_rules.not_checked()]
 
 
 @dataclass
@@ -257,3 +262,45 @@ def table(results: list[StepResult]) -> str:
     return "\n".join(lines)
 
 
+
+
+def rule_submissions(ingestion_zip: Path, kit: Path
+                     ) -> list[tuple[str, Path | None, int, str]]:
+    """The sample code again, zipped by the kit's own ``submission_zip.py`` with each set of
+    options the rules send too (a smoke test), as (label, zip or None, the scorer's expected
+    exit status, why no zip was made)."""
+    with zipfile.ZipFile(ingestion_zip) as opened:
+        config = json.loads(opened.read(INGESTION_CONFIG_NAME))
+    made = []
+    for label, options, status in competition_rules.dry_run_submissions(config):
+        archive = kit / f"{label.replace(' ', '_')}.zip"
+        run = subprocess.run([sys.executable, ZIP_TOOL, f"{SAMPLE_FOLDERS[True]}/", str(archive),
+                              *options], cwd=kit, capture_output=True, text=True)
+        made.append((label, archive if run.returncode == 0 else None, status,
+                     f"the kit's {ZIP_TOOL} {' '.join(options)} failed: "
+                     f"{(run.stderr or run.stdout).strip()}"))
+    return made
+
+
+def unmade_step(phase: str, label: str, problem: str) -> StepResult:
+    return StepResult(phase, label, 0.0, "failed", problem)
+
+
+def expected_exit_step(step: StepResult, label: str, status: int, output: Path) -> None:
+    """A rule's submission (a smoke test) the scorer must fail with the rule's status, after
+    writing its report and no scores file, so that the site ranks nothing of it."""
+    problems = []
+    if step.exit_code != status:
+        found = f"exit {step.exit_code}" if step.exit_code is not None else step.status
+        problems.append(f"expected the scorer to exit {status}, found {found}: {step.detail}")
+    report = output / "detailed_results.html"
+    if not report.is_file() or report.stat().st_size == 0:
+        problems.append("detailed_results.html is empty: its sender would see no scores")
+    written = [name for name in ("scores.txt", "scores.json") if (output / name).exists()]
+    if written:
+        problems.append(f"the scorer wrote {', '.join(written)}: the site could rank it")
+    step.step = label
+    step.status, step.detail = ("failed", "\n".join(problems)) if problems else ("ok", "")
+    if not problems:
+        step.notes.append(f"{label}: scored, then failed by the scorer (exit {status}), so it "
+                          "is not ranked and counts toward no limit")

@@ -21,17 +21,25 @@ def stage_input_data(plan: PhasePlan, destination: Path) -> Path:
     definition = kind(plan.kind)
     for task in (*competition_rules.extra_tasks(plan), *plan.tasks):
         definition.stage_inputs(task, destination)
+    for folder, tasks in competition_rules.public_tasks_apart(plan).items():
+        (destination / folder).mkdir(exist_ok=True)
+        for task in tasks:
+            definition.stage_inputs(task, destination / folder)
     return destination
 
 
 def stage_reference_data(plan: PhasePlan, destination: Path) -> Path:
     """The hidden ref/ folder: each task's files as the kind stages them, and in a code phase
-    the key that signs the ingestion record."""
+    the key that signs the ingestion record; the rules' public tasks apart in their folders."""
     destination = Path(destination)
     destination.mkdir(parents=True, exist_ok=True)
     definition = kind(plan.kind)
     for task in plan.tasks:
         definition.stage_reference(task, destination)
+    for folder, tasks in competition_rules.public_tasks_apart(plan).items():
+        (destination / folder).mkdir(exist_ok=True)
+        for task in tasks:
+            definition.stage_reference(task, destination / folder)
     if plan.code_submission:
         write_record_key(destination, plan)
     return destination

@@ -159,7 +159,8 @@ def _phase_context(spec, phases, index, plan, baseline_results) -> dict:
             "facts": _phase_facts(spec, phases, index, plan),
             "budget_lines": _budget_lines(spec, phase.code_submission),
             "steps": _kit_steps(phase.code_submission, definition.EXAMPLE_BASELINE,
-                                local_scores(spec, plan)),
+                                local_scores(spec, plan), competition_rules.kit_steps(
+                                    plan, SAMPLE_FOLDERS[phase.code_submission])),
             "sample": SAMPLE_FOLDERS[phase.code_submission],
             "example_baseline": definition.EXAMPLE_BASELINE,
             # the kit ships the table the overview shows, and only that one
@@ -278,11 +279,13 @@ SCORES_TEXT = {"references": "prints your scores",
                        "phase's references are hidden and the kit has no public stand-in)"}
 
 
-def _kit_steps(code: bool, example: str, scores: str) -> list[dict]:
+def _kit_steps(code: bool, example: str, scores: str, rules_steps: list[dict] = ()
+               ) -> list[dict]:
     """The commands of the starting kit page and guide, run from the unzipped kit's folder,
     each as written there (on the kit's own sample and ``example`` baseline): a ``command``
     (or None) and what it does. ``scores``: what a local run scores on
-    (``starting_kit.local_scores``)."""
+    (``starting_kit.local_scores``); ``rules_steps``: the competition rules' commands
+    (``competition_rules.kit_steps``), before the upload."""
     flag, name = ("--code", "submission.zip") if code else ("--results", "predictions.zip")
     own_code = [] if code else [
         {"command": f"python {PREDICTIONS_TOOL} baselines/{example} {name}",
@@ -307,6 +310,7 @@ def _kit_steps(code: bool, example: str, scores: str) -> list[dict]:
             {"command": f"python run_local.py {flag} {name}",
              "does": f"{checked}, and exits non-zero if anything is wrong"},
             *stand_in_run,
+            *rules_steps,
             {"command": None, "does": f"upload {name} on the Participate tab"}]
 
 

@@ -2,6 +2,7 @@
 
   python submission_zip.py my_submission/ submission.zip      # code (has submission.py)
   python submission_zip.py my_predictions/ predictions.zip    # prediction files
+  python submission_zip.py my_submission/ smoke.zip --smoke   # code, as a smoke test
 
 The platform reads files at the root of the zip: zipping a folder from a file manager puts
 everything one level down (my_submission/submission.py), and nothing is found.
@@ -11,7 +12,10 @@ Code and prediction files are told apart by the platform from one file at the zi
 prediction files; Codabench copies a zip holding it into nothing. So a code zip gets a
 `metadata` holding only `description: ...` (added to the zip if your folder has none; any
 other key, `command` above all, is refused), and a zip of prediction files must not have one.
-On an error nothing is written.
+With --smoke, a code zip also gets an empty file `SMOKE_TEST` at its root: in a phase with a
+smoke test (the Evaluation page says), such a submission runs only on a small public slice
+shaped like the phase's tasks, is scored but not ranked, and counts toward no limit; a phase
+without one refuses it. On an error nothing is written.
 """
 from __future__ import annotations
 
@@ -28,6 +32,9 @@ import worker       # the worker model, next to this file in the kit (bundle/pla
 KIT = Path(__file__).resolve().parent
 SKIPPED = ("__pycache__", ".DS_Store", "__MACOSX", ".ipynb_checkpoints", ".git")
 KIT_CONFIG = KIT / "kit.json"
+# What asks for a smoke test; the ingestion reads the same name (runtime/rules/smoke_test.py,
+# which the kit does not ship; tests/test_smoke_test.py holds the two equal).
+SMOKE_MARKER = "SMOKE_TEST"
 
 
 def entry_file() -> str:
@@ -123,15 +130,19 @@ def _entry(name: str) -> zipfile.ZipInfo:
 
 
 def make_zip(folder: Path, destination: Path, code: bool | None = None,
-             entry: str | None = None) -> list[str]:
+             entry: str | None = None, smoke: bool = False) -> list[str]:
     """Write the zip (code: with a description-only ``metadata``); returns the names written.
-    ``entry``: the file code must hold at its root (default: this kit's).
+    ``entry``: the file code must hold at its root (default: this kit's); ``smoke``: code
+    asking for a smoke test (an empty ``SMOKE_MARKER`` at the root).
 
     Raises SubmissionLayoutError before anything is left at ``destination``.
     """
     folder = Path(folder)
     entry = entry or ENTRY_FILE
     code = is_code_folder(folder, entry) if code is None else code
+    if smoke and not code:
+        raise SubmissionLayoutError(f"{folder}: --smoke is for code (a folder with {entry}); "
+                                    "a smoke test runs code, prediction files have none")
     if code:
         check_submission_folder(folder, required=(entry,))
     elif not folder.is_dir():
@@ -151,6 +162,9 @@ def make_zip(folder: Path, destination: Path, code: bool | None = None,
             if code and "metadata" not in names:
                 archive.writestr(_entry("metadata"), worker.CODE_METADATA)
                 names.append("metadata")
+            if smoke and SMOKE_MARKER not in names:
+                archive.writestr(_entry(SMOKE_MARKER), b"")
+                names.append(SMOKE_MARKER)
         check_zip(partial, required=(entry,) if code else ())
         os.replace(partial, destination)
     finally:
@@ -169,9 +183,11 @@ def main(argv: list[str] | None = None) -> int:
                       help=f"training code (default when the folder has {ENTRY_FILE})")
     kind.add_argument("--results", dest="code", action="store_false",
                       help="prediction files (default otherwise)")
+    parser.add_argument("--smoke", action="store_true",
+                        help=f"code as a smoke test: adds an empty {SMOKE_MARKER} at the root")
     args = parser.parse_args(argv)
     try:
-        written = make_zip(args.folder, args.destination, args.code)
+        written = make_zip(args.folder, args.destination, args.code, smoke=args.smoke)
     except SubmissionLayoutError as error:
         print(f"error: {error}\nnothing was written", file=sys.stderr)
         return 1
@@ -179,6 +195,9 @@ def main(argv: list[str] | None = None) -> int:
           + (" ..." if len(written) > 8 else ""))
     if "metadata" in written and not (args.folder / "metadata").exists():
         print("added 'metadata' (description only): it tells the platform this is code to run")
+    if args.smoke:
+        print(f"{SMOKE_MARKER} at the root: a smoke test, scored but not ranked, in a phase "
+              "that has one (the Evaluation page says); other phases refuse it")
     return 0
 
 

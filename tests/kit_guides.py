@@ -10,7 +10,8 @@ from pathlib import Path
 import yaml
 
 # Kit paths a guide may name without shipping them: what the participant makes.
-PARTICIPANT_FILES = ("my_submission/", "my_predictions/", "submission.zip", "predictions.zip")
+PARTICIPANT_FILES = ("my_submission/", "my_predictions/", "submission.zip", "predictions.zip",
+                     "smoke.zip")
 KIT_SUFFIXES = (".py", ".json", ".zip", ".md", ".npz", ".csv", ".predict")
 
 

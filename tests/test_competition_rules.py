@@ -61,6 +61,12 @@ GATE_ALLOWED = {"bundle/competition_rules/gate.py", "runtime/rules/gate.py", "ki
 # carry (``units``) are not among these words.
 UNIT_WORDS = re.compile(r"\brun_in_units\b|\bunit_plan\b|\bnot_reached\b|\.units\(|\bunits\[")
 UNIT_ALLOWED = {"runtime/rules/units.py", "kinds/kind.py"}
+# The smoke test's names: its spec key, config and record entries, marker, folder and exit
+# status. The core's docstrings may give it as the example of a hook; the kit's zip tool,
+# the participants' side, writes the marker; the scorer's README says what exit 6 scores.
+SMOKE_WORDS = re.compile(r"smoke_test|SMOKE_TEST|SMOKE_MARKER|--smoke|\bsmoke/")
+SMOKE_ALLOWED = {"bundle/competition_rules/smoke_test.py", "runtime/rules/smoke_test.py",
+                 "starting_kit/submission_zip.py", "scoring_program/README.md"}
 
 
 def _names(registry):
@@ -76,7 +82,9 @@ def test_each_rule_has_a_build_half_and_a_worker_half():
 @pytest.mark.parametrize("words, allowed", [
     (SD_WORDS, SD_ALLOWED), (SE_WORDS, SE_ALLOWED), (EPOCH_WORDS, EPOCH_ALLOWED),
     (ROWS_WORDS, ROWS_ALLOWED), (GATE_WORDS, GATE_ALLOWED), (UNIT_WORDS, UNIT_ALLOWED),
-], ids=["sd_columns", "se_columns", "epoch_budgets", "public_rows", "gate", "units"])
+    (SMOKE_WORDS, SMOKE_ALLOWED),
+], ids=["sd_columns", "se_columns", "epoch_budgets", "public_rows", "gate", "units",
+        "smoke_test"])
 def test_a_rules_words_stand_only_in_its_modules_and_the_kind_records(words, allowed):
     """Besides the lines that register a rule, and the few places each rule's list allows."""
     hits = [f"{where}: {line.strip()}" for where, line in _lines(core_files())

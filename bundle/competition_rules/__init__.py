@@ -2,7 +2,8 @@
 
 A competition rule is what a competition asks beyond scoring predictions: a phase's gate
 (a final phase with one submission must run its code), public rows with the full scores kept
-private, budgets in epochs, units each under their own hard limit, sd columns. Each is one
+private, budgets in epochs, units each under their own hard limit, sd columns, a phase's smoke
+test (a trial run on public data, scored but never ranked). Each is one
 module here and one module of the same name in the shipped ``runtime/rules/`` (the worker
 side: what the ingestion and the scorer do), so a new rule is its two modules plus one line in
 each ``RULES``, and its kind's values (hooks on the ``Kind`` record) where it needs any. A rule
@@ -85,6 +86,26 @@ planned, written and staged as the phase's are:
   ingestion config (a bundle's) that the rule runs besides the phase's, for the platform
   rules' time limit checks. Default: none.
 
+A rule that runs other tasks instead of the phase's on request (the smoke test: public data
+shaped like the phase's tasks, scored but never ranked) says where they are staged and how the
+kit and the dry run take part:
+
+- ``public_tasks_apart(plan) -> {folder: [PlannedTask]}``: tasks made of public data only,
+  whose inputs and references are staged in ``folder`` of the phase's input and reference
+  data (the worker half's ``runs_instead`` runs them from there); the leakage check does not
+  count those references as hidden. Default: none.
+- ``kit_steps(plan, sample) -> list[dict]``: commands the starting kit page and guide add
+  after the core's (``{command, does}``, as ``render._kit_steps`` makes them), run from the
+  unzipped kit's folder on its sample folder ``sample``; each must run as written. Default:
+  none.
+- ``dry_run_submissions(ingestion_config) -> [(label, kit tool options, exit status)]``: the
+  kit's sample code zipped again by the kit's ``submission_zip.py`` with those options, which
+  the dry run also sends to the phase (whose written ingestion config is given), expecting
+  the scorer to exit with that status after writing its report and no scores file.
+  Default: none.
+- ``NOT_CHECKED``: what the dry run does not reproduce of the rule, added to its list.
+  Default: nothing.
+
 Every rule named above is on this seam; ``docs/architecture.md``, "Rules", says which hooks
 each uses and what adding one touches.
 """
@@ -92,7 +113,7 @@ from __future__ import annotations
 
 from runtime.rules import listed_hook, merged_hook
 
-from . import epoch_budgets, gate, public_rows, sd_columns, se_columns
+from . import epoch_budgets, gate, public_rows, sd_columns, se_columns, smoke_test
 
 RULES = (
     sd_columns,
@@ -100,6 +121,7 @@ RULES = (
     epoch_budgets,
     gate,
     public_rows,
+    smoke_test,
 )
 
 
@@ -246,3 +268,24 @@ def ingestion_config_tasks(plan, entry) -> dict:
 def ingestion_config_extra_tasks(config: dict) -> list[dict]:
     """The task entries of a written ingestion config that run besides the phase's."""
     return _listed("ingestion_config_extra_tasks", config)
+
+
+def public_tasks_apart(plan) -> dict[str, tuple]:
+    """{folder: tasks} the rules stage apart in the input and reference data, made of public
+    data only (none by default)."""
+    return _merged("public_tasks_apart", plan)
+
+
+def kit_steps(plan, sample: str) -> list[dict]:
+    """The commands the rules add to the kit's steps, in ``RULES`` order (none by default)."""
+    return _listed("kit_steps", plan, sample)
+
+
+def dry_run_submissions(ingestion_config: dict) -> list[tuple[str, list[str], int]]:
+    """The sample code's variants the dry run also sends, and the scorer's expected exit."""
+    return _listed("dry_run_submissions", ingestion_config)
+
+
+def not_checked() -> list[str]:
+    """What the dry run does not reproduce of the rules (nothing by default)."""
+    return [line for rule in RULES for line in getattr(rule, "NOT_CHECKED", ())]

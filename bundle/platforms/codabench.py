@@ -20,7 +20,8 @@ import yaml
 from ..dry_run import (DATASET_KEYS_NOT_CHECKED, SAMPLES, StepResult, kept_keys,
                        own_command_step, phase_keys, private_scores_kept, score_step,
                        start_own_command, submission_step, timed, unzip, unzip_bundle,
-                       without_capabilities, worker_env)
+                       without_capabilities, worker_env, rule_submissions, unmade_step,
+                       expected_exit_step)
 from ..leaderboard import LeaderboardColumn, codabench_columns, phase_columns
 from ..render import logo_member
 from ..rules.codabench_yaml import items
@@ -370,12 +371,12 @@ class Codabench(Platform):
             for number, phase in enumerate(competition["phases"]):
                 scored = {}
                 for index in phase["tasks"]:
-                    steps = self._run_task(bundle, competition, phase, tasks[str(index)], keys,
-                                           python, Path(work) / f"phase{number}-task{index}",
-                                           submission_zip, data)
+                    steps, rules_steps = self._run_task(
+                        bundle, competition, phase, tasks[str(index)], keys, python,
+                        Path(work) / f"phase{number}-task{index}", submission_zip, data)
                     if steps[-1].status == "ok":
                         scored[str(tasks[str(index)].get("name", index))] = steps[-1].scores
-                    results += steps
+                    results += steps + rules_steps
                 if len(scored) == len(phase["tasks"]):       # a failed submission ranks nowhere
                     results.append(_leaderboard_step(competition, phase, scored))
             return results
@@ -410,9 +411,11 @@ class Codabench(Platform):
 
     def _run_task(self, bundle: Path, competition: dict, phase: dict, task: dict,
                   keys: list[str], python: str, work: Path,
-                  submission_zip: Path | None, data: Path) -> list[StepResult]:
+                  submission_zip: Path | None, data: Path
+                  ) -> tuple[list[StepResult], list[StepResult]]:
         """One Codabench task of a phase: a child submission of its own when the phase has
-        several (§3.1), each under the phase's time limit."""
+        several (§3.1), each under the phase's time limit; then, with the kit's sample, the
+        rules' submissions of it (a smoke test), which rank nowhere."""
         name = phase.get("name", "phase")
         if len(phase.get("tasks", [])) > 1:
             name = f"{name} / {str(task.get('name', task.get('index'))).removesuffix(f' ({name})')}"
@@ -421,7 +424,26 @@ class Codabench(Platform):
             limit = min(limit, DEFAULT_QUEUE_LIMIT_SECONDS)
         kit = unzip(bundle / phase["starting_kit"], work / "starting_kit")
         sample = submission_zip is None
-        submission_zip = submission_zip or kit / SAMPLES[bool(task.get("ingestion_program"))]
+        code_phase = bool(task.get("ingestion_program"))
+        results = self._submit(bundle, competition, phase, task, keys, python, work,
+                               submission_zip or kit / SAMPLES[code_phase], data, name, limit,
+                               sample)
+        rules_steps: list[StepResult] = []
+        if sample and code_phase:
+            for label, archive, status, problem in rule_submissions(
+                    bundle / task["ingestion_program"], kit):
+                rules_steps += (self._submit(bundle, competition, phase, task, keys, python,
+                                         work / label.replace(" ", "_"), archive, data, name,
+                                         limit, sample, (label, status))
+                                if archive else [unmade_step(name, label, problem)])
+        return results, rules_steps
+
+    def _submit(self, bundle: Path, competition: dict, phase: dict, task: dict,
+                keys: list[str], python: str, work: Path, submission_zip: Path, data: Path,
+                name: str, limit: float, sample: bool,
+                expected: tuple[str, int] | None = None) -> list[StepResult]:
+        """One submission to the task; ``expected``: a rule's (label, the scorer's exit
+        status it must end with)."""
         # Exit codes of the prediction step are not checked: scoring always follows (§3.7).
         results, predictions = self._predict(bundle, name, task, submission_zip, python, work,
                                              limit, data)
@@ -436,6 +458,9 @@ class Codabench(Platform):
         step = self._timed(name, "scoring", score, "scoring_program", python, limit, data)
         if step.status == "ok" and (score / "output" / "metadata").exists():
             step.status, step.detail = "failed", "the scorer wrote output/metadata: Codabench fails the step"
+        if expected:
+            expected_exit_step(step, *expected, score / "output")
+            return results + [step]
         score_step(name, step, score / "output", phase_keys(score / "program", keys), self,
                    sample)
         _hidden_figures_kept(step, phase, competition, keys, score)

@@ -17,7 +17,8 @@ import yaml
 
 from ..dry_run import (DATASET_KEYS_NOT_CHECKED, SAMPLES, StepResult, own_command_step,
                        phase_keys, private_scores_kept, score_step, start_own_command,
-                       submission_step, timed, unzip, unzip_bundle, worker_env)
+                       submission_step, timed, unzip, unzip_bundle, worker_env,
+                       rule_submissions, unmade_step, expected_exit_step)
 from ..leaderboard import LeaderboardColumn
 from ..render import PAGES, logo_member
 from ..rules.codalab_yaml import program_members
@@ -260,11 +261,27 @@ class CodaLab(Platform):
 
     def _run_phase(self, bundle: Path, name: str, phase: dict, keys: list[str], python: str,
                    work: Path, submission_zip: Path | None) -> list[StepResult]:
-        limit = float(phase.get("execution_time_limit", 300))
         kit = unzip(bundle / phase["starting_kit"], work / "starting_kit")
         code_phase = phase.get("is_scoring_only", True) is False
         sample = submission_zip is None
-        submission_zip = submission_zip or kit / SAMPLES[code_phase]
+        results = self._submit(bundle, name, phase, keys, python, work,
+                               submission_zip or kit / SAMPLES[code_phase], sample)
+        if sample and code_phase:
+            for label, archive, status, problem in rule_submissions(
+                    bundle / phase["ingestion_program"], kit):
+                results += (self._submit(bundle, name, phase, keys, python,
+                                         work / label.replace(" ", "_"), archive, sample,
+                                         (label, status))
+                            if archive else [unmade_step(name, label, problem)])
+        return results
+
+    def _submit(self, bundle: Path, name: str, phase: dict, keys: list[str], python: str,
+                work: Path, submission_zip: Path, sample: bool,
+                expected: tuple[str, int] | None = None) -> list[StepResult]:
+        """One submission to the phase; ``expected``: a rule's (label, the scorer's exit
+        status it must end with)."""
+        limit = float(phase.get("execution_time_limit", 300))
+        code_phase = phase.get("is_scoring_only", True) is False
         results: list[StepResult] = []
         if code_phase:
             results, predictions, completed = self._predict(bundle, name, phase, submission_zip,
@@ -284,6 +301,9 @@ class CodaLab(Platform):
         step = timed(self, name, "scoring", run / "program",
                      self.worker_variables("scoring_program", work), python, run, limit,
                      env=worker_env())
+        if expected:
+            expected_exit_step(step, *expected, run / "output")
+            return results + [step]
         score_step(name, step, run / "output", phase_keys(run / "program", keys), self, sample)
         private_scores_kept(step, run / "program", run / "output")
         return results + [step]

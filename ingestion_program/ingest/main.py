@@ -13,7 +13,10 @@ Exit status: 0 when the run completed (even if tasks failed: the scorer penalise
 1 for an unusable config or input, 2 for bad arguments or an internal error, 3 when a
 competition rule fails the submission (the platform then marks it failed, and failed
 submissions do not count toward the limits), 4 when the submission carries a command of its own
-(``submission_metadata.py``) and nothing of it was run.
+(``submission_metadata.py``) or a rule refuses it (``submission_refusal``), and nothing of it
+was run. A rule may run other tasks instead of the phase's (``runs_instead``: the smoke test),
+from a folder of the input data into one of the output, exiting 0 as after the phase's: the
+scorer decides what becomes of them.
 """
 from __future__ import annotations
 
@@ -147,14 +150,19 @@ def _write_outputs(output_dir: Path, task: TaskSpec, outcome: TaskOutcome) -> se
     return set(files)
 
 
-def _settle_output(output_dir: Path, before: set[str], done: list[tuple[TaskSpec, TaskOutcome]]
-                   ) -> list[str]:
+def _settle_output(output_dir: Path, before: set[str], done: list[tuple[TaskSpec, TaskOutcome]],
+                   folder: str = "") -> list[str]:
     """Makes the output folder hold only what this program wrote, in case a child could write
-    there: every file is written again and anything else new is removed (returned)."""
-    ours = {RECORD_NAME}
+    there: every file is written again and anything else new is removed (returned).
+    ``folder``: the tasks' outputs are in that folder of it, which holds only them."""
+    ours = {RECORD_NAME, folder} if folder else {RECORD_NAME}
+    written = set()
     for task, outcome in done:
-        ours |= _write_outputs(output_dir, task, outcome)
-    planted = sorted(set(os.listdir(output_dir)) - before - ours)
+        written |= _write_outputs(output_dir / folder, task, outcome)
+    planted = sorted(set(os.listdir(output_dir)) - before - ours - (set() if folder else written))
+    if folder:
+        planted += sorted(f"{folder}/{name}" for name in
+                          set(os.listdir(output_dir / folder)) - written)
     for name in planted:
         force_remove(output_dir / name)
     force_remove(output_dir / RECORD_NAME)
@@ -267,15 +275,17 @@ def _announce(config: IngestionConfig, hardware: dict, dirs: dict[str, Path | No
 
 def _run_tasks(tasks: tuple[TaskSpec, ...], config: IngestionConfig, base: Path,
                dirs: dict[str, Path | None], protections: Protections, contract,
-               shared: tuple[dict, Path], write: bool = True
+               shared: tuple[dict, Path], write: bool = True, folder: str = ""
                ) -> list[tuple[TaskSpec, TaskOutcome]]:
+    """``folder``: the tasks' inputs are in that folder of the input data, their predictions
+    go to that folder of the output (tasks a rule runs instead of the phase's)."""
     forbidden = tuple(p for p in (*dirs.values(), base) if p)
     sources, submission, modes = shared
     done = []
     for task in tasks:
         started = time.monotonic()
-        staging = _stage_task(base, task, dirs["input"], sources, submission, protections.uid,
-                              forbidden, contract)
+        staging = _stage_task(base, task, dirs["input"] / folder, sources, submission,
+                              protections.uid, forbidden, contract)
         modes.add(staging.workdir.parent)
         task = rules.task_budget(task, staging.data, contract)
         outcome = _run_task(task, config, staging, protections, contract)
@@ -283,7 +293,7 @@ def _run_tasks(tasks: tuple[TaskSpec, ...], config: IngestionConfig, base: Path,
         if not clean_workdir(staging.workdir):
             outcome.notes.append("its working folder could not be removed")
         if write:
-            _write_outputs(dirs["output"], task, outcome)
+            _write_outputs(dirs["output"] / folder, task, outcome)
         done.append((task, outcome))
         _report(task, outcome, protections, config.limits)
         for line in restored:
@@ -337,10 +347,12 @@ def ingest(input_dir: Path, output_dir: Path, program_dir: Path, submission_dir:
     dirs = {"input": input_dir, "output": output_dir, "program": program_dir,
             "submission": submission_dir, "hidden": hidden_dir}
     protections = _announce(config, hardware, dirs)
-    refusal = own_command_problem(submission_dir) or worker_problem
+    refusal = _refusal(config, submission_dir, worker_problem)
     if refusal:
-        return _refuse(config, output_dir, hardware, _record_key(program_dir, hidden_dir), refusal,
-                       failures.DID_NOT_START if worker_problem else failures.SANDBOX)
+        return _refuse(config, output_dir, hardware, _record_key(program_dir, hidden_dir),
+                       *refusal)
+    instead = rules.runs_instead(config, submission_dir)
+    folder = instead.folder if instead else ""
     base = new_staging_folder()
     os.chmod(base, 0o711)      # the child may pass through to its own folders, not list them
     before = set(os.listdir(output_dir))
@@ -352,19 +364,27 @@ def ingest(input_dir: Path, output_dir: Path, program_dir: Path, submission_dir:
                   _stage_common(base, dirs["submission"]),
                   ModeGuard([dirs[name] for name in ("input", "output", "program", "hidden")]
                             + [base]))
-        first = _run_first(config, base, dirs, protections, contract, shared)
-        failure = rules.record_failure(first)
-        if failure is None:
-            done = _run_tasks(config.tasks, config, base, dirs, protections, contract, shared)
+        if instead:
+            first, failure = instead.entries, None
+            (output_dir / folder).mkdir(exist_ok=True)
+            done = _run_tasks(instead.tasks, config, base, dirs, protections, contract, shared,
+                              folder=folder)
+        else:
+            first = _run_first(config, base, dirs, protections, contract, shared)
+            failure = rules.record_failure(first)
+            if failure is None:
+                done = _run_tasks(config.tasks, config, base, dirs, protections, contract,
+                                  shared)
     finally:
         if not force_remove(base):
             _say(f"could not remove the staging folder {base}")
-    planted = _settle_output(output_dir, before, done)
+    planted = _settle_output(output_dir, before, done, folder)
     if planted:
         _say(f"removed from the output folder what a child put there: {', '.join(planted)}")
     runs = {task.name: _task_run(task, outcome, config.limits) for task, outcome in done}
-    files = {f"{task.prediction_stem}.npy": file_digest(output_dir / f"{task.prediction_stem}.npy")
-             for task, outcome in done if outcome.predictions is not None}
+    files = {name: file_digest(output_dir / name)
+             for name in (_prediction_name(task, folder) for task, outcome in done
+                          if outcome.predictions is not None)}
     key = _record_key(program_dir, hidden_dir)
     write_run_record(output_dir / RECORD_NAME, RunRecord(runs, hardware, files, rules=first), key)
     if failure is not None:
@@ -377,6 +397,24 @@ def ingest(input_dir: Path, output_dir: Path, program_dir: Path, submission_dir:
             "unsigned (no key in this program or the hidden data: the scorer of a code phase "
             "will not accept it)"))
     return 0
+
+
+def _refusal(config: IngestionConfig, submission_dir: Path,
+             worker_problem: str | None) -> tuple[str, str] | None:
+    """Why nothing of the submission runs, and its failure category: a command of its own
+    would run outside the sandbox, a worker the organizers must fix starts no task, a rule
+    refuses it."""
+    command = own_command_problem(submission_dir)
+    if command:
+        return command, failures.SANDBOX
+    if worker_problem:
+        return worker_problem, failures.DID_NOT_START
+    return rules.submission_refusal(config, submission_dir)
+
+
+def _prediction_name(task: TaskSpec, folder: str) -> str:
+    """A prediction file as the record names it, relative to the output folder."""
+    return f"{folder}/{task.prediction_stem}.npy" if folder else f"{task.prediction_stem}.npy"
 
 
 def _refuse(config: IngestionConfig, output_dir: Path, hardware: dict, key: bytes | None,

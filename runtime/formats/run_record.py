@@ -146,6 +146,13 @@ def write_run_record(path: PathLike, record: RunRecord, key: bytes | None = None
     Path(path).write_text(json.dumps(content, indent=1, sort_keys=True) + "\n", encoding="utf-8")
 
 
+def _plain_name(name: str) -> bool:
+    """A file beside the record, or in one folder of its own: tasks a rule runs instead of
+    the phase's write there (runtime/rules/, ``runs_instead``); never a way out of it."""
+    parts = name.split("/")
+    return len(parts) <= 2 and all(part not in ("", ".", "..") for part in parts)
+
+
 def signature_problem(path: PathLike, key: bytes) -> str | None:
     """Why the record at ``path`` is not one the ingestion program signed with ``key``, for
     the prediction files beside it; None when it is."""
@@ -159,7 +166,7 @@ def signature_problem(path: PathLike, key: bytes) -> str | None:
         return f"{path.name} has a wrong signature: it was not written by the ingestion program"
     files = content.get("files") if isinstance(content.get("files"), dict) else {}
     for name, digest in sorted(files.items()):
-        if "/" in name or not (path.parent / name).is_file():
+        if not _plain_name(name) or not (path.parent / name).is_file():
             return f"{name}, listed in {path.name}, is missing"
         if not hmac.compare_digest(str(digest), file_digest(path.parent / name)):
             return f"{name} differs from what the ingestion program wrote"

@@ -1,10 +1,10 @@
 """Competition rules, worker side: one module per rule, registered by one line in ``RULES``.
 
 A competition rule (a phase's gate, public rows with full scores kept private, budgets in
-epochs, units with their own hard limit, sd columns) is one module here, shipped in both
-programs with the rest of ``runtime/``, and one module of the same name under
-``bundle/competition_rules/`` on the build side, where it has anything to build (units do not:
-the kind's own hook decides). Standard library and numpy only (this runs on the platform's
+epochs, units with their own hard limit, sd columns, a phase's smoke test) is one module
+here, shipped in both programs with the rest of ``runtime/``, and one module of the same name
+under ``bundle/competition_rules/`` on the build side, where it has anything to build (units
+do not: the kind's own hook decides). Standard library and numpy only (this runs on the platform's
 worker; a kind's own values reach a rule through the kind's records).
 
 The scorer and the ingestion ask this registry, never a rule module, so the hooks' defaults
@@ -79,6 +79,24 @@ A rule may run tasks of its own before the phase's, and fail the submission (the
   ``TaskOutcome`` that ended ok (units: a unit not done in time), for a rule that needs the
   task complete. Default: none.
 
+A rule may run other tasks instead of the phase's, scored apart and never ranked (the smoke
+test), and refuse a submission outright:
+
+- ``submission_refusal(config, submission) -> (reason, failure category) | None``: why the
+  ingestion runs nothing of this submission (its folder ``submission``), refusing it as it
+  refuses one that carries a command of its own; the record says why and the submission
+  fails. Default: none.
+- ``runs_instead(config, submission) -> RunInstead | None``: the tasks the ingestion runs
+  instead of the phase's and of everything ``run_first`` would run, from ``$input/<folder>``
+  into ``$output/<folder>``, and the rule's entries in the run record. Default: None.
+- ``scoring_configs(raw, where, parse_config) -> dict``: ``ScoringConfig.rules`` entries that
+  hold a scoring config of their own, each read by ``parse_config(raw, where)`` as the
+  phase's is. Default: none.
+- ``scores_instead(config, entries) -> ScoreInstead | None``: by the run record's entries
+  (``RunRecord.rules``), what the scorer scores instead of the phase's tasks: ``ref/<folder>``
+  against ``res/<folder>`` with its own config, the report under its own heading, the scores
+  on stderr and no scores file, then the exit status it names. Default: None.
+
 A rule may run a task its own way, each child the core's:
 
 - ``task_runner(task, contract)``: how the task runs, a function of ``run_child`` returning
@@ -91,7 +109,9 @@ A rule may run a task its own way, each child the core's:
 """
 from __future__ import annotations
 
-from . import epoch_budgets, gate, public_rows, sd_columns, se_columns, units
+from typing import NamedTuple
+
+from . import epoch_budgets, gate, public_rows, sd_columns, se_columns, smoke_test, units
 
 RULES = (
     sd_columns,
@@ -100,6 +120,7 @@ RULES = (
     gate,
     public_rows,
     units,
+    smoke_test,
 )
 
 
@@ -285,3 +306,40 @@ def outcome_lines(task, outcome) -> list[str]:
     """The rules' lines on a task's outcome in the ingestion's log, in ``RULES`` order."""
     return [line for rule in RULES if hasattr(rule, "outcome_lines")
             for line in rule.outcome_lines(task, outcome)]
+
+
+class RunInstead(NamedTuple):
+    """Tasks a rule runs instead of the phase's (``runs_instead``)."""
+    folder: str             # under $input and $output: kept apart from the phase's tasks
+    tasks: tuple            # TaskSpecs, their inputs relative to $input/<folder>
+    entries: dict           # the rule's entries in the run record
+
+
+class ScoreInstead(NamedTuple):
+    """What the scorer scores instead of the phase's tasks (``scores_instead``)."""
+    folder: str             # under ref/ and res/
+    config: object          # the ScoringConfig of those tasks
+    heading: str            # the detailed results' heading
+    exit_status: int        # non-zero: the platforms fail the submission, which ranks nowhere
+    closing: str            # the log's last line
+
+
+def submission_refusal(config, submission) -> tuple[str, str] | None:
+    """Why a rule refuses the submission before anything of it runs, and its failure
+    category; None: no rule does."""
+    return _first("submission_refusal", config, submission)
+
+
+def runs_instead(config, submission) -> RunInstead | None:
+    """The tasks a rule runs instead of the phase's, or None: the phase's run."""
+    return _first("runs_instead", config, submission)
+
+
+def scoring_configs(raw: dict, where: str, parse_config) -> dict:
+    """The ``ScoringConfig.rules`` entries that hold scoring configs, read by ``parse_config``."""
+    return _merged("scoring_configs", raw, where, parse_config)
+
+
+def scores_instead(config, entries: dict) -> ScoreInstead | None:
+    """What the scorer scores instead of the phase's tasks, by the run record's entries."""
+    return _first("scores_instead", config, entries)

@@ -179,7 +179,8 @@ def parse_config(raw: dict, source: str = CONFIG_NAME) -> ScoringConfig:
     if record not in RECORD_RULES:
         raise ConfigError(f"{source}: record must be one of {RECORD_RULES}, found {record!r}")
     try:
-        rule_fields = rules.scoring_config_fields(raw, source)
+        rule_fields = {**rules.scoring_config_fields(raw, source),
+                       **rules.scoring_configs(raw, source, parse_config)}
     except rules.RuleError as error:
         raise ConfigError(str(error)) from None
     return ScoringConfig(_require(raw, "phase", str, source), kind, tasks, columns, record,

@@ -14,9 +14,12 @@ sandbox); 5 no task could be scored (every task penalised: missing or malformed 
 every training run failed, prediction files in a code phase, an empty zip): the report is
 written, the scores file is not, and both platforms fail the submission, which then counts
 toward no limit (codabench_v2.md §3.7, codalab_v1.md §4.7), where a Finished all-worst
-submission would use one up. A task with no usable prediction beside scored ones gets the
-worst value of every column and the submission is scored; the report says why. Every failure
-is explained on stderr in one line first.
+submission would use one up. A rule may have the code run other tasks instead (the smoke test,
+``rules.scores_instead``): they are scored apart, reported, never written to a scores file,
+and the rule's exit status (6 for the smoke test) fails the submission on both platforms, so
+that it ranks nowhere and counts toward no limit. A task with no usable prediction beside
+scored ones gets the worst value of every column and the submission is scored; the report
+says why. Every failure is explained on stderr in one line first.
 """
 from __future__ import annotations
 
@@ -185,6 +188,9 @@ def _score(config, ref: Path, input_dir: Path, output_dir: Path, on_codabench: b
         _say(f"not scored: {rule_failure}. The submission fails; failed submissions do not "
              "count toward the limits")
         return rules.RULE_FAILED
+    instead = rules.scores_instead(config, record.rules) if record is not None else None
+    if instead:
+        return _score_instead(instead, ref, res, output_dir, record)
     results = [_with_traceback(_code_in_results_phase(config, res, _with_notes(result, record)),
                                record) for result in score_all(config, ref, res, record)]
     private = _private_results(config, ref, res, record, results)
@@ -213,6 +219,33 @@ def _score(config, ref: Path, input_dir: Path, output_dir: Path, on_codabench: b
                          record)
     print(f"scored {len(usable)} of {len(results)} task(s) of phase {config.phase}:\n{text}", end="")
     return 0
+
+
+def _score_instead(instead, ref: Path, res: Path, output_dir: Path, record) -> int:
+    """Tasks a rule ran instead of the phase's (the smoke test), scored apart with their own
+    config: the report under the rule's heading and the scores in the log, never a scores
+    file, then the rule's exit status, so that the platforms rank nothing of them."""
+    config = instead.config
+    results = [_with_traceback(_with_notes(result, record), record)
+               for result in score_all(config, ref / instead.folder, res / instead.folder, record)]
+    for result in results:
+        for line in _penalty_lines(result) if result.penalised else []:
+            _say(line)
+        for note in result.notes:
+            _say(f"task {result.task.name}: {note}")
+    output_dir.mkdir(parents=True, exist_ok=True)
+    loss = weighted_loss(results)
+    (output_dir / REPORT_NAME).write_text(
+        render_report(results, config.scoring, phase=config.phase, weighted_loss=loss,
+                      problems=[], heading=instead.heading), encoding="utf-8")
+    _write_details(output_dir / DETAILS_NAME, config, results, [], record)
+    kept = {key for keys in config.private_keys.values() for key in keys}
+    _say(f"{instead.heading}: {len(results)} task(s) of phase {config.phase}")
+    for key, value in column_values(config, results).items():
+        if key not in kept:             # the rules' private figures stay private here too
+            _say(f"{key}: {value}")
+    _say(instead.closing)
+    return instead.exit_status
 
 
 def _write_details(path: Path, config, results, problems, record) -> None:

@@ -103,10 +103,11 @@ def _penalty_box(result: TaskResult) -> str:
 
 
 def render_report(results: list[TaskResult], scoring, *, phase: str,
-                  weighted_loss: float | None, problems: list[str]) -> str:
+                  weighted_loss: float | None, problems: list[str],
+                  heading: str = "Scoring report") -> str:
     """The whole report as one HTML5 document; ``scoring`` is the record of the kind's
-    runtime scoring module."""
-    head = [f"<h1>Scoring report: {escape(phase)}</h1>",
+    runtime scoring module; ``heading``: what the report is (a rule's: a smoke test)."""
+    head = [f"<h1>{escape(heading)}: {escape(phase)}</h1>",
             f'<p class="muted">{escape(scoring.REPORT_INTRO)} ± is one standard error: how far '
             f"a figure would move with another draw of what it was measured on, here "
             f"{escape(scoring.STANDARD_ERROR)}. A gap between two submissions smaller than about "
@@ -123,5 +124,5 @@ def render_report(results: list[TaskResult], scoring, *, phase: str,
     return "\n".join([
         "<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>Scoring report: {escape(phase)}</title>", f"<style>{STYLE}</style>", "</head>",
+        f"<title>{escape(heading)}: {escape(phase)}</title>", f"<style>{STYLE}</style>", "</head>",
         "<body>", "<main>", *body, "</main>", "</body>", "</html>", ""])
