@@ -112,7 +112,7 @@ def _local_run(name: str, out: Path) -> Path:
     runs it; the folder of the scoring output."""
     result = subprocess.run(
         [sys.executable, "-m", "bundle.local_run", "--config", str(kind(name).DEFAULT_SPEC),
-         "--baseline", Path(kind(name).EXAMPLE_BASELINE).stem, "--budget", "5", "--score-hidden",
+         "--baseline", Path(kind(name).EXAMPLE_BASELINE).stem, "--budget", "2", "--score-hidden",
          "--out", str(out)], cwd=REPO, capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     report = re.search(r"^detailed results: (.+)$", result.stdout, re.MULTILINE)
