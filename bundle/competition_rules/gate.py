@@ -11,10 +11,10 @@ its tasks, written as the phase's are), the scoring config as ``gated``.
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
 from ..spec_key import Key
+from .held_tasks import replace_held_tasks
 
 SPEC_KEYS = {"phases.<phase>": {
     "gate": Key(
@@ -81,11 +81,7 @@ def plan_phase_tasks(spec, phase_key: str, code: bool, planned) -> dict:
 
 
 def replace_tasks(rules: dict, change) -> dict:
-    gate = rules.get("gate")
-    if gate is None:
-        return rules
-    tasks = change(gate.tasks)
-    return {**rules, "gate": dataclasses.replace(gate, tasks=tasks) if tasks else None}
+    return replace_held_tasks(rules, "gate", change)
 
 
 def extra_tasks(plan) -> tuple:

@@ -25,6 +25,7 @@ from pathlib import Path
 from runtime.rules.smoke_test import FOLDER, MARKER, SMOKE_TEST
 
 from ..spec_key import Key, number
+from .held_tasks import replace_held_tasks
 
 STAND_IN = "stand_in"
 DEFAULT_MAX_SECONDS = 30.0    # a smoke test finds crashes; it need not train for long
@@ -190,11 +191,7 @@ def _stand_in(spec, phase_key: str, planned) -> tuple[list, list[str]]:
 
 
 def replace_tasks(rules: dict, change) -> dict:
-    smoke = rules.get("smoke_test")
-    if smoke is None:
-        return rules
-    tasks = change(smoke.tasks)
-    return {**rules, "smoke_test": dataclasses.replace(smoke, tasks=tasks) if tasks else None}
+    return replace_held_tasks(rules, "smoke_test", change)
 
 
 def public_tasks_apart(plan) -> dict:
