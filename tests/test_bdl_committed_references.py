@@ -4,8 +4,13 @@ import json
 import numpy as np
 import pytest
 
-from kinds.bdl2021.runtime.formats import (read_chain_probs, read_chain_samples,
-                                           read_classification_probs)
+from kinds.bdl2021.runtime.exact_posterior import COVERAGE, parse_expectation_document
+from kinds.bdl2021.runtime.formats import (SAMPLES_BY_POINTS, read_batch_means,
+                                           read_chain_probs, read_chain_samples,
+                                           read_classification_probs, read_reference_mcse,
+                                           read_regression_samples)
+from kinds.bdl2021.reference.expectation_check import expectation_coverage
+from kinds.bdl2021.reference.expectation_file import compute_expectation
 from kinds.bdl2021.reference.chains import task_model
 from kinds.bdl2021.reference.datasets import prepare
 from kinds.bdl2021.reference.manifest import verify_manifest
@@ -35,6 +40,75 @@ def test_rhat_bar_and_diagnostics_recorded(task):
         assert 0.5 < chain["acceptance_rate"] <= 1.0
         assert chain["divergences"] == 0
     assert diagnostics["ess"]["min"] > 50
+
+
+@pytest.mark.parametrize("task", TASKS, ids=lambda t: t.name)
+def test_references_meet_the_reference_posterior_standard(task):
+    """posteriordb's bar, as the gate reads it: rank-normalised R-hat <= 1.01, bulk and tail
+    ESS >= 400 for every predictive quantity and the energy, no divergence after warm-up."""
+    standard = json.loads(task_files(DEFAULT_ROOT, task.name, task.kind).diagnostics
+                          .read_text())["reference_standard"]
+    assert standard["rhat_max"] <= 1.01 and standard["energy_rhat"] <= 1.01
+    assert min(standard["ess_bulk_min"], standard["ess_tail_min"], standard["energy_ess_bulk"],
+               standard["energy_ess_tail"]) >= 400
+    assert standard["divergences"] == 0
+
+
+@pytest.mark.parametrize("task", TASKS, ids=lambda t: t.name)
+def test_every_reference_quantity_has_its_monte_carlo_standard_error(task):
+    """Classification: per probability, and the batch means' spread over their number agrees
+    with it (two estimates of one error); regression: per point, of the mean and sd of y."""
+    files = task_files(DEFAULT_ROOT, task.name, task.kind)
+    declaration = json.loads(files.declaration.read_text())
+    if task.kind == "classification":
+        mcse = read_reference_mcse(files.reference_mcse, n_points=declaration["n_test"],
+                                   n_columns=declaration["num_classes"])
+        batches = read_batch_means(files.batch_means)
+        blocks = batches.reshape(-1, *batches.shape[2:]).astype(float)
+        np.testing.assert_allclose(blocks.mean(axis=0), read_classification_probs(
+            files.reference), atol=1e-6)
+        from_batches = blocks.std(axis=0, ddof=1) / np.sqrt(len(blocks))
+        ratio = np.sqrt(np.mean(from_batches ** 2) / np.mean(mcse ** 2))
+        assert 0.8 < ratio < 1.25, ratio
+    else:
+        mcse = read_reference_mcse(files.reference_mcse, n_points=declaration["n_test"],
+                                   n_columns=2)
+        draws = read_regression_samples(files.reference, layout=SAMPLES_BY_POINTS)
+        iid = draws.std(axis=1, ddof=1) / np.sqrt(draws.shape[1])
+        assert 0.8 < np.sqrt(np.mean(mcse[:, 0] ** 2) / np.mean(iid ** 2)) < 1.25
+    assert np.all(np.isfinite(mcse)) and np.all(mcse >= 0) and mcse.max() > 0
+
+
+@pytest.mark.parametrize("task", TASKS, ids=lambda t: t.name)
+def test_the_committed_expectation_is_current(task):
+    """The file the builder ships is what the references give now."""
+    files = task_files(DEFAULT_ROOT, task.name, task.kind)
+    committed = json.loads(files.expectation.read_text())
+    parse_expectation_document(committed, task.name, task.kind, files.expectation.name)
+    width = None if task.kind == "classification" else REGRESSION_SAMPLES
+    assert compute_expectation(files, width) == committed
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("task", TASKS, ids=lambda t: t.name)
+def test_the_exact_posterior_interval_covers_an_exact_submission_at_its_rate(task):
+    """In simulated worlds with the committed reference's own Monte Carlo error
+    (``expectation_check``), the interval holds the exact submission's score in about
+    COVERAGE of the replicates: within 3 binomial standard errors, never far above."""
+    files = task_files(DEFAULT_ROOT, task.name, task.kind)
+    if task.kind == "classification":
+        chains, batches = read_chain_probs(files.chain_reference), read_batch_means(
+            files.batch_means)
+        found = expectation_coverage(task.kind, chains, batches, replicates=100, splits=400)
+    else:
+        found = expectation_coverage(task.kind, read_chain_samples(files.chain_reference),
+                                     reference_draws=REGRESSION_SAMPLES,
+                                     submission_draws=REGRESSION_SAMPLES, replicates=60,
+                                     splits=100)
+    for name, coverage in found.items():
+        assert coverage.rate >= COVERAGE - coverage.tolerance(), (name, coverage)
+        assert coverage.mean_value == pytest.approx(coverage.mean_score, rel=0.05, abs=1e-4), \
+            (name, coverage)
 
 
 @pytest.mark.parametrize("task", TASKS, ids=lambda t: t.name)

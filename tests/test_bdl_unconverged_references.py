@@ -27,6 +27,7 @@ def data_root_with_short_iris_chains(tmp_path: Path) -> Path:
     diagnostics = json.loads(path.read_text())
     diagnostics["energy"].update(ess=44.0, passed=False)
     diagnostics["ess"]["potential_energy"] = 44.0
+    diagnostics["reference_standard"]["energy_ess_bulk"] = 44.0
     path.write_text(json.dumps(diagnostics, indent=1))
     return data
 
@@ -83,4 +84,4 @@ def test_a_diagnostics_file_without_the_gate_figures_is_refused_naming_it(tmp_pa
     path.write_text(json.dumps({"task": "iris"}))
     with pytest.raises(SpecError) as refused:
         load_spec(spec_file(tmp_path, data, **{OVERRIDE: True}))
-    assert f"tasks.iris: {path}:" in str(refused.value) and "'rhat'" in str(refused.value)
+    assert f"tasks.iris: {path}:" in str(refused.value) and "'reference_standard'" in str(refused.value)

@@ -22,9 +22,11 @@ def render_report(results, **kwargs):
 
 
 def metric(name, value, std=None, chain_values=(), expected=None, spread=None, capped=False):
+    interval = None if spread is None else [expected - 2 * spread, expected + 2 * spread]
     return MetricResult(name, value, std, capped, {
         "chain_values": list(chain_values), "exact_posterior_expectation": expected,
-        "exact_posterior_expectation_spread": spread})
+        "exact_posterior_expectation_spread": spread,
+        "exact_posterior_expectation_interval": interval})
 
 VOID = {"meta", "br", "link", "img", "input", "hr", "col", "wbr", "source"}
 
@@ -159,7 +161,7 @@ def test_the_summary_names_a_penalised_tasks_category(page):
 
 def test_values_use_each_metrics_precision(page):
     assert "0.9123" in page and "0.0877" in page and "0.4321" in page
-    assert "± 0.0123" in page and "0.9500 ± 0.0040" in page
+    assert "± 0.0123" in page and "0.9500 (95%: 0.9420 to 0.9580)" in page
     assert "7.5000" in page and "capped" in page
     assert "123.5" in page                                   # train seconds, 1 decimal
     assert "0.912345" not in page

@@ -20,10 +20,10 @@ from kinds.kind import Kind
 
 from .organizer_checks import task_problems, unconverged_reference_problems
 from .pages import page_context
+from .reference.expectation_file import task_expectation
 from .reference.task_files import DEFAULT_ROOT
-from .runtime.exact_posterior import expectation_document
 from .runtime.formats import (SAMPLES_BY_POINTS, TASK_INPUT_KEYS, copy_npz_members,
-                              read_chain_probs, read_chain_samples, read_classification_probs,
+                              read_classification_probs,
                               read_regression_samples, read_task_inputs)
 from .runtime.score_types import AGREEMENT, CLASSIFICATION
 from .tasks import (data_source, files, has_public_references, has_std, prediction_stem,
@@ -123,7 +123,8 @@ def stage_inputs(task, destination: Path) -> None:
 
 def stage_reference(task, destination: Path) -> None:
     """The hidden files: model average and labels (.npy), per-chain references, and the
-    exact-posterior expectation (a property of the references, computed once here)."""
+    exact-posterior expectation (a property of the references: the generator's file, or computed
+    here where it is missing or stale)."""
     names, paths = reference_names(task), files(task)
     classification = task.task_type == CLASSIFICATION
     if classification:
@@ -133,12 +134,7 @@ def stage_reference(task, destination: Path) -> None:
     np.save(destination / names["reference"], np.ascontiguousarray(average))
     if names["chain_reference"]:
         shutil.copyfile(paths.chain_reference, destination / names["chain_reference"])
-        chains = (read_chain_probs(paths.chain_reference) if classification
-                  else read_chain_samples(paths.chain_reference))
-        # Regression: the reference's draws per point (S x N on disk) and the submission's.
-        draws = None if classification else average.shape[0]
-        document = expectation_document(task.name, task.task_type, chains, draws,
-                                        task.declaration.get("num_samples"))
+        document = task_expectation(paths, task.declaration.get("num_samples"))
         (destination / names["exact_posterior_expectation"]).write_text(
             json.dumps(document, indent=1) + "\n")
     if names["test_labels"]:
@@ -154,8 +150,9 @@ def stage_public(task, destination: Path, code_submission: bool) -> None:
     (destination / paths.declaration.name).write_text(json.dumps(declaration, indent=1) + "\n")
     if not code_submission:
         shutil.copyfile(paths.reference, destination / paths.reference.name)
-        if paths.chain_reference.is_file():
-            shutil.copyfile(paths.chain_reference, destination / paths.chain_reference.name)
+        for published in (paths.chain_reference, paths.reference_mcse):
+            if published.is_file():
+                shutil.copyfile(published, destination / published.name)
 
 
 # ---- starting kit --------------------------------------------------------------------------

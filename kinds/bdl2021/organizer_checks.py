@@ -23,8 +23,8 @@ from runtime.formats.matrix_files import FormatError
 from .reference.gate import gate_checks, read_diagnostics
 from .reference.task_files import task_files
 from .runtime.declared_model import MLP, task_network
-from .runtime.formats import (array_blocks, npz_headers, read_chain_probs, read_chain_samples,
-                              read_task_inputs)
+from .runtime.formats import (array_blocks, npz_headers, read_batch_means, read_chain_probs,
+                              read_chain_samples, read_reference_mcse, read_task_inputs)
 from .runtime.networks import Network, NetworkError
 from .runtime.score_types import CLASSIFICATION, TASK_TYPES
 
@@ -138,6 +138,17 @@ def task_problems(task) -> list[str]:
                 read_chain_probs(paths.chain_reference, n_points=n_test, n_classes=width)
             else:
                 read_chain_samples(paths.chain_reference, n_points=n_test)
+        except FormatError as error:
+            problems.append(str(error))
+    if classification and paths.batch_means.is_file():
+        try:
+            read_batch_means(paths.batch_means, n_points=n_test, n_classes=width)
+        except FormatError as error:
+            problems.append(str(error))
+    if paths.reference_mcse.is_file():
+        try:
+            read_reference_mcse(paths.reference_mcse, n_points=n_test,
+                                n_columns=width if classification else 2)
         except FormatError as error:
             problems.append(str(error))
     if paths.test_labels.is_file():

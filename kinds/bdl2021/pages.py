@@ -12,6 +12,8 @@ from markupsafe import Markup, escape
 from .organizer_checks import convergence_failures
 from .reference.task_files import DEFAULT_ROOT
 from .runtime.declared_model import task_network
+from .runtime.exact_posterior import BATCHES_PER_CHAIN, COVERAGE, SPLITS
+from .runtime.report import expectation_text
 from .runtime.score_types import CLASSIFICATION, REGRESSION, TASK_TYPES
 from .tasks import files, has_public_references, has_std, prediction_stem
 
@@ -131,6 +133,12 @@ def baseline_cell(metric: dict) -> str:
     return f"{metric['value']:.3f}" + (f" ± {error:.3f}" if error is not None else "")
 
 
+def expectation_cell(expected: dict) -> str:
+    """The exact-posterior line of a baseline table, with its 95% range where the table has
+    one (tables made before it was estimated from batches have only a value)."""
+    return expectation_text(expected["value"], expected.get("interval"), 3)
+
+
 def _baseline_table(plan, results: dict | None) -> dict:
     if not results or not any(task.name in results["tasks"] for task in plan.tasks):
         return {"note": "Baseline results are not available for these tasks.", "header": [],
@@ -146,7 +154,7 @@ def _baseline_table(plan, results: dict | None) -> dict:
             cells = []
             for method in methods:
                 cells.append(baseline_cell(entry["methods"][method]["metrics"][metric]))
-            rows.append([task.name, metric, *cells, f"{expected['value']:.3f}"])
+            rows.append([task.name, metric, *cells, expectation_cell(expected)])
     budgets = sorted({results["budgets"][task.name] for task in plan.tasks
                       if task.name in results.get("budgets", {})})
     epochs = sorted({results.get("epochs", {}).get(task.name) for task in plan.tasks})
@@ -165,7 +173,8 @@ def _baseline_table(plan, results: dict | None) -> dict:
     return {"note": f"Baselines of the starting kit, {trained}; ± is one standard error (over "
                     "the test rows and the HMC chains, as the detailed results give it); the "
                     "exact-posterior expectation is what an exact sampler's "
-                    "submission is expected to score against this finite HMC reference (not a "
+                    "submission is expected to score against this finite HMC reference, and "
+                    "the range after it holds such a submission's score 95% of the time (not a "
                     "bound: a submission may land on either side of it by chance).",
             "header": header, "rows": rows}
 
@@ -194,7 +203,18 @@ def page_context(plan, phase, baseline_results: dict | None) -> dict:
         # data is as they prepared it, so the page promises nothing about it
         "standardised": all(_embedded(task) for task in plan.tasks),
         "guide": kit_guide(plan),
+        "expectation": _expectation_text(),
     }
+
+
+def _expectation_text() -> dict:
+    """How the exact-posterior expectation is made, in the figures the code uses."""
+    return {"method": f"It is estimated from the reference's own draws, cut into "
+                      f"{BATCHES_PER_CHAIN} consecutive batches per HMC chain: in each of "
+                      f"{SPLITS} random halves of the batches, the reference is scored against "
+                      "the mean of half of them (for regression, draws of one half against "
+                      "draws of the other, at the submission's and the reference's sizes).",
+            "coverage": f"{COVERAGE:.0%}"}
 
 
 def _embedded(task) -> bool:

@@ -32,7 +32,7 @@ sys.path.insert(0, str(REPO))
 
 from bundle.local_run import (LocalRunError, baseline_details, baselines_spec,  # noqa: E402
                               build_kit, organizer_spec)
-from kinds.bdl2021.pages import baseline_cell  # noqa: E402
+from kinds.bdl2021.pages import baseline_cell, expectation_cell  # noqa: E402
 
 METHODS = {"deep_ensemble": "Deep ensemble (10 MAP members)",
            "multi_swag": "MultiSWAG (5 SWAG members)",
@@ -95,7 +95,8 @@ def collect(budget: float | None = None, config: Path | None = None,
                     "budget_seconds": given, "penalty": result["penalty"]}
                 entry["exact_posterior_expectation"] = {
                     name: {"value": m["exact_posterior_expectation"],
-                           "spread": m["exact_posterior_expectation_spread"]}
+                           "spread": m["exact_posterior_expectation_spread"],
+                           "interval": m["exact_posterior_expectation_interval"]}
                     for name, m in result["metrics"].items()}
     return table
 
@@ -111,10 +112,6 @@ def merged(previous: dict | None, table: dict) -> dict:
                                               **entry["methods"]}[m] for m in methods}}
              for task, entry in table["tasks"].items()}
     return {**table, "methods": {m: METHODS[m] for m in methods}, "tasks": tasks}
-
-
-def _cell(value, spread) -> str:
-    return f"{value:.3f}" + (f" ± {spread:.3f}" if spread else "")
 
 
 def _block_order(task: str, data_root: Path | None, blocks: dict) -> list[str]:
@@ -136,7 +133,7 @@ def markdown(table: dict, data_root: Path | None = None) -> str:
         for metric, expected in entry["exact_posterior_expectation"].items():
             cells = [baseline_cell(entry["methods"][m]["metrics"][metric]) for m in methods]
             lines.append(f"| {task} ({entry['phase'][:3]}) | {metric} | " + " | ".join(cells)
-                         + f" | {_cell(expected['value'], expected['spread'])} |")
+                         + f" | {expectation_cell(expected)} |")
     shifted = {task: entry for task, entry in table["tasks"].items()
                if next(iter(entry["methods"].values()))["blocks"]}
     for task, entry in shifted.items():

@@ -46,12 +46,13 @@ class ChainPredictions:
 def _regression_samples(model, samples, x_test, rng) -> tuple[np.ndarray, np.ndarray]:
     """Means per kept sample, and REGRESSION_SAMPLES draws of y (with noise).
 
-    Draws are ordered round-robin over the kept parameter samples (draw j uses sample
-    j mod S), so any prefix of the draws spreads over the whole chain.
+    Draws follow the chain: draw j uses kept sample floor(j S / REGRESSION_SAMPLES), so every
+    sample serves once or twice, and a stretch of draws is a stretch of the chain (what the
+    reference's even share and the batches of the exact-posterior expectation rely on).
     """
     means, scales = zip(*(predictive_mean_and_scale(model, theta, x_test) for theta in samples))
     means, scales = np.array(means), np.array(scales)
-    which = np.arange(REGRESSION_SAMPLES) % len(samples)
+    which = np.arange(REGRESSION_SAMPLES) * len(samples) // REGRESSION_SAMPLES
     y = means[which] + scales[which] * rng.standard_normal((REGRESSION_SAMPLES, x_test.shape[0]))
     return means, y
 

@@ -1,4 +1,4 @@
-"""Command line of the BDL references: ``python -m reference_data {generate,verify}``."""
+"""Command line of the BDL references: ``python -m reference_data {generate,verify,export}``."""
 from __future__ import annotations
 
 import argparse
@@ -16,6 +16,7 @@ EPILOG = """examples:
   python -m reference_data generate               regenerate all of them (minutes)
   python -m reference_data generate --tasks iris --out /tmp/refs
   python -m reference_data generate --data-root my_tasks/      an organizer's own tasks
+  python -m reference_data export --tasks iris --out /tmp/export   ArviZ and posteriordb files
 """
 
 
@@ -52,10 +53,44 @@ def _parser() -> argparse.ArgumentParser:
         generate.add_argument(f"--{name}", type=int, default=None,
                               help=f"{what} of every task, instead of its declaration's "
                                    f"hmc.num_{name}; raise it when the convergence gate fails")
+    _add_export(commands)
     verify = commands.add_parser("verify", help="check manifest, shapes and convergence")
     verify.add_argument("--root", type=Path, default=DEFAULT_ROOT,
                         help=f"references folder (default: {DEFAULT_ROOT})")
     return parser
+
+
+def _add_export(commands) -> None:
+    export = commands.add_parser(
+        "export", help="write references as ArviZ (netCDF) and posteriordb (JSON) files")
+    export.add_argument("--tasks", default=None,
+                        help="comma-separated task names (default: every task under --root)")
+    export.add_argument("--root", type=Path, default=DEFAULT_ROOT,
+                        help=f"the references' folder (default: {DEFAULT_ROOT})")
+    export.add_argument("--out", type=Path, required=True, help="folder to write into")
+
+
+def _export(args) -> int:
+    from .export import ExportError, export_task
+    from .task_files import task_files
+    import json
+    found = sorted(path.parent.name for path in args.root.glob("*/*_task.json")
+                   if path.name == f"{path.parent.name}_task.json")
+    names = _names(args, found)
+    unknown = [name for name in names if name not in found]
+    if unknown:
+        print(f"error: no task {', '.join(unknown)} under {args.root} (found: "
+              f"{', '.join(found) or 'none'})", file=sys.stderr)
+        return 2
+    for name in names:
+        kind = json.loads((args.root / name / f"{name}_task.json").read_text())["kind"]
+        try:
+            written = export_task(task_files(args.root, name, kind), args.out)
+        except ExportError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 1
+        print(f"{name}: " + ", ".join(str(path) for path in written))
+    return 0
 
 
 def _names(args, default: list[str]) -> list[str]:
@@ -147,6 +182,8 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "generate":
         return _generate(args)
+    if args.command == "export":
+        return _export(args)
     return _verify(args.root)
 
 

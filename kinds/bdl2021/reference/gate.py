@@ -40,19 +40,27 @@ class GateCheck:
 
 
 def gate_checks(diagnostics: dict) -> list[GateCheck]:
-    """The figures the gate reads from a task's diagnostics. References made before the
-    energy gate (no "energy" entry) are held to the R-hat bar alone."""
-    rhat = diagnostics["rhat"]
-    checks = [GateCheck(f"split R-hat of the predictive at the {rhat['percentile']}th "
-                        "percentile", rhat[f"p{rhat['percentile']}"], rhat["threshold"],
-                        False, 3)]
-    energy = diagnostics.get("energy")
-    if energy:
-        checks += [GateCheck("split R-hat of the potential energy", energy["rhat"],
-                             energy["rhat_threshold"], False, 3),
-                   GateCheck("ESS of the potential energy", energy["ess"],
-                             energy["ess_minimum"], True, 0)]
-    return checks
+    """The figures the gate reads from a task's diagnostics: the reference-posterior standard
+    (posteriordb's bar): rank-normalised split R-hat at most 1.01 and bulk and tail ESS at
+    least 400 for every predictive quantity, the same for the potential energy, and no
+    divergent transition after warm-up. A file without them (made by an older generator) is
+    refused by ``read_diagnostics`` with the missing key named."""
+    standard = diagnostics["reference_standard"]
+    rhat, ess = standard["rhat_threshold"], standard["ess_minimum"]
+    return [GateCheck("rank-normalised split R-hat of every predictive quantity (worst)",
+                      standard["rhat_max"], rhat, False, 3),
+            GateCheck("bulk ESS of every predictive quantity (least)",
+                      standard["ess_bulk_min"], ess, True, 0),
+            GateCheck("tail ESS of every predictive quantity (least)",
+                      standard["ess_tail_min"], ess, True, 0),
+            GateCheck("rank-normalised split R-hat of the potential energy",
+                      standard["energy_rhat"], rhat, False, 3),
+            GateCheck("bulk ESS of the potential energy", standard["energy_ess_bulk"], ess,
+                      True, 0),
+            GateCheck("tail ESS of the potential energy", standard["energy_ess_tail"], ess,
+                      True, 0),
+            GateCheck("divergent transitions after warm-up", standard["divergences"], 0,
+                      False, 0)]
 
 
 def gate_problems(name: str, diagnostics: dict) -> list[str]:

@@ -24,13 +24,15 @@ from pathlib import Path
 
 import numpy as np
 
-from kinds.bdl2021.runtime.formats import (TaskInputs, write_chain_probs, write_chain_samples,
-                                           write_classification_probs, write_regression_reference,
+from kinds.bdl2021.runtime.formats import (TaskInputs, write_batch_means, write_chain_probs,
+                                           write_chain_samples, write_classification_probs,
+                                           write_reference_mcse, write_regression_reference,
                                            write_task_inputs)
 from runtime.formats.matrix_files import write_matrix
 
 from .chains import ChainPredictions, run_task_chain, task_model
 from .datasets import PreparedTask, prepare
+from .expectation_file import write_expectation
 from .manifest import write_manifest
 from .gate import gate_problems, gate_summary
 from .references import TaskReferences, build_references
@@ -84,9 +86,24 @@ def _declaration_json(task: TaskDeclaration, prepared: PreparedTask, files, engi
                   {"method": "stratified", "test_fraction": task.test_fraction,
                    "random_state": task.seed}),
         "standardisation": prepared.standardisation,
-        "hmc": {**asdict(task.hmc), "engine": ENGINES[engine]},
+        "hmc": sampler_settings(task, engine),
         "files": {role: path.name for role, path in files.all().items()},
     }
+
+
+# What the NUTS engine takes from a task's HMC settings; the rest (trajectory length, initial
+# step size, step cap) steer only the numpy engine, so a NUTS reference does not state them.
+NUTS_SETTINGS = ("num_chains", "num_warmup", "num_samples", "target_acceptance")
+
+
+def sampler_settings(task: TaskDeclaration, engine: str) -> dict:
+    """The settings the engine used, as the declaration states them."""
+    settings = asdict(task.hmc)
+    if engine == "nuts":
+        from .nuts import MAX_TREE_DEPTH
+        settings = {**{key: settings[key] for key in NUTS_SETTINGS},
+                    "max_tree_depth": MAX_TREE_DEPTH}
+    return {**settings, "engine": ENGINES[engine]}
 
 
 def model_declaration(task: TaskDeclaration, model) -> dict:
@@ -112,13 +129,17 @@ def write_task(root: Path, task: TaskDeclaration, prepared: PreparedTask,
 
 
 def write_references(files, task, references: TaskReferences) -> None:
-    """The model average, each chain's predictive and the diagnostics of one task."""
+    """The model average, each chain's predictive (and batch means), the Monte Carlo standard
+    errors and the diagnostics of one task."""
     if task.kind == "classification":
         write_classification_probs(files.reference, references.bma)
         write_chain_probs(files.chain_reference, references.chains)
+        write_batch_means(files.batch_means, references.batch_means)
     else:
         write_regression_reference(files.reference, references.bma)
         write_chain_samples(files.chain_reference, references.chains)
+    write_reference_mcse(files.reference_mcse, references.mcse)
+    write_expectation(files, None if task.kind == "classification" else REGRESSION_SAMPLES)
     _write_json(files.diagnostics, {"task": task.name, **references.diagnostics})
 
 

@@ -10,6 +10,9 @@ flat bundle zip, as the 2021 competition's ``medmnist_probs.csv`` and ``uci_samp
 | <task>_samples.csv           | HMC predictive draws of y, S x N (transposed)        | scorer |
 | <task>_chain_probs.npy       | each chain's predictive, (K, N, C) float64           | scorer |
 | <task>_chain_samples.npy     | each chain's draws of y, (K, S, N) float64           | scorer |
+| <task>_batch_means.npy       | classification: each chain's predictive in 10 batches, (K, B, N, C) float32 | organizers only |
+| <task>_reference_mcse.npy    | Monte Carlo standard error of the reference: (N, C), or (N, 2) for the mean and sd of y | scorer (dev phase: public) |
+| <task>_exact_posterior_expectation.json | what an exact submission scores against the reference (``exact_posterior.py``) | scorer, pages |
 | <task>_test_labels.csv       | the true y_test, N x 1                               | organizers only |
 | <task>_task.json             | the task declaration: model, prior, split, blocks    | everyone |
 | <task>_hmc_diagnostics.json  | step sizes, acceptance, R-hat, ESS, divergences      | everyone |
@@ -54,6 +57,18 @@ class TaskFiles:
                           else "_chain_samples.npy")
 
     @property
+    def batch_means(self) -> Path | None:
+        return self._path("_batch_means.npy") if self.kind == "classification" else None
+
+    @property
+    def reference_mcse(self) -> Path:
+        return self._path("_reference_mcse.npy")
+
+    @property
+    def expectation(self) -> Path:
+        return self._path("_exact_posterior_expectation.json")
+
+    @property
     def test_labels(self) -> Path:
         return self._path("_test_labels.csv")
 
@@ -70,9 +85,12 @@ class TaskFiles:
         return self._path("_parameters.npz")
 
     def all(self) -> dict[str, Path]:
-        return {"inputs": self.inputs, "reference": self.reference,
-                "chain_reference": self.chain_reference, "test_labels": self.test_labels,
-                "declaration": self.declaration, "diagnostics": self.diagnostics}
+        paths = {"inputs": self.inputs, "reference": self.reference,
+                 "chain_reference": self.chain_reference, "batch_means": self.batch_means,
+                 "reference_mcse": self.reference_mcse, "expectation": self.expectation,
+                 "test_labels": self.test_labels,
+                 "declaration": self.declaration, "diagnostics": self.diagnostics}
+        return {role: path for role, path in paths.items() if path is not None}
 
 
 def task_files(root: Path, task: str, kind: str) -> TaskFiles:

@@ -25,7 +25,7 @@ from runtime.scoring import (BlockResult, MetricResult, SubmissionError, TaskCon
                            penalised as worst_result, run_failure_text)
 
 from . import metrics
-from .exact_posterior import exact_posterior_expectation
+from .exact_posterior import exact_posterior_expectation, expectation_blocks
 from .predictions import Submission
 from .references import References
 from .score_types import CLASSIFICATION, WASSERSTEIN_CAP_IN_REFERENCE_STD
@@ -53,11 +53,17 @@ class Curves:
     reference_coverage: np.ndarray | None = None
 
 
-def _details(chain_values=(), expected=None, expected_spread=None) -> dict:
+def _details(chain_values=(), expectation=None) -> dict:
     """The numbers this kind adds to a metric: its value against each chain alone, and the
-    exact-posterior expectation with its spread (detailed_results.json keeps these names)."""
-    return {"chain_values": list(chain_values), "exact_posterior_expectation": expected,
-            "exact_posterior_expectation_spread": expected_spread}
+    exact-posterior expectation with its spread and 95% interval (detailed_results.json keeps
+    these names)."""
+    interval = None
+    if expectation is not None and expectation.low is not None:
+        interval = [expectation.low, expectation.high]
+    return {"chain_values": list(chain_values),
+            "exact_posterior_expectation": getattr(expectation, "value", None),
+            "exact_posterior_expectation_spread": getattr(expectation, "spread", None),
+            "exact_posterior_expectation_interval": interval}
 
 
 def _arrays(predictions: np.ndarray, reference: np.ndarray) -> dict[str, np.ndarray]:
@@ -103,8 +109,7 @@ def _metrics(task: TaskConfig, predictions: np.ndarray, references: References,
     expectation = references.expectation or {}
     return {name: MetricResult(name, values[name], _std(per_chain[name]),
                                capped=values[name] != raw[name], details=_details(
-                                   per_chain[name], getattr(expectation.get(name), "value", None),
-                                   getattr(expectation.get(name), "spread", None)),
+                                   per_chain[name], expectation.get(name)),
                                se=uncertainty.combined_se(row_errors[name],
                                                           uncertainty.mean_se(per_chain[name])))
             for name in values}
@@ -187,14 +192,15 @@ def _sorted_samples(references: References) -> References:
 
 
 def _with_expectation(task: TaskConfig, references: References) -> References:
-    """The shipped expectation, or computed now from the unsorted chains (the regression
-    halves take each chain's first draws, as the reference did)."""
+    """The shipped expectation, or computed now from the unsorted chains (classification:
+    the chains are the blocks; regression: each chain's draws in batches)."""
     if references.chains is None or references.expectation is not None:
         return references
     task_type = task.settings.task_type
-    draws = None if task_type == CLASSIFICATION else references.model_average.shape[1]
     return replace(references, expectation=exact_posterior_expectation(
-        task_type, references.chains, draws, task.settings.num_samples))
+        task_type, *expectation_blocks(task_type, references.chains,
+                                       references.model_average.shape[1]),
+        task.settings.num_samples))
 
 
 def first_rows(task: TaskConfig, references: References, rows: int

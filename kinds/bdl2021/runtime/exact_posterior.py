@@ -3,39 +3,36 @@
 The reference is itself a Monte Carlo estimate (K chains of finite length), so even the
 exact posterior predictive does not score perfectly against it: total variation and the
 Wasserstein distances stay above 0, agreement below 1, by an amount set by the size of the
-reference. This module estimates E[score(exact submission, reference)] for a submission of
-the participant's size, from the chains alone:
+reference. This module estimates, from the reference's own draws, the distribution of what an
+exact submission of the participant's size scores against it: its mean (the line), its
+standard deviation and a central interval that holds an exact submission's score with
+probability ``COVERAGE``.
 
-- classification: the exact model average (a probability file carries no sample count, so
-  an exact sampler may average as many draws as it likes: n_sub = infinity);
-- regression: ``num_samples`` exact draws of y per test point (the file's fixed width),
-  counted as worth as many HMC draws (conservative: iid draws are worth slightly more).
+The draws come as n blocks, each the mean (classification) or the draws (regression) of a
+stretch of one chain: ``BATCHES_PER_CHAIN`` consecutive batches of each chain when the
+generator kept them, else the chains themselves. Treated as independent and alike (the
+convergence gate's R-hat <= 1.01 and bulk ESS near the draw count are what allow it), each of
+``SPLITS`` random halves S of the blocks stands in for one replicate of the whole situation:
 
-Distances (TV, W2, W1), by a matched split: the chains are cut into two halves A and B of
-equal size, built like the reference (regression: the same draws per chain as the
-reference takes), and one half is scored against the other. That measures the Monte Carlo
-error of a half-size reference, once on each side. The central-limit rate then moves it to
-the sizes that matter, submission against the full reference:
+- classification (a probability file carries no sample count, so an exact sampler may
+  average as many draws as it likes): the submission is the reference p (the mean of all
+  blocks) and the reference is the mean of half of them, p_S. For independent blocks with
+  covariance s^2, p_S - p has covariance s^2 (1/|S| - 1/n) = s^2 / n, exactly that of the
+  reference's own error p - p_exact; so score(p, p_S) is distributed as score(p_exact, p),
+  with the reference standing in for the exact posterior (for agreement: a plug-in, exact in
+  aggregate where margins near ties spread evenly). With an odd n the step p_S - p is
+  rescaled to that variance.
+- regression (``num_samples`` exact draws of y per test point, the file's fixed width): the
+  submission is ``submission_draws`` draws picked from the blocks in S and the reference
+  ``reference_draws`` picked from the rest: both sides have the real sizes and no draw in
+  common, so no rescaling is needed. HMC draws stand for the exact ones (their ESS is near
+  their count; where a side is short of draws, the central-limit rate
+  sqrt((1/n_sub + 1/n_ref) / (1/a + 1/b)) rescales it).
 
-    E d(sub, ref) = d(A, B) * sqrt((1/n_sub + 1/n_ref) / (1/n_A + 1/n_B))
-
-TV is homogeneous in the probability error, so this is exact for Gaussian errors; the
-Wasserstein distances follow it through the empirical quantile process (up to a slowly
-varying factor in the tails). The value is the mean over the distinct splits, and its
-spread the standard deviation over them (ddof=1). With 4 chains the 3 splits are orthogonal
-contrasts of the chains ((1,1,-1,-1)/2, (1,-1,1,-1)/2, (1,-1,-1,1)/2), so for Gaussian chain
-errors each rescaled split is an independent draw of what an exact submission scores against
-a reference of our size: the spread says roughly how far an exact submission lands from the
-expectation by chance (from 3 draws, so only roughly).
-
-Agreement is not a distance (1 - agreement is a probability of flipping the top class), so
-it does not scale that way: per test point, the top two classes a, b of the reference and
-the standard error of its margin, s_i^2 = Var_k(q_ka - q_kb) / K over the K chains, give
-
-    E agreement = 1 - (1/N) sum_i Phi(-(q_a - q_b)_i / s_i)
-
-the chance that the reference's top class is not the exact posterior's, with the reference
-standing in for the exact posterior (a plug-in: near exact ties it under-counts flips).
+The value is the mean over the splits, the spread their standard deviation and the interval
+their (1 - COVERAGE)/2 and (1 + COVERAGE)/2 quantiles. The splits are seeded (``SEED``), so the
+same reference always gives the same figures. ``tests/test_bdl_expected_score.py`` checks the
+interval's coverage by simulation on every embedded task.
 
 The builder computes this once (it depends on the references only) and ships it as a
 versioned JSON file (``FILE_FORMAT``) next to the references.
@@ -44,35 +41,30 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from itertools import combinations
 
 import numpy as np
 
-from .score_types import AGREEMENT, CLASSIFICATION, SCORE_TYPES
+from .score_types import CLASSIFICATION, SCORE_TYPES
 
-FILE_FORMAT = "exact-posterior-expectation/1"
-AGREEMENT_METHOD = "Gaussian flip probability of the reference's top class"
-SPLIT_METHOD = "matched split of the chains, rescaled by the central-limit rate"
+FILE_FORMAT = "exact-posterior-expectation/2"
+SPLITS = 400
+SEED = 32
+COVERAGE = 0.95
+# Consecutive batches each chain's draws are cut into: 4 chains give 40 blocks, enough to
+# estimate the reference's Monte Carlo error with 39 degrees of freedom.
+BATCHES_PER_CHAIN = 10
+HALF_METHOD = ("random halves of the reference's batches of draws: the reference against half "
+               "of its own batches (classification), or draws of one half against draws of "
+               "the other (regression)")
 
 
 @dataclass(frozen=True)
 class Expectation:
     value: float
-    spread: float | None      # std over the chain splits (ddof=1): an exact submission's
-    #                           chance spread around the value; None for agreement
+    spread: float | None    # std of an exact submission's score around the value
     method: str
-
-
-def chain_splits(num_chains: int) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
-    """Every split of the chains into halves A, B (|A| = floor(K/2)), each split once."""
-    chains = range(num_chains)
-    splits = []
-    for half in combinations(chains, num_chains // 2):
-        rest = tuple(k for k in chains if k not in half)
-        if num_chains % 2 == 0 and 0 not in half:
-            continue          # {A, B} and {B, A} are the same split
-        splits.append((half, rest))
-    return splits
+    low: float | None = None     # the central COVERAGE interval of an exact submission's score
+    high: float | None = None
 
 
 def size_factor(n_sub: float, n_ref: float, n_a: float, n_b: float) -> float:
@@ -80,82 +72,150 @@ def size_factor(n_sub: float, n_ref: float, n_a: float, n_b: float) -> float:
     return math.sqrt((1 / n_sub + 1 / n_ref) / (1 / n_a + 1 / n_b))
 
 
-def _normal_cdf(x: np.ndarray) -> np.ndarray:
-    return 0.5 * np.vectorize(math.erfc)(-np.asarray(x, float) / math.sqrt(2))
+def regression_blocks(chains: np.ndarray, batches: int = BATCHES_PER_CHAIN) -> list[np.ndarray]:
+    """(K, N, S) draws of y in chain order -> K x ``batches`` blocks of (N, ~S/batches)."""
+    return [block for chain in chains for block in np.array_split(chain, batches, axis=1)]
 
 
-def expected_agreement(chains: np.ndarray) -> float:
-    """1 - (1/N) sum_i Phi(-margin_i / s_i): see the module docstring.
-
-    chains: (K, N, C) per-chain model averages; their mean is the reference.
-    """
-    reference = chains.mean(axis=0)
-    top_two = np.argsort(-reference, axis=1, kind="stable")[:, :2]
-    rows = np.arange(reference.shape[0])
-    margins = chains[:, rows, top_two[:, 0]] - chains[:, rows, top_two[:, 1]]   # (K, N)
-    margin = margins.mean(axis=0)
-    standard_error = margins.std(axis=0, ddof=1) / math.sqrt(len(chains))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        z = np.where(standard_error > 0, margin / standard_error,
-                     np.where(margin > 0, np.inf, 0.0))   # identical chains: no flip unless a tie
-    return float(1.0 - np.mean(_normal_cdf(-z)))
-
-
-def _split_value(task_type: str, chains: np.ndarray, half_a, half_b, draws_per_chain: int | None,
-                 function) -> float:
+def expectation_blocks(task_type: str, chains: np.ndarray, reference_draws: int | None,
+                       batch_means: np.ndarray | None = None) -> tuple:
+    """(blocks, reference_draws) for ``exact_posterior_expectation``: classification, the
+    batch means (K, B, N, C) where the generator kept them, else the chain means (K, N, C);
+    regression, each chain's draws of y (K, N, S) cut into ``BATCHES_PER_CHAIN`` stretches."""
     if task_type == CLASSIFICATION:
-        return float(function(chains[list(half_a)].mean(axis=0), chains[list(half_b)].mean(axis=0)))
-    a = np.concatenate([chains[k, :, :draws_per_chain] for k in half_a], axis=1)
-    b = np.concatenate([chains[k, :, :draws_per_chain] for k in half_b], axis=1)
-    return float(function(a, b))
+        blocks = chains if batch_means is None else batch_means.reshape(-1, *batch_means.shape[2:])
+        return blocks, None
+    return regression_blocks(chains), reference_draws
 
 
-def exact_posterior_expectation(task_type: str, chains: np.ndarray, reference_draws: int | None = None,
-                                submission_draws: int | None = None) -> dict[str, Expectation]:
-    """Each metric's expected value for an exact-posterior submission of the participant's size.
+def _halves(count: int, splits: int, rng: np.random.Generator) -> np.ndarray:
+    """(splits, count) booleans: which blocks each random half holds (floor(count / 2))."""
+    return np.array([np.isin(np.arange(count), rng.permutation(count)[:count // 2])
+                     for _ in range(splits)])
 
-    chains: classification (K, N, C) per-chain model averages, whose mean is the reference;
-    regression (K, N, S_c) per-chain draws of y, with ``reference_draws`` (the reference's
-    draws per point, taken evenly from the chains) and ``submission_draws`` (the file's width).
+
+# Splits scored at once: their test points stacked into one array of at most this many numbers.
+STACKED_NUMBERS = 1 << 22
+
+
+def _stacked_scores(scores, reference: np.ndarray, moved: np.ndarray) -> dict[str, np.ndarray]:
+    """Each metric of ``reference`` against every one of m ``moved`` arrays (m, N, C), through
+    the score types' per-row terms on the m x N rows stacked (each metric is their mean)."""
+    m, points = moved.shape[:2]
+    stacked = moved.reshape(m * points, *moved.shape[2:])
+    tiled = np.broadcast_to(reference, moved.shape).reshape(stacked.shape)
+    return {score.name: score.per_row(tiled, stacked).reshape(m, points).mean(axis=1)
+            for score in scores}
+
+
+def _classification_scores(blocks: np.ndarray, halves: np.ndarray) -> dict[str, np.ndarray]:
+    count = len(blocks)
+    reference = blocks.mean(axis=0)
+    size = count // 2
+    # Var(p_S - p) = s^2 (1/size - 1/count); an exact match to s^2 / count when size = count/2.
+    scale = math.sqrt((1 / count) / (1 / size - 1 / count))
+    flat = (blocks - reference).reshape(count, -1)
+    per_chunk = max(1, STACKED_NUMBERS // flat.shape[1])
+    parts = []
+    for start in range(0, len(halves), per_chunk):
+        weights = halves[start:start + per_chunk] / size                # (m, count)
+        steps = (weights @ flat).reshape(-1, *reference.shape) * scale
+        parts.append(_stacked_scores(SCORE_TYPES[CLASSIFICATION], reference, reference + steps))
+    return {name: np.concatenate([part[name] for part in parts]) for name in parts[0]}
+
+
+def _pick(columns: np.ndarray, count: int, width: int, rng: np.random.Generator) -> np.ndarray:
+    """A mask over ``width`` pool columns: ``count`` of ``columns`` (all of them if fewer)."""
+    if len(columns) > count:
+        columns = rng.choice(columns, count, replace=False)
+    mask = np.zeros(width, dtype=bool)
+    mask[columns] = True
+    return mask
+
+
+def _sorted_side(sorted_pool: np.ndarray, order: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """The masked columns' values, each row sorted, without sorting: the pool is sorted once
+    per row (``order``) and each row keeps its masked entries in that order."""
+    return sorted_pool[mask[order]].reshape(len(sorted_pool), int(mask.sum()))
+
+
+def _regression_scores(blocks: list[np.ndarray], halves: np.ndarray, reference_draws: int,
+                       submission_draws: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    pool = np.concatenate(blocks, axis=1)
+    order = np.argsort(pool, axis=1, kind="stable")
+    sorted_pool = np.take_along_axis(pool, order, axis=1)
+    edges = np.cumsum([0] + [block.shape[1] for block in blocks])
+    columns = [np.arange(start, stop) for start, stop in zip(edges[:-1], edges[1:])]
+    scores = {score.name: [] for score in SCORE_TYPES["regression"]}
+    for half in halves:
+        side_a = np.concatenate([c for c, inside in zip(columns, half) if inside])
+        side_b = np.concatenate([c for c, inside in zip(columns, half) if not inside])
+        submission = _sorted_side(sorted_pool, order, _pick(side_a, submission_draws,
+                                                            pool.shape[1], rng))
+        reference = _sorted_side(sorted_pool, order, _pick(side_b, reference_draws,
+                                                           pool.shape[1], rng))
+        factor = size_factor(submission_draws, reference_draws, submission.shape[1],
+                             reference.shape[1])
+        for score in SCORE_TYPES["regression"]:     # sorted rows: the metrics do not sort again
+            scores[score.name].append(score.function(submission, reference) * factor)
+    return {name: np.array(values) for name, values in scores.items()}
+
+
+def expectation_from_scores(scores: dict[str, np.ndarray], coverage: float = COVERAGE
+                            ) -> dict[str, Expectation]:
+    """Each metric's mean, spread and central interval over the splits' scores."""
+    tail = (1 - coverage) / 2
+    return {name: Expectation(float(values.mean()),
+                              float(values.std(ddof=1)) if len(values) > 1 else None,
+                              HALF_METHOD, float(np.quantile(values, tail)),
+                              float(np.quantile(values, 1 - tail)))
+            for name, values in scores.items()}
+
+
+def split_scores(task_type: str, blocks, reference_draws: int | None = None,
+                 submission_draws: int | None = None, splits: int = SPLITS,
+                 seed: int = SEED) -> dict[str, np.ndarray]:
+    """What an exact submission scores in each of ``splits`` random halves (module docstring).
+
+    blocks: classification (n, N, C) block means; regression a list of n (N, S_b) blocks of
+    draws of y, with ``reference_draws`` (the reference's draws per point) and
+    ``submission_draws`` (the file's width).
     """
-    num_chains = len(chains)
-    if num_chains < 2:
-        raise ValueError(f"the exact-posterior expectation needs at least 2 chains, got {num_chains}")
+    count = len(blocks)
+    if count < 2:
+        raise ValueError(f"the exact-posterior expectation needs at least 2 blocks of draws "
+                         f"(batches or chains), got {count}")
+    rng = np.random.default_rng(seed)
+    halves = _halves(count, splits, rng)
     if task_type == CLASSIFICATION:
-        draws_per_chain, unit = None, 1            # sizes in chains of equal length
-        n_ref, n_sub = num_chains, math.inf
-    else:
-        if not reference_draws or not submission_draws:
-            raise ValueError("regression needs reference_draws and submission_draws")
-        # Halves built like the reference: the same number of draws from each chain.
-        draws_per_chain = min(chains.shape[2], reference_draws // num_chains)
-        if draws_per_chain < 1:
-            raise ValueError(f"{reference_draws} reference draws over {num_chains} chains")
-        unit, n_ref, n_sub = draws_per_chain, reference_draws, submission_draws
-    splits = chain_splits(num_chains)
-    results = {}
-    for score in SCORE_TYPES[task_type]:
-        if score is AGREEMENT:
-            results[score.name] = Expectation(expected_agreement(chains), None, AGREEMENT_METHOD)
-            continue
-        values = [_split_value(task_type, chains, a, b, draws_per_chain, score.function)
-                  * size_factor(n_sub, n_ref, len(a) * unit, len(b) * unit) for a, b in splits]
-        spread = float(np.std(values, ddof=1)) if len(values) > 1 else None
-        results[score.name] = Expectation(float(np.mean(values)), spread, SPLIT_METHOD)
-    return results
+        return _classification_scores(np.asarray(blocks, dtype=float), halves)
+    if not reference_draws or not submission_draws:
+        raise ValueError("regression needs reference_draws and submission_draws")
+    return _regression_scores(blocks, halves, reference_draws, submission_draws, rng)
 
 
-def expectation_document(task: str, task_type: str, chains: np.ndarray,
-                         reference_draws: int | None = None,
-                         submission_draws: int | None = None) -> dict:
+def exact_posterior_expectation(task_type: str, blocks, reference_draws: int | None = None,
+                                submission_draws: int | None = None, splits: int = SPLITS,
+                                seed: int = SEED) -> dict[str, Expectation]:
+    """Each metric's expected value, spread and interval for an exact-posterior submission of
+    the participant's size (``split_scores`` says what ``blocks`` holds)."""
+    return expectation_from_scores(split_scores(task_type, blocks, reference_draws,
+                                                submission_draws, splits, seed))
+
+
+def expectation_document(task: str, task_type: str, blocks, reference_draws: int | None = None,
+                         submission_draws: int | None = None, splits: int = SPLITS) -> dict:
     """The JSON the builder ships next to the references (format ``FILE_FORMAT``)."""
-    expectations = exact_posterior_expectation(task_type, chains, reference_draws, submission_draws)
+    expectations = exact_posterior_expectation(task_type, blocks, reference_draws,
+                                               submission_draws, splits)
     submission = ("the exact posterior model average" if task_type == CLASSIFICATION
                   else f"{submission_draws} exact draws of y per test point")
     return {"format": FILE_FORMAT, "task": task, "task_type": task_type,
             "submission": submission,
-            "reference": {"chains": int(len(chains)), "draws_per_point": reference_draws},
-            "metrics": {name: {"value": e.value, "spread": e.spread, "method": e.method}
+            "reference": {"blocks": len(blocks), "draws_per_point": reference_draws},
+            "splits": splits, "seed": SEED, "coverage": COVERAGE,
+            "metrics": {name: {"value": e.value, "spread": e.spread, "low": e.low,
+                               "high": e.high, "method": e.method}
                         for name, e in expectations.items()}}
 
 
@@ -178,17 +238,23 @@ def parse_expectation_document(document, task: str, task_type: str, source: str)
     for score in SCORE_TYPES[task_type]:
         entry, where = metrics[score.name], f"{source}: metrics.{score.name}"
         if not isinstance(entry, dict):
-            raise ValueError(f"{where}: expected an object with value, spread, method")
+            raise ValueError(f"{where}: expected an object with value, spread, low, high, method")
         value, spread = entry.get("value"), entry.get("spread")
         upper = score.maximum if score.maximum is not None else math.inf
-        if not _finite_number(value) or not score.minimum <= value <= upper:
-            raise ValueError(f"{where}.value: expected a finite number in "
-                             f"[{score.minimum:g}, {upper:g}], found {value!r}")
+        bounds = {key: entry.get(key) for key in ("value", "low", "high")}
+        for key, number in bounds.items():
+            if not _finite_number(number) or not score.minimum <= number <= upper:
+                raise ValueError(f"{where}.{key}: expected a finite number in "
+                                 f"[{score.minimum:g}, {upper:g}], found {number!r}")
+        if not bounds["low"] <= bounds["high"]:
+            raise ValueError(f"{where}: low ({bounds['low']!r}) must not exceed high "
+                             f"({bounds['high']!r})")
         if spread is not None and (not _finite_number(spread) or spread < 0):
             raise ValueError(f"{where}.spread: expected null or a finite number >= 0, "
                              f"found {spread!r}")
         parsed[score.name] = Expectation(float(value), None if spread is None else float(spread),
-                                         str(entry.get("method", "")))
+                                         str(entry.get("method", "")), float(bounds["low"]),
+                                         float(bounds["high"]))
     return parsed
 
 

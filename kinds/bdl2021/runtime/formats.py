@@ -225,14 +225,40 @@ def _check_layout(layout: str) -> None:
         raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
 
 
+def read_batch_means(path: PathLike, *, n_points: int | None = None,
+                     n_classes: int | None = None) -> np.ndarray:
+    """(K, B, N, C) batch means of each chain's class probabilities from an .npy file."""
+    return _read_chains(path, (None, None, n_points, n_classes),
+                        ("chains", "batches", "test points", "classes"))
+
+
+def write_batch_means(path: PathLike, batches: np.ndarray) -> None:
+    """Write (K, B, N, C) batch means as a float32 .npy (their rounding is far below the
+    Monte Carlo error they measure)."""
+    _write_array(path, np.asarray(batches, dtype=np.float32), 4, "batch means")
+
+
+def read_reference_mcse(path: PathLike, *, n_points: int | None = None,
+                        n_columns: int | None = None) -> np.ndarray:
+    """(N, C) Monte Carlo standard errors of the reference (classification: of each
+    probability; regression: of each point's mean and standard deviation of y)."""
+    return _read_chains(path, (n_points, n_columns), ("test points", "quantities"))
+
+
+def write_reference_mcse(path: PathLike, mcse: np.ndarray) -> None:
+    _write_array(path, np.asarray(mcse, dtype=np.float64), 2, "Monte Carlo standard errors")
+
+
 def _read_chains(path: PathLike, expected: tuple[int | None, ...],
                  axes: tuple[str, ...]) -> np.ndarray:
-    """Load a 3-D numeric .npy and check the axes whose length is given, in on-disk order."""
+    """Load a numeric .npy of len(axes) dimensions and check the axes whose length is given,
+    in on-disk order."""
     path = require_file(path, (NPY_EXTENSION,))
     array = load_npy(path)
     described = f"({', '.join(axes)})"
-    if array.ndim != 3:
-        raise FormatError(f"{path}: expected a 3-D array {described}, found shape {array.shape}")
+    if array.ndim != len(axes):
+        raise FormatError(f"{path}: expected a {len(axes)}-D array {described}, found shape "
+                          f"{array.shape}")
     check_numeric_array(path, array)
     for axis, (want, found, name) in enumerate(zip(expected, array.shape, axes)):
         if want is not None and want != found:
@@ -243,12 +269,17 @@ def _read_chains(path: PathLike, expected: tuple[int | None, ...],
 
 def _write_chains(path: PathLike, chains: np.ndarray) -> None:
     """np.save a 3-D float64 array, refusing names np.save would silently extend."""
-    chains = np.ascontiguousarray(chains, dtype=np.float64)
-    if chains.ndim != 3:
-        raise ValueError(f"{path}: expected a 3-D chains array to write, got shape {chains.shape}")
+    _write_array(path, np.asarray(chains, dtype=np.float64), 3, "chains")
+
+
+def _write_array(path: PathLike, array: np.ndarray, ndim: int, what: str) -> None:
+    array = np.ascontiguousarray(array)
+    if array.ndim != ndim:
+        raise ValueError(f"{path}: expected a {ndim}-D {what} array to write, got shape "
+                         f"{array.shape}")
     if Path(path).suffix.lower() != NPY_EXTENSION:
-        raise ValueError(f"{path}: chain arrays must be written to an .npy file")
-    np.save(path, chains)
+        raise ValueError(f"{path}: {what} must be written to an .npy file")
+    np.save(path, array)
 
 
 def _archive_problem(path: Path) -> str | None:

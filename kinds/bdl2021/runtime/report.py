@@ -3,6 +3,7 @@ and the exact-posterior expectation, the predictive-spread histogram, the reliab
 or coverage curve, and the per-block metrics."""
 from __future__ import annotations
 
+import math
 from html import escape
 
 import numpy as np
@@ -20,21 +21,35 @@ EXPECTATION_NOTE = (
     "HMC chain alone. Exact-posterior expectation: the score an exact sampler's submission "
     "(the exact model average; for regression as many exact draws as a submission holds) is "
     "expected to get against this reference, which is itself a finite HMC run, so even the "
-    "exact posterior does not score perfectly. Estimated by scoring half of the HMC chains "
-    "against the other half and rescaling to the submission's and the reference's sizes; ± is "
-    "its spread over the ways to split the chains, roughly how far an exact submission lands "
-    "from it by chance. A submission can land on either side of it; well beyond it on the good "
-    "side is luck or a match to HMC's own Monte Carlo noise, not a better posterior.")
+    "exact posterior does not score perfectly. Estimated from the reference's own draws, cut "
+    "into batches: in each of 400 random halves, the reference is scored against half of its "
+    "batches (regression: draws of one half against draws of the other). The range after it "
+    "holds an exact submission's score 95% of the time (a simulation test checks that rate). "
+    "A submission can land on either side of the value; well beyond the range on the good side "
+    "is luck or a match to HMC's own Monte Carlo noise, not a better posterior.")
+
+
+def expectation_text(value, interval, precision: int) -> str:
+    """The expected value and its 95% range, with enough digits that the range shows (a TV
+    of 0.0012 is not 0.001 ± 0.000)."""
+    if value is None:
+        return DASH
+    digits = precision
+    if interval:
+        width = interval[1] - interval[0]
+        if width > 0:
+            digits = max(precision, min(8, 1 - math.floor(math.log10(width))))
+        return (f"{value:.{digits}f} (95%: {interval[0]:.{digits}f} to "
+                f"{interval[1]:.{digits}f})")
+    return f"{value:.{digits}f}"
 
 
 def _metric_row(result: TaskResult, score: ScoreType, metric: MetricResult) -> str:
     value = number(metric.value, score.precision) + capped_mark(metric.capped)
     spread = DASH if metric.std is None else "± " + number(metric.std, score.precision)
-    expected_value = metric.details.get("exact_posterior_expectation")
-    expected_spread = metric.details.get("exact_posterior_expectation_spread")
-    expected = number(expected_value, score.precision)
-    if expected_value is not None and expected_spread is not None:
-        expected += " ± " + number(expected_spread, score.precision)
+    expected = expectation_text(metric.details.get("exact_posterior_expectation"),
+                                metric.details.get("exact_posterior_expectation_interval"),
+                                score.precision)
     return ("<tr>" + cell(metric_label(score)) + cell(value, True)
             + cell(standard_error(result, metric, score.precision), True) + cell(spread, True)
             + cell(expected, True) + "</tr>")
