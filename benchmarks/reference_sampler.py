@@ -11,6 +11,7 @@ potential energy, and both per second; then the ratios of ours to NumPyro and to
 
 Goal (issue 16): ours / NumPyro >= 1.0 and ours / numpy HMC >= 50 in ESS per second.
 Usage: .venv/bin/python benchmarks/reference_sampler.py [--tasks a,b] [--warmup W] [--samples S]
+(each task's declared warm-up and kept draws unless --warmup and --samples say otherwise)
 """
 from __future__ import annotations
 
@@ -76,8 +77,10 @@ def measure(sampler, task, prepared) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tasks", default="breast_cancer,diabetes_gap")
-    parser.add_argument("--warmup", type=int, default=1000)
-    parser.add_argument("--samples", type=int, default=1000)
+    parser.add_argument("--warmup", type=int, default=None,
+                        help="warm-up iterations a chain (default: each task's declared)")
+    parser.add_argument("--samples", type=int, default=None,
+                        help="kept draws a chain (default: each task's declared)")
     parser.add_argument("--skip-numpy", action="store_true", help="leave the old sampler out")
     args = parser.parse_args(argv)
     samplers = {"ours (BlackJAX NUTS)": ours, "NumPyro NUTS": numpyro_nuts}
@@ -87,8 +90,9 @@ def main(argv: list[str] | None = None) -> int:
           f"{'ESS energy':>10s} {'pred/s':>8s} {'energy/s':>8s}")
     for name in args.tasks.split(","):
         task = task_by_name(name)
-        task = replace(task, hmc=replace(task.hmc, num_chains=CHAINS, num_warmup=args.warmup,
-                                         num_samples=args.samples))
+        task = replace(task, hmc=replace(
+            task.hmc, num_chains=CHAINS, num_warmup=args.warmup or task.hmc.num_warmup,
+            num_samples=args.samples or task.hmc.num_samples))
         prepared = prepare(task)
         figures = {label: measure(sampler, task, prepared) for label, sampler in samplers.items()}
         for label, f in figures.items():
