@@ -18,7 +18,7 @@ submission's score 95% of the time, so over many tasks and metrics about one in 
 fall outside by chance.
 
 Usage: .venv/bin/python benchmarks/exact_posterior_expectation.py [--tasks iris wine]
-       [--chains 8] [--length 2] [--json FILE]
+       [--chains 8] [--length 2] [--json FILE] [--save-crosscheck]
 """
 from __future__ import annotations
 
@@ -35,7 +35,8 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from kinds.bdl2021.reference.crosscheck import FIRST_INDEPENDENT_CHAIN, numpyro_chains  # noqa: E402
+from kinds.bdl2021.reference.crosscheck import (FIRST_INDEPENDENT_CHAIN, numpyro_chains,  # noqa: E402
+                                                save_crosscheck)
 from kinds.bdl2021.reference.datasets import prepare  # noqa: E402
 from kinds.bdl2021.reference.generate import with_overrides  # noqa: E402
 from kinds.bdl2021.reference.task_files import DEFAULT_ROOT, task_files  # noqa: E402
@@ -80,11 +81,16 @@ def committed(name: str, kind: str):
     return reference, draws, line
 
 
-def benchmark(name: str, chains: int, length: float) -> list[dict]:
+def benchmark(name: str, chains: int, length: float, save: bool = False) -> list[dict]:
+    """``save``: keep the run as the task's cross-check file (``crosscheck.py``)."""
     kind = task_by_name(name).kind
     started = time.perf_counter()
     task, run = independent_run(name, chains, length)
     seconds = time.perf_counter() - started
+    if save:
+        save_crosscheck(name, kind, run, f"NumPyro NUTS, {chains} chains x "
+                        f"({task.hmc.num_warmup} warm-up + {task.hmc.num_samples} kept draws), "
+                        f"chain indices {FIRST_INDEPENDENT_CHAIN}+")
     reference, reference_draws, line = committed(name, kind)
     new_draws = chains * task.hmc.num_samples
     own_error = math.sqrt(1 + reference_draws / new_draws) if kind == CLASSIFICATION else 1.0
@@ -108,12 +114,15 @@ def main(argv=None) -> int:
     parser.add_argument("--length", type=float, default=2.0,
                         help="kept draws per chain, as a multiple of the task's")
     parser.add_argument("--json", type=Path, help="also write the rows here")
+    parser.add_argument("--save-crosscheck", action="store_true",
+                        help="keep each run as the task's cross-check file "
+                             "(kinds/bdl2021/reference/numpy_hmc_crosscheck/)")
     args = parser.parse_args(argv)
     print("| task | metric | line | 95% interval | independent exact stand-in | inside | run |")
     print("|---|---|---|---|---|---|---|")
     rows = []
     for name in args.tasks:
-        for row in benchmark(name, args.chains, args.length):
+        for row in benchmark(name, args.chains, args.length, args.save_crosscheck):
             rows.append(row)
             print(f"| {row['task']} | {row['metric']} | {row['line']:.5f} | "
                   f"{row['low']:.5f} - {row['high']:.5f} | {row['independent']:.5f} | "

@@ -67,8 +67,8 @@ def numpyro_chains(task, prepared, chains, seed=None) -> list:
 
 def write_independent_crosscheck(name: str, num_chains: int, num_warmup: int,
                                  num_samples: int, out: Path = CROSSCHECK_ROOT) -> Path:
-    """NumPyro's chains of an embedded classification task, from chain indices
-    FIRST_INDEPENDENT_CHAIN on and another seed, as the cross-check file."""
+    """NumPyro's chains of an embedded task, from chain indices FIRST_INDEPENDENT_CHAIN on
+    and another seed, as the cross-check file."""
     from dataclasses import replace
 
     from .datasets import prepare
@@ -77,13 +77,39 @@ def write_independent_crosscheck(name: str, num_chains: int, num_warmup: int,
     task = with_overrides(task_by_name(name), num_warmup, num_samples, num_chains)
     indices = range(FIRST_INDEPENDENT_CHAIN, FIRST_INDEPENDENT_CHAIN + num_chains)
     chains = numpyro_chains(task, prepare(task), indices, seed=task.seed + FIRST_INDEPENDENT_CHAIN)
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / f"{name}.npz"
     engine = (f"NumPyro NUTS, {num_chains} chains x ({num_warmup} warm-up + {num_samples} kept "
               f"draws), chain indices {FIRST_INDEPENDENT_CHAIN}+")
-    np.savez(path, chains=np.stack([chain.draws.mean(axis=0) for chain in chains]),
-             kind=np.array("classification"), engine=np.array(engine))
+    return save_crosscheck(name, task.kind, chains, engine, out)
+
+
+def save_crosscheck(name: str, kind: str, chains, engine: str, out: Path = CROSSCHECK_ROOT
+                    ) -> Path:
+    """Per chain, the predictive (classification) or the mean and sd of its draws of y."""
+    if kind == "classification":
+        summaries = np.stack([chain.draws.mean(axis=0) for chain in chains])
+    else:
+        summaries = np.stack([np.stack([chain.y_samples.mean(axis=0),
+                                        chain.y_samples.std(axis=0)], axis=1)
+                              for chain in chains])
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"{name}.npz"
+    np.savez(path, chains=summaries, kind=np.array(kind), engine=np.array(engine))
     return path
+
+
+def noise_ratio(ours: np.ndarray, other: np.ndarray, kind: str) -> float:
+    """How far two samplers' averages are apart against their Monte Carlo errors:
+
+        sum_q (mean_a,q - mean_b,q)^2 / sum_q (s_a,q^2 / K_a + s_b,q^2 / K_b)
+
+    over every quantity q (classification: each probability; regression: each point's
+    predictive mean), with s^2 the variance over each sampler's chains. About 1 when both
+    sample the same posterior; a systematic difference d adds sum d^2 / (the denominator)."""
+    if kind != "classification":
+        ours, other = ours[..., 0], other[..., 0]            # (K, N, 2) summaries: the means
+    apart = np.sum((ours.mean(axis=0) - other.mean(axis=0)) ** 2)
+    noise = np.sum(ours.var(axis=0, ddof=1) / len(ours) + other.var(axis=0, ddof=1) / len(other))
+    return float(apart / noise)
 
 
 def distance(first: np.ndarray, second: np.ndarray, kind: str) -> float:
