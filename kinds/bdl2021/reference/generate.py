@@ -50,6 +50,23 @@ ENGINES = {"nuts": "BlackJAX NUTS (max tree depth 10), Stan's window adaptation 
 DEFAULT_ENGINE = "nuts"
 
 
+def machine_cpu() -> str:
+    """The CPU model and a digest of its instruction-set flags (Linux's /proc/cpuinfo, else the
+    platform's word for it): the code XLA and BLAS run, hence the files' last bits, follow
+    them, so the files repeat to the byte where both are the same."""
+    import hashlib
+    try:
+        fields = {key.strip(): value for key, value in (
+            line.split(":", 1) for line in
+            Path("/proc/cpuinfo").read_text().split("\n\n")[0].splitlines() if ":" in line)}
+    except OSError:
+        fields = {}
+    model = fields.get("model name", "").strip() or platform.processor() or platform.machine()
+    flags = fields.get("flags", "").split()
+    digest = hashlib.sha256(" ".join(sorted(flags)).encode()).hexdigest()[:12]
+    return f"{model}, flags {digest}" if flags else model
+
+
 def _chain_job(task: TaskDeclaration, chain_index: int, queue) -> tuple[str, ChainPredictions, float]:
     started = time.perf_counter()
     every = max(1, max(task.hmc.num_warmup, task.hmc.num_samples) // PROGRESS_STEPS)
@@ -310,7 +327,7 @@ def generate(tasks: list[TaskDeclaration], root: Path, jobs: int,
                               else run_chains(tasks, jobs, printer))
     log = {"engine": engine, "jobs": jobs, "python": platform.python_version(),
            "numpy": np.__version__,
-           "machine": f"{platform.machine()}, {os.cpu_count()} cores",
+           "machine": f"{platform.machine()}, {os.cpu_count()} cores", "cpu": machine_cpu(),
            "tasks": write_generated(tasks, results, chain_seconds, root, engine)}
     log["wall_seconds"] = round(time.perf_counter() - started, 1)
     outcomes = {entry["gate_passed"] for entry in log["tasks"].values()}

@@ -117,7 +117,7 @@ def verify(root: Path) -> tuple[list[VerifiedTask], list[str]]:
 
 
 HEADER = ("| task | phase | N train / test | classes or samples | model (params) | chains x kept | "
-          "step size | leapfrog steps | acceptance | worst R-hat (p99) | ESS min / median (U) | "
+          "step size | leapfrog steps | acceptance | rank R-hat max (U) | bulk / tail ESS min (U) | "
           "fit to test labels |")
 
 
@@ -149,11 +149,19 @@ def _row(d: dict, g: dict) -> str:
               for key, form in (("step_size", ".3g"), ("num_steps", ".0f"),
                                 ("acceptance_rate", ".2f"))]
     facts += [f"{len(chains)} x {d.get('hmc', {}).get('num_samples', '?')}", *spread,
-              f"{g['rhat']['max']:.3f} ({g['rhat']['p99']:.3f})",
-              f"{g['ess']['min']:.0f} / {g['ess']['median']:.0f} "
-              f"({g['ess']['potential_energy']:.0f})",
+              *_standard_cells(g),
               ", ".join(f"{block}: {_fit(values)}" for block, values in g["test_blocks"].items())]
     return "| " + " | ".join(map(str, facts)) + " |"
+
+
+def _standard_cells(g: dict) -> list[str]:
+    """The reference-posterior standard's figures; "-" for files made before it."""
+    standard = g.get("reference_standard")
+    if not standard:
+        return ["-", "-"]
+    return [f"{standard['rhat_max']:.3f} ({standard['energy_rhat']:.3f})",
+            f"{standard['ess_bulk_min']:.0f} / {standard['ess_tail_min']:.0f} "
+            f"({standard['energy_ess_bulk']:.0f} / {standard['energy_ess_tail']:.0f})"]
 
 
 def _fit(block: dict) -> str:
