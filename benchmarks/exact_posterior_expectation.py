@@ -27,7 +27,6 @@ import json
 import math
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -51,9 +50,10 @@ def independent_run(name: str, chains: int, length: float):
     """NumPyro's chains of the task, from chain indices FIRST_INDEPENDENT_CHAIN on."""
     task = task_by_name(name)
     task = with_overrides(task, None, int(task.hmc.num_samples * length), chains)
-    task = replace(task, seed=task.seed + FIRST_INDEPENDENT_CHAIN)
     indices = range(FIRST_INDEPENDENT_CHAIN, FIRST_INDEPENDENT_CHAIN + chains)
-    return task, numpyro_chains(task, prepare(task), indices)
+    # Another random stream, the same data: the task's seed also makes its split.
+    return task, numpyro_chains(task, prepare(task), indices,
+                                seed=task.seed + FIRST_INDEPENDENT_CHAIN)
 
 
 def stand_in(kind: str, chains) -> np.ndarray:

@@ -123,6 +123,14 @@ def _data_rows(plan, phase) -> list[dict]:
                          "shape": ("chains x " + predictive_shape if classification
                                    else f"chains x {width} x {d['n_test']}"),
                          "where": "public data"})
+        if paths.reference_mcse.is_file():
+            rows.append({"task": task.name, "file": paths.reference_mcse.name,
+                         "content": ("the Monte Carlo standard error of each reference "
+                                     "probability" if classification else
+                                     "the Monte Carlo standard error of the reference's mean "
+                                     "and standard deviation of y at each test point"),
+                         "shape": predictive_shape if classification else f"{d['n_test']} x 2",
+                         "where": "public data"})
     return rows
 
 
