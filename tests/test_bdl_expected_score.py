@@ -237,3 +237,25 @@ def test_a_broken_shipped_expectation_stops_scoring_for_the_organizer(tmp_path):
     assert result.returncode == 1
     assert ("scoring stopped, the organizer must fix: reference data of task iris: "
             "iris_exact_posterior_expectation.json: format must be") in result.stderr
+
+
+def test_the_pages_say_how_the_line_is_made_and_show_its_range():
+    """The evaluation page states the method in the figures the code uses; the overview's
+    baseline table shows each line with its 95% range."""
+    from bundle.leaderboard import phase_columns
+    from bundle.phase_plan import phase_plan
+    from bundle.render import page_contexts, render_pages
+    from bundle.spec import DEFAULT_SPEC, load_spec
+    from kinds.bdl2021.kind import TEMPLATES
+    spec = load_spec(DEFAULT_SPEC)
+    phase = spec.phase("evaluation")
+    plan = phase_plan(spec, "evaluation")
+    pages = render_pages(page_contexts(spec, [phase], [plan], phase_columns(plan), spec.title,
+                                       None), TEMPLATES)
+    evaluation = " ".join(pages["evaluation.html"].split())
+    assert "cut into 10 consecutive batches per HMC chain: in each of 400 random halves" \
+        in evaluation
+    assert "holds an exact submission&#39;s score 95% of the time" in evaluation \
+        or "holds an exact submission's score 95% of the time" in evaluation
+    overview = " ".join(pages["overview.html"].split())
+    assert "(95%: " in overview
