@@ -221,7 +221,9 @@ def _expectation_text() -> dict:
                       f"{BATCHES_PER_CHAIN} consecutive batches per HMC chain: in each of "
                       f"{SPLITS} random halves of the batches, the reference is scored against "
                       "the mean of half of them (for regression, draws of one half against "
-                      "draws of the other, at the submission's and the reference's sizes).",
+                      "draws of the other, at the submission's and the reference's sizes); the "
+                      "range also carries the uncertainty of the error's size estimated from "
+                      "the batches.",
             "coverage": f"{COVERAGE:.0%}"}
 
 

@@ -30,7 +30,11 @@ convergence gate's R-hat <= 1.01 and bulk ESS near the draw count are what allow
   sqrt((1/n_sub + 1/n_ref) / (1/a + 1/b)) rescales it).
 
 The value is the mean over the splits, the spread their standard deviation and the interval
-their (1 - COVERAGE)/2 and (1 + COVERAGE)/2 quantiles. The splits are seeded (``SEED``), so the
+their (1 - COVERAGE)/2 and (1 + COVERAGE)/2 quantiles. For classification the blocks estimate
+the error's scale with n - 1 degrees of freedom, so the interval's halves scale their step by
+sqrt((n - 1) / chi^2_{n-1}) (one draw per half): the predictive of an error whose scale is
+estimated. Without it the interval held an exact submission's TV 92-94% of the time in the
+simulation below, with it 96%. The splits are seeded (``SEED``), so the
 same reference always gives the same figures. ``tests/test_bdl_expected_score.py`` checks the
 interval's coverage by simulation on every embedded task.
 
@@ -108,7 +112,10 @@ def _stacked_scores(scores, reference: np.ndarray, moved: np.ndarray) -> dict[st
             for score in scores}
 
 
-def _classification_scores(blocks: np.ndarray, halves: np.ndarray) -> dict[str, np.ndarray]:
+def _classification_scores(blocks: np.ndarray, halves: np.ndarray, widening: np.ndarray
+                           ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Each metric per half, as is (the value and spread) and with each half's step scaled by
+    its ``widening`` (the interval)."""
     count = len(blocks)
     reference = blocks.mean(axis=0)
     size = count // 2
@@ -116,12 +123,16 @@ def _classification_scores(blocks: np.ndarray, halves: np.ndarray) -> dict[str, 
     scale = math.sqrt((1 / count) / (1 / size - 1 / count))
     flat = (blocks - reference).reshape(count, -1)
     per_chunk = max(1, STACKED_NUMBERS // flat.shape[1])
-    parts = []
+    plain, widened = [], []
     for start in range(0, len(halves), per_chunk):
         weights = halves[start:start + per_chunk] / size                # (m, count)
         steps = (weights @ flat).reshape(-1, *reference.shape) * scale
-        parts.append(_stacked_scores(SCORE_TYPES[CLASSIFICATION], reference, reference + steps))
-    return {name: np.concatenate([part[name] for part in parts]) for name in parts[0]}
+        factors = widening[start:start + per_chunk].reshape(-1, *[1] * reference.ndim)
+        plain.append(_stacked_scores(SCORE_TYPES[CLASSIFICATION], reference, reference + steps))
+        widened.append(_stacked_scores(SCORE_TYPES[CLASSIFICATION], reference,
+                                       reference + steps * factors))
+    return tuple({name: np.concatenate([part[name] for part in parts]) for name in parts[0]}
+                 for parts in (plain, widened))
 
 
 def _pick(columns: np.ndarray, count: int, width: int, rng: np.random.Generator) -> np.ndarray:
@@ -161,21 +172,25 @@ def _regression_scores(blocks: list[np.ndarray], halves: np.ndarray, reference_d
     return {name: np.array(values) for name, values in scores.items()}
 
 
-def expectation_from_scores(scores: dict[str, np.ndarray], coverage: float = COVERAGE
-                            ) -> dict[str, Expectation]:
-    """Each metric's mean, spread and central interval over the splits' scores."""
+def expectation_from_scores(scores: dict[str, np.ndarray],
+                            interval_scores: dict[str, np.ndarray] | None = None,
+                            coverage: float = COVERAGE) -> dict[str, Expectation]:
+    """Each metric's mean and spread over the splits' ``scores``, and the central interval of
+    ``interval_scores`` (default: the same scores)."""
+    interval_scores = interval_scores or scores
     tail = (1 - coverage) / 2
     return {name: Expectation(float(values.mean()),
                               float(values.std(ddof=1)) if len(values) > 1 else None,
-                              HALF_METHOD, float(np.quantile(values, tail)),
-                              float(np.quantile(values, 1 - tail)))
+                              HALF_METHOD, float(np.quantile(interval_scores[name], tail)),
+                              float(np.quantile(interval_scores[name], 1 - tail)))
             for name, values in scores.items()}
 
 
 def split_scores(task_type: str, blocks, reference_draws: int | None = None,
                  submission_draws: int | None = None, splits: int = SPLITS,
-                 seed: int = SEED) -> dict[str, np.ndarray]:
-    """What an exact submission scores in each of ``splits`` random halves (module docstring).
+                 seed: int = SEED) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """What an exact submission scores in each of ``splits`` random halves (module docstring):
+    the scores for the value and spread, and those for the interval.
 
     blocks: classification (n, N, C) block means; regression a list of n (N, S_b) blocks of
     draws of y, with ``reference_draws`` (the reference's draws per point) and
@@ -188,10 +203,15 @@ def split_scores(task_type: str, blocks, reference_draws: int | None = None,
     rng = np.random.default_rng(seed)
     halves = _halves(count, splits, rng)
     if task_type == CLASSIFICATION:
-        return _classification_scores(np.asarray(blocks, dtype=float), halves)
+        # The blocks estimate the error's covariance with count - 1 degrees of freedom; the
+        # interval carries that uncertainty of its scale (a scaled inverse chi-square per half,
+        # the predictive of a Gaussian error whose scale is estimated), the value does not.
+        widening = np.sqrt((count - 1) / rng.chisquare(max(count - 1, 1), splits))
+        return _classification_scores(np.asarray(blocks, dtype=float), halves, widening)
     if not reference_draws or not submission_draws:
         raise ValueError("regression needs reference_draws and submission_draws")
-    return _regression_scores(blocks, halves, reference_draws, submission_draws, rng)
+    scores = _regression_scores(blocks, halves, reference_draws, submission_draws, rng)
+    return scores, scores
 
 
 def exact_posterior_expectation(task_type: str, blocks, reference_draws: int | None = None,
@@ -199,8 +219,8 @@ def exact_posterior_expectation(task_type: str, blocks, reference_draws: int | N
                                 seed: int = SEED) -> dict[str, Expectation]:
     """Each metric's expected value, spread and interval for an exact-posterior submission of
     the participant's size (``split_scores`` says what ``blocks`` holds)."""
-    return expectation_from_scores(split_scores(task_type, blocks, reference_draws,
-                                                submission_draws, splits, seed))
+    return expectation_from_scores(*split_scores(task_type, blocks, reference_draws,
+                                                 submission_draws, splits, seed))
 
 
 def expectation_document(task: str, task_type: str, blocks, reference_draws: int | None = None,
