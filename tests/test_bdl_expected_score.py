@@ -250,8 +250,10 @@ def test_the_pages_say_how_the_line_is_made_and_show_its_range():
     spec = load_spec(DEFAULT_SPEC)
     phase = spec.phase("evaluation")
     plan = phase_plan(spec, "evaluation")
+    results = json.loads((REPO / "kinds" / "bdl2021" / "kit" / "baseline_results.json")
+                         .read_text())
     pages = render_pages(page_contexts(spec, [phase], [plan], phase_columns(plan), spec.title,
-                                       None), TEMPLATES)
+                                       results), TEMPLATES)
     evaluation = " ".join(pages["evaluation.html"].split())
     assert "cut into 10 consecutive batches per HMC chain: in each of 400 random halves" \
         in evaluation
@@ -259,3 +261,26 @@ def test_the_pages_say_how_the_line_is_made_and_show_its_range():
         or "holds an exact submission's score 95% of the time" in evaluation
     overview = " ".join(pages["overview.html"].split())
     assert "(95%: " in overview
+
+
+def test_the_baseline_tables_carry_the_committed_line():
+    """The tables the pages show were made against the committed references: each task's line
+    is the committed expectation (a task scored on a public part recomputes it for that part,
+    so the 2021 rules' table is checked on its full tasks only)."""
+    from kinds.bdl2021.reference.task_files import DEFAULT_ROOT, task_files
+    kit = REPO / "kinds" / "bdl2021"
+    for table_path, partial in ((kit / "kit" / "baseline_results.json", ()),
+                                (kit / "rules_2021" / "baseline_results.json",
+                                 ("breast_cancer", "wine", "diabetes_gap"))):
+        table = json.loads(table_path.read_text())
+        for task, entry in table["tasks"].items():
+            if task in partial:
+                continue
+            kind = "classification" if "agreement" in entry["exact_posterior_expectation"] \
+                else "regression"
+            committed = json.loads(task_files(DEFAULT_ROOT, task, kind).expectation.read_text())
+            for metric, line in entry["exact_posterior_expectation"].items():
+                found = committed["metrics"][metric]
+                assert line["value"] == pytest.approx(found["value"], rel=1e-12), (task, metric)
+                assert line["interval"] == pytest.approx([found["low"], found["high"]],
+                                                         rel=1e-12), (task, metric)
