@@ -103,7 +103,7 @@ def test_the_exact_posterior_interval_covers_an_exact_submission_at_its_rate(tas
     else:
         found = expectation_coverage(task.kind, read_chain_samples(files.chain_reference),
                                      reference_draws=REGRESSION_SAMPLES,
-                                     submission_draws=REGRESSION_SAMPLES, replicates=60,
+                                     submission_draws=REGRESSION_SAMPLES, replicates=40,
                                      splits=100)
     for name, coverage in found.items():
         assert coverage.rate >= COVERAGE - coverage.tolerance(), (name, coverage)

@@ -30,18 +30,18 @@ EXPECTATION_NOTE = (
 
 
 def expectation_text(value, interval, precision: int) -> str:
-    """The expected value and its 95% range, with enough digits that the range shows (a TV
+    """The expected value and its 95% range, with enough decimals that the range shows (a TV
     of 0.0012 is not 0.001 ± 0.000)."""
     if value is None:
         return DASH
-    digits = precision
+    decimals = precision
     if interval:
         width = interval[1] - interval[0]
         if width > 0:
-            digits = max(precision, min(8, 1 - math.floor(math.log10(width))))
-        return (f"{value:.{digits}f} (95%: {interval[0]:.{digits}f} to "
-                f"{interval[1]:.{digits}f})")
-    return f"{value:.{digits}f}"
+            decimals = max(precision, min(8, 1 - math.floor(math.log10(width))))
+        return (f"{value:.{decimals}f} (95%: {interval[0]:.{decimals}f} to "
+                f"{interval[1]:.{decimals}f})")
+    return f"{value:.{decimals}f}"
 
 
 def _metric_row(result: TaskResult, score: ScoreType, metric: MetricResult) -> str:
