@@ -38,8 +38,9 @@ from kinds.bdl2021.reference.crosscheck import (FIRST_INDEPENDENT_CHAIN, numpyro
                                                 save_crosscheck)
 from kinds.bdl2021.reference.datasets import prepare  # noqa: E402
 from kinds.bdl2021.reference.generate import with_overrides  # noqa: E402
+from kinds.bdl2021.reference.references import bma_samples  # noqa: E402
 from kinds.bdl2021.reference.task_files import DEFAULT_ROOT, task_files  # noqa: E402
-from kinds.bdl2021.reference.tasks import REGRESSION_SAMPLES, task_by_name  # noqa: E402
+from kinds.bdl2021.reference.tasks import task_by_name  # noqa: E402
 from kinds.bdl2021.runtime.exact_posterior import parse_expectation_document  # noqa: E402
 from kinds.bdl2021.runtime.formats import (SAMPLES_BY_POINTS, read_classification_probs,  # noqa: E402
                                            read_regression_samples)
@@ -58,12 +59,10 @@ def independent_run(name: str, chains: int, length: float):
 
 def stand_in(kind: str, chains) -> np.ndarray:
     """Classification: the model average (N, C); regression: REGRESSION_SAMPLES draws of y
-    (N, S), an equal share taken evenly along each chain."""
+    (N, S) taken as the reference takes them (``references.bma_samples``)."""
     if kind == CLASSIFICATION:
         return np.concatenate([chain.draws for chain in chains]).mean(axis=0)
-    share = REGRESSION_SAMPLES // len(chains)
-    return np.concatenate([chain.y_samples[np.arange(share) * len(chain.y_samples) // share]
-                           for chain in chains]).T
+    return bma_samples(chains)
 
 
 def committed(name: str, kind: str):

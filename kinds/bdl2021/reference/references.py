@@ -49,7 +49,7 @@ def _bma_draws(chains: list[ChainPredictions]) -> list[np.ndarray]:
             for chain, count in zip(chains, counts)]
 
 
-def _bma_samples(chains: list[ChainPredictions]) -> np.ndarray:
+def bma_samples(chains: list[ChainPredictions]) -> np.ndarray:
     """REGRESSION_SAMPLES draws of y, an equal share from each chain (N x S)."""
     return np.concatenate(_bma_draws(chains)).T
 
@@ -168,7 +168,7 @@ def build_references(task: TaskDeclaration, prepared: PreparedTask,
         batches = batch_means(np.stack([chain.draws for chain in chains]))
     else:
         per_chain = np.stack([chain.y_samples.T for chain in chains])
-        bma = _bma_samples(chains)
+        bma = bma_samples(chains)
     return TaskReferences(bma, per_chain,
                           convergence_report(task, prepared, chains, bma, figures),
                           _reference_mcse(task, chains, figures), batches)
