@@ -1,4 +1,4 @@
-"""The baselines added after the first two (mean-field VI, MC dropout, SGHMC, MultiSWAG): each
+"""The baselines added after the first two (mean-field VI, MC dropout, SGHMC, MultiSWAG, HMC): each
 runs through the real local run (run_local.py, the code phase, 4 s per task) and beats the
 trivial submission on every task's primary metric; mean-field VI's and MC dropout's predictives
 have the contract's shapes and are reproducible (SGHMC's and MultiSWAG's: test_bdl_sg_baselines).
@@ -34,7 +34,7 @@ def trivial_scores(tmp_path_factory):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("baseline", ["mean_field_vi", "mc_dropout", "sghmc", "multi_swag"])
+@pytest.mark.parametrize("baseline", ["mean_field_vi", "mc_dropout", "sghmc", "multi_swag", "hmc"])
 @pytest.mark.parametrize("phase", list(PHASE_TASKS))
 def test_baseline_beats_trivial_on_every_task(baseline, phase, trivial_scores, tmp_path):
     result = run_baseline(baseline, phase, tmp_path, BUDGET)

@@ -10,6 +10,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 KIT = REPO / "starting_kit"
 BDL_KIT = REPO / "kinds" / "bdl2021" / "kit"
+EMBEDDED = REPO / "kinds" / "bdl2021" / "reference" / "embedded"
 # The kit's tools import the worker model as their sibling, as in a built kit.
 sys.path[:0] = [str(KIT), str(REPO / "bundle" / "platforms"), str(BDL_KIT)]
 
@@ -101,6 +102,25 @@ def test_committed_results_table_shows_baselines_beating_the_trivial_submission(
                 assert metrics["w1"]["value"] < trivial["w1"]["value"]
         for expected in entry["exact_posterior_expectation"].values():
             assert np.isfinite(expected["value"])
+
+
+def test_committed_table_has_a_baseline_within_three_times_exact_on_every_mlp_task():
+    """Issue 32: on every classification task whose declared network is the MLP, the best
+    baseline's total variation is within 3x of the exact posterior's expectation, inside
+    the task's budget. The CNN task is the stated exception (kinds/bdl2021/README.md: its
+    budget holds about 1,200 numpy gradients, where 3x needs tens of thousands)."""
+    table = json.loads(RESULTS_FILE.read_text())
+    checked = 0
+    for task, entry in table["tasks"].items():
+        declaration = json.loads(next((EMBEDDED / task).glob("*_task.json")).read_text())
+        if declaration["kind"] != "classification" or declaration["model"]["type"] != "mlp":
+            continue
+        exact = entry["exact_posterior_expectation"]["total_variation"]["value"]
+        best = min(entry["methods"][m]["metrics"]["total_variation"]["value"]
+                   for m in METHODS if m != "trivial")
+        assert best < 3 * exact, (task, best, exact)
+        checked += 1
+    assert checked >= 5
 
 
 @pytest.mark.parametrize("files, message", [

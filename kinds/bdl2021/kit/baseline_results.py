@@ -1,6 +1,6 @@
 """The baselines' results table on a spec's tasks, in one command.
 
-  python kinds/bdl2021/kit/baseline_results.py       # the default spec: about 5 minutes on 2 cores
+  python kinds/bdl2021/kit/baseline_results.py       # the default spec: about 6.5 minutes on 2 cores
   python kinds/bdl2021/kit/baseline_results.py --config my_spec.yaml --data-root my_tasks/
   python kinds/bdl2021/kit/baseline_results.py --methods sgld,trivial   # some baselines only
 
@@ -38,6 +38,7 @@ METHODS = {"deep_ensemble": "Deep ensemble (10 MAP members)",
            "multi_swag": "MultiSWAG (5 SWAG members)",
            "sgld": "Cyclical SGLD",
            "sghmc": "SGHMC",
+           "hmc": "Full-batch HMC (diagonal mass)",
            "mean_field_vi": "Mean-field VI",
            "mc_dropout": "MC dropout",
            "trivial": "Trivial (uniform / prior predictive)"}

@@ -1,0 +1,107 @@
+"""The full-batch HMC baseline (kit/baselines/hmc.py): its transition keeps a known posterior
+in place, its warm-up learns the posterior's scales, its float32 potential is the declared
+model's, and its predictions keep the contract. Its local run against the trivial floor is
+in test_bdl_more_baselines; its results table row in test_starting_kit."""
+import time
+import types
+
+import numpy as np
+import pytest
+
+from test_bdl_sg_baselines import EMBEDDED, FakeTask, baseline_module  # noqa: F401 (fixture)
+
+SCALES = np.array([0.1, 1.0, 10.0])         # a badly scaled Gaussian: what the mass is for
+
+
+def gaussian_potential(theta):
+    return 0.5 * float(np.sum((theta / SCALES) ** 2)), theta / SCALES ** 2
+
+
+def test_a_transition_leaves_a_gaussian_posterior_in_place(baseline_module):
+    """4000 transitions from the target itself: every coordinate's mean and variance stay
+    the target's (an accept-everything or wrong-energy kernel drifts far outside)."""
+    hmc = baseline_module("hmc")
+    rng = np.random.default_rng(0)
+    state = hmc.Point.at(SCALES * rng.standard_normal(3), gaussian_potential)
+    draws, acceptances = [], []
+    for _ in range(4000):
+        state, acceptance = hmc.transition(state, gaussian_potential, 0.6, SCALES ** 2, rng)
+        draws.append(state.position / SCALES)
+        acceptances.append(acceptance)
+    draws = np.array(draws)
+    assert np.all(np.abs(draws.mean(axis=0)) < 0.1), draws.mean(axis=0)
+    assert np.all(np.abs(draws.var(axis=0) - 1) < 0.15), draws.var(axis=0)
+    assert 0.5 < np.mean(acceptances) < 1
+
+
+def test_warm_up_learns_the_scales_and_a_step_size(baseline_module):
+    """From an identity mass and a step fit for the narrowest direction, warm-up ends with
+    the inverse mass near the variances (1e-2 to 1e2) and a step near the unit scale's."""
+    hmc = baseline_module("hmc")
+    rng = np.random.default_rng(1)
+    state = hmc.Point.at(np.zeros(3), gaussian_potential)
+    state, step_size, inverse_mass = hmc.warm_up(state, gaussian_potential, 0.05, np.ones(3),
+                                                 time.monotonic() + 3.0, rng)
+    ratio = inverse_mass / SCALES ** 2
+    assert np.all((ratio > 0.5) & (ratio < 2)), ratio
+    assert 0.3 < step_size < 2.5, step_size
+
+
+def test_the_float32_potential_is_the_declared_models(baseline_module):
+    """On the MLP the baseline computes U in float32: equal to the declared model's float64
+    U and gradient up to float32 rounding."""
+    hmc = baseline_module("hmc")
+    task = FakeTask("digits_shift")
+    model = hmc.task_model(task)
+    with np.load(EMBEDDED / "digits_shift" / "digits_shift.npz") as data:
+        x_train, y_train = data["x_train"], data["y_train"]
+    theta = hmc.initial_parameters(model, "softmax", np.random.default_rng(2))
+    fast = hmc.full_batch_potential(model, "softmax", 0.1, x_train, y_train)(theta)
+    exact = hmc.potential_and_grad(model, "softmax", 0.1, theta, x_train, y_train)
+    assert fast[0] == pytest.approx(exact[0], rel=1e-5)
+    assert np.max(np.abs(fast[1] - exact[1])) < 1e-4 * np.max(np.abs(exact[1]))
+
+
+def short_task(name, seconds):
+    task = FakeTask(name)
+    deadline = time.monotonic() + seconds
+    task.time_left = lambda: max(0.0, deadline - time.monotonic())
+    return task
+
+
+@pytest.mark.parametrize("task_name", ["iris", "diabetes_gap"])
+def test_predictions_keep_the_contract_and_checkpoint(task_name, baseline_module, monkeypatch):
+    hmc = baseline_module("hmc", CHECKPOINT_SECONDS=0.2)
+    task = short_task(task_name, 4.0)
+    with np.load(EMBEDDED / task_name / f"{task_name}.npz") as data:
+        arrays = data["x_train"], data["y_train"], data["x_test"]
+    checkpoints = []
+    final = hmc.predict(task, *arrays, checkpoints.append)
+    width = task.num_classes if task.task_type == "classification" else task.num_samples
+    assert checkpoints, "no anytime checkpoint"
+    for prediction in checkpoints + [final]:
+        assert prediction.shape == (task.n_test, width) and np.all(np.isfinite(prediction))
+        if task.task_type == "classification":
+            assert np.allclose(prediction.sum(axis=1), 1.0)
+    assert task.time_left() > 0, "ran past its budget"
+
+
+def test_a_budget_spent_in_warm_up_still_returns_a_prediction(baseline_module):
+    """With no time left for sampling, the warm-up's last point is the prediction."""
+    hmc = baseline_module("hmc")
+    task = short_task("iris", 0.05)
+    with np.load(EMBEDDED / "iris" / "iris.npz") as data:
+        prediction = hmc.predict(task, data["x_train"], data["y_train"], data["x_test"],
+                                 lambda _: None)
+    assert prediction.shape == (50, 3) and np.allclose(prediction.sum(axis=1), 1.0)
+
+
+def test_regression_keeps_evenly_spaced_draws_within_twice_the_samples(baseline_module):
+    hmc = baseline_module("hmc")
+    task = types.SimpleNamespace(task_type="regression", num_samples=4)
+    draws = hmc.Draws(task, None, None, np.random.default_rng(0))
+    for index in range(1, 40):
+        draws.add(np.array([float(index)]))
+    kept = [float(theta[0]) for theta in draws.kept]
+    assert len(kept) < 2 * task.num_samples
+    assert np.all(np.diff(kept) == draws.keep_every) and kept[-1] > 30
