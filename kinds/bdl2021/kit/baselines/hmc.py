@@ -20,11 +20,11 @@ are, so the baseline spends its time on drawing as many as it can.
   is then exact for that float32 potential, which differs from the float64 one by rounding
   (about 1e-4 in U of about 1000), far below the Monte Carlo error.
 - Every draw enters the predictive: a running mean of class probabilities (float32 on the
-  MLP too), or (regression)
-  at most ``2 * task.num_samples`` evenly spaced parameter draws (when full, every other
-  one is dropped). So stopping costs nothing, and the baseline uses TIME_SHARE of its budget:
-  it starts no transition it could not finish by then (the last one's time is the guide). A
-  checkpoint follows every CHECKPOINT_SECONDS of sampling.
+  MLP too), or for regression at most ``2 * task.num_samples`` evenly spaced parameter draws
+  (when full, every other one is dropped), of which ``task.num_samples`` evenly spaced ones
+  give the samples of y. So stopping costs nothing, and the baseline uses TIME_SHARE of its
+  budget: it starts no transition it could not finish by then (the last one's time is the
+  guide). A checkpoint follows every CHECKPOINT_SECONDS of sampling.
 """
 import math
 import time
@@ -180,7 +180,7 @@ def regularised_variance(positions):
 class Draws:
     """The predictive of every draw so far: a running mean of class probabilities (on the
     MLP computed in float32, as the potential), or for regression at most 2 * num_samples
-    evenly spaced parameter draws."""
+    evenly spaced parameter draws, num_samples of them evenly spaced in the predictive."""
 
     def __init__(self, task, model, x_test, rng):
         self.task, self.model, self.x_test, self.rng = task, model, x_test, rng
@@ -207,4 +207,6 @@ class Draws:
     def predictive(self):
         if self.classification:
             return self.total / self.count
-        return predictive(self.task, self.model, self.kept, self.x_test, self.rng)
+        spread = np.linspace(0, len(self.kept) - 1, min(len(self.kept), self.task.num_samples))
+        return predictive(self.task, self.model, [self.kept[int(round(i))] for i in spread],
+                          self.x_test, self.rng)
