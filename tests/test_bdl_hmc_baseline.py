@@ -105,3 +105,16 @@ def test_regression_keeps_evenly_spaced_draws_within_twice_the_samples(baseline_
     kept = [float(theta[0]) for theta in draws.kept]
     assert len(kept) < 2 * task.num_samples
     assert np.all(np.diff(kept) == draws.keep_every) and kept[-1] > 30
+
+
+def test_warm_up_variances_are_running_ones_that_hold_no_draws(baseline_module):
+    """Welford's update gives numpy's variance, shrunk as Stan does, holding two vectors
+    whatever the number of draws (a window of a large network would not fit in memory)."""
+    hmc = baseline_module("hmc")
+    draws = np.random.default_rng(3).normal(5.0, [0.01, 1.0, 100.0], size=(500, 3))
+    moments = hmc.RunningVariance()
+    for draw in draws:
+        moments.add(draw)
+    expected = (500 / 505) * draws.var(axis=0) + 1e-3 * 5 / 505
+    np.testing.assert_allclose(moments.regularised(), expected, rtol=1e-10)
+    assert vars(moments).keys() == {"count", "mean", "sum_of_squares"}

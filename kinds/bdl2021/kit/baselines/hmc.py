@@ -159,22 +159,34 @@ def warm_up(state, potential_fn, step_size, inverse_mass, deadline, rng):
     started = time.monotonic()
     ends = started + (deadline - started) * np.cumsum(WARMUP_WINDOWS)
     for window, end in enumerate(ends):
-        adaptation, positions = StepSizeAdaptation(step_size), []
+        adaptation, moments = StepSizeAdaptation(step_size), RunningVariance()
         while time.monotonic() < end:
             state, acceptance = transition(state, potential_fn, step_size, inverse_mass, rng)
             step_size = adaptation.update(acceptance)
-            positions.append(state.position)
+            moments.add(state.position)
         step_size = adaptation.final()
-        if window in (1, 2) and len(positions) > 2:
-            inverse_mass = regularised_variance(np.array(positions))
+        if window in (1, 2) and moments.count > 2:
+            inverse_mass = moments.regularised()
     return state, step_size, inverse_mass
 
 
-def regularised_variance(positions):
-    """Each coordinate's variance over the draws, shrunk towards 1e-3 on few of them (Stan's
-    regularisation: n / (n + 5) var + 1e-3 * 5 / (n + 5))."""
-    count = len(positions)
-    return (count / (count + 5)) * positions.var(axis=0) + 1e-3 * (5 / (count + 5))
+class RunningVariance:
+    """Each coordinate's mean and variance over the draws so far (Welford's update), in the
+    memory of two parameter vectors however many draws a window holds."""
+
+    def __init__(self):
+        self.count, self.mean, self.sum_of_squares = 0, 0.0, 0.0
+
+    def add(self, position):
+        self.count += 1
+        delta = position - self.mean
+        self.mean = self.mean + delta / self.count
+        self.sum_of_squares = self.sum_of_squares + delta * (position - self.mean)
+
+    def regularised(self):
+        """The variances shrunk towards 1e-3 on few draws (Stan's regularisation):
+        n / (n + 5) var + 1e-3 * 5 / (n + 5)."""
+        return (self.sum_of_squares / (self.count + 5)) + 1e-3 * (5 / (self.count + 5))
 
 
 class Draws:
