@@ -284,3 +284,13 @@ def test_the_baseline_tables_carry_the_committed_line():
                 assert line["value"] == pytest.approx(found["value"], rel=1e-12), (task, metric)
                 assert line["interval"] == pytest.approx([found["low"], found["high"]],
                                                          rel=1e-12), (task, metric)
+
+
+def test_baseline_cells_show_their_standard_error_however_small():
+    """A near-exact baseline's TV keeps its digits in the tables (0.00059 ± 0.00008, not
+    0.001 ± 0.000); ordinary figures keep three decimals, a table without errors its value."""
+    from kinds.bdl2021.pages import baseline_cell
+    assert baseline_cell({"value": 0.00059, "se": 0.00008}) == "0.00059 ± 0.00008"
+    assert baseline_cell({"value": 0.0126, "se": 0.0017}) == "0.013 ± 0.002"
+    assert baseline_cell({"value": 1.0, "se": 0.0}) == "1.000 ± 0.000"
+    assert baseline_cell({"value": 0.5}) == "0.500"

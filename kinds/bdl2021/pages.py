@@ -13,7 +13,7 @@ from .organizer_checks import convergence_failures
 from .reference.task_files import DEFAULT_ROOT
 from .runtime.declared_model import task_network
 from .runtime.exact_posterior import BATCHES_PER_CHAIN, COVERAGE, SPLITS
-from .runtime.report import expectation_text
+from .runtime.report import decimals_showing, expectation_text
 from .runtime.score_types import CLASSIFICATION, REGRESSION, TASK_TYPES
 from .tasks import files, has_public_references, has_std, prediction_stem
 
@@ -136,9 +136,12 @@ def _data_rows(plan, phase) -> list[dict]:
 
 def baseline_cell(metric: dict) -> str:
     """A baseline's figure with its standard error, where its table has one (a table made
-    before they were measured has none)."""
+    before they were measured has none), with enough decimals that the error shows: a
+    near-exact baseline's TV of 0.00059 ± 0.00008 is not 0.001 ± 0.000."""
     error = metric.get("se")
-    return f"{metric['value']:.3f}" + (f" ± {error:.3f}" if error is not None else "")
+    decimals = decimals_showing(error, 3)
+    return f"{metric['value']:.{decimals}f}" + (
+        f" ± {error:.{decimals}f}" if error is not None else "")
 
 
 def expectation_cell(expected: dict) -> str:

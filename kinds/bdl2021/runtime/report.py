@@ -29,16 +29,22 @@ EXPECTATION_NOTE = (
     "is luck or a match to HMC's own Monte Carlo noise, not a better posterior.")
 
 
+def decimals_showing(size, precision: int, significant: int = 1) -> int:
+    """Decimals enough that ``size`` (a range's width, a standard error) shows ``significant``
+    digits: at least ``precision``, at most 8 (a TV of 0.0012 is not 0.001 ± 0.000)."""
+    if not size or not size > 0:
+        return precision
+    return max(precision, min(8, significant - 1 - math.floor(math.log10(size))))
+
+
 def expectation_text(value, interval, precision: int) -> str:
-    """The expected value and its 95% range, with enough decimals that the range shows (a TV
-    of 0.0012 is not 0.001 ± 0.000)."""
+    """The expected value and its 95% range, with enough decimals that the range's width
+    shows two digits."""
     if value is None:
         return DASH
     decimals = precision
     if interval:
-        width = interval[1] - interval[0]
-        if width > 0:
-            decimals = max(precision, min(8, 1 - math.floor(math.log10(width))))
+        decimals = decimals_showing(interval[1] - interval[0], precision, significant=2)
         return (f"{value:.{decimals}f} (95%: {interval[0]:.{decimals}f} to "
                 f"{interval[1]:.{decimals}f})")
     return f"{value:.{decimals}f}"
