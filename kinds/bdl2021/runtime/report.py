@@ -31,7 +31,7 @@ EXPECTATION_NOTE = (
 
 def decimals_showing(size, precision: int, significant: int = 1) -> int:
     """Decimals enough that ``size`` (a range's width, a standard error) shows ``significant``
-    digits: at least ``precision``, at most 8 (a TV of 0.0012 is not 0.001 ± 0.000)."""
+    figures: at least ``precision``, at most 8 (a TV of 0.0012 is not 0.001 ± 0.000)."""
     if not size or not size > 0:
         return precision
     return max(precision, min(8, significant - 1 - math.floor(math.log10(size))))
@@ -39,7 +39,7 @@ def decimals_showing(size, precision: int, significant: int = 1) -> int:
 
 def expectation_text(value, interval, precision: int) -> str:
     """The expected value and its 95% range, with enough decimals that the range's width
-    shows two digits."""
+    shows two figures."""
     if value is None:
         return DASH
     decimals = precision
