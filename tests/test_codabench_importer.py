@@ -101,7 +101,7 @@ def test_the_importer_key_signs_only_where_codabench_runs_the_scorer(tmp_path):
     ref.mkdir()
     res.mkdir()
     (ref / RECORD_KEY_NAME).write_text(key.hex() + "\n")
-    config = SimpleNamespace(record="signed")
+    config = SimpleNamespace(record="signed_or_importer")
 
     def refusal(signing_key, on_codabench):
         write_run_record(res / RECORD_NAME, RunRecord({}, {}, {}), signing_key)
@@ -111,6 +111,11 @@ def test_the_importer_key_signs_only_where_codabench_runs_the_scorer(tmp_path):
     assert refusal(importer_key(key), True) is None
     assert "has a wrong signature" in refusal(importer_key(key), False)
     assert "has a wrong signature" in refusal(bytes(32), True)
+    # A native Codabench bundle's scorer never takes the importer's key, in any layout.
+    config = SimpleNamespace(record="signed")
+    assert refusal(key, True) is None
+    assert "has a wrong signature" in refusal(importer_key(key), True)
+    assert "has a wrong signature" in refusal(importer_key(key), False)
     assert codabench_layout(tmp_path / "app" / "program", tmp_path / "app" / "input")
     assert not codabench_layout(tmp_path / "run" / "program", tmp_path / "run" / "input")
     assert not codabench_layout(tmp_path / "app" / "program", tmp_path / "x" / "app" / "input")
@@ -140,3 +145,32 @@ def test_each_kinds_v15_bundle_through_the_importer(tmp_path, kind):
     if code_phases:
         assert "signs its run record with the key derived for this importer" in output
     assert result.returncode == 0, output[-3000:]
+
+
+@pytest.mark.parametrize("platform, accepted", [("codabench", False), ("codalab", True)])
+def test_a_record_signed_with_the_importer_key_scores_only_in_a_v15_bundle(tmp_path, platform,
+                                                                          accepted):
+    """The attack: on a CodaLab server a submission's own command reads the v1.5 ingestion
+    program's importer key and signs a record of its own making. Run in Codabench's layout by a
+    native Codabench bundle's real scoring program, that record must be refused; only a v1.5
+    bundle's scorer (which may run through the importer) takes it there."""
+    from plans import embedded_phase
+    from bundle.phase_data import stage_reference_data
+    from bundle.programs import assemble_scoring_program
+    from scoring_harness import image_python
+
+    plan = embedded_phase("evaluation", code_submission=True)
+    app = tmp_path / "app"
+    assemble_scoring_program(plan, app / "program", platform=platform)
+    stage_reference_data(plan, app / "input" / "ref")
+    key = bytes.fromhex((app / "input" / "ref" / RECORD_KEY_NAME).read_text().strip())
+    res = app / "input" / "res"
+    res.mkdir()
+    write_run_record(res / RECORD_NAME, RunRecord({}, {}, {}), importer_key(key))
+    (app / "output").mkdir()
+    result = subprocess.run([image_python(), "-I", str(app / "program" / "score.py"),
+                             str(app / "input"), str(app / "output")],
+                            cwd=app, capture_output=True, text=True, timeout=300)
+    output = result.stdout + result.stderr
+    assert "Traceback" not in output, output[-2000:]
+    assert ("has a wrong signature" not in output) == accepted, output[-2000:]

@@ -143,7 +143,9 @@ class CodaLab(Platform):
         "results and logs show the public part only.")
     timeout_message = ("exceeded the phase's execution_time_limit of {limit:g} s (the worker "
                        "kills it: 'Execution time limit exceeded!')")
-    record_rule = "signed"
+    # signed with the phase's key, or through Codabench's importer with the key derived for it
+    # (importer_key_in_program below); a native Codabench bundle's scorer takes the first only
+    record_rule = "signed_or_importer"
     code_zip_rule = ("CodaLab decides from that file alone whether a zip is code to run or "
                      "prediction files: without it, your code is never run and the zip is "
                      "scored as prediction files.")

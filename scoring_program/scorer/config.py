@@ -26,7 +26,11 @@ CONFIG_FORMAT = "scoring-config/2"
 STATISTICS = (("value", "train_seconds", "weighted_loss") + rules.column_statistics()
               + tuple(rules.private_statistics()))
 PRIVATE_FOLDER = "private"     # organizers only (codalab_v1.md §4.6, codabench_v2.md §3.9)
-RECORD_RULES = ("optional", "required", "signed")
+# "signed_or_importer": a v1.5 bundle's, which may also run through Codabench's importer, where
+# its ingestion signs with the key derived for it (runtime/formats/run_record.py importer_key);
+# a native Codabench bundle's scorer never accepts that key.
+RECORD_RULES = ("optional", "required", "signed", "signed_or_importer")
+SIGNED_RULES = ("signed", "signed_or_importer")
 # How the leaderboard's ranking column is computed from the value columns it reads
 # (bundle/leaderboard.py ranking_entry): one column as it is, the mean over columns of each
 # column's rank, or the weighted loss over the weighted metrics.
@@ -76,7 +80,8 @@ class ScoringConfig:
     tasks: tuple[TaskConfig, ...]
     columns: tuple[Column, ...]
     # What res/ must hold besides predictions: nothing (results phases), the ingestion's
-    # record, or the record signed with the key in ref/ (where the ingestion can read it).
+    # record, or the record signed with the key in ref/ (where the ingestion can read it), or
+    # for a v1.5 bundle also with the importer's key where Codabench runs it (SIGNED_RULES).
     record: str = "optional"
     # The competition rules' fields of this phase, under their own names (runtime/rules/)
     rules: dict = field(default_factory=dict)

@@ -37,7 +37,8 @@ from runtime.formats.run_record import codabench_layout, importer_key
 from runtime import failures, rules
 from runtime.scoring import ReferenceDataError, result_summary
 
-from .config import CONFIG_NAME, PRIVATE_FOLDER, ConfigError, load_config, private_files
+from .config import (CONFIG_NAME, PRIVATE_FOLDER, SIGNED_RULES, ConfigError, load_config,
+                     private_files)
 from .parallel_scoring import score_all
 from .report import render_report
 from .scores_file import column_values, weighted_loss, write_scores
@@ -73,12 +74,14 @@ def record_refusal(config, ref: Path, res: Path, record,
                    on_codabench: bool = False) -> str | None:
     """Why ``res/`` cannot be taken for the output of a training run, where the phase needs
     one; None when it can (or the phase takes prediction files). ``on_codabench``: scored in
-    Codabench's layout, where a v1.5 bundle's ingestion signs with its importer key."""
+    Codabench's layout, where a v1.5 bundle's ingestion signs with its importer key; only a v1.5
+    bundle's scorer (``signed_or_importer``) accepts that key, since a native Codabench bundle's
+    ingestion never signs with it."""
     if config.record == "optional":
         return None
     if record is None:
         return NOT_A_TRAINING_RUN.format(why=f"the output holds no readable {RECORD_NAME}")
-    if config.record == "signed":
+    if config.record in SIGNED_RULES:
         try:
             key = read_record_key(ref)
         except FormatError as error:
@@ -87,7 +90,7 @@ def record_refusal(config, ref: Path, res: Path, record,
             raise ReferenceDataError(f"{ref / RECORD_KEY_NAME}: missing; it checks the "
                                      "ingestion record (rebuild the bundle)")
         problem = signature_problem(res / RECORD_NAME, key)
-        if problem and on_codabench:
+        if problem and on_codabench and config.record == "signed_or_importer":
             problem = problem if signature_problem(res / RECORD_NAME, importer_key(key)) else None
         if problem:
             return NOT_A_TRAINING_RUN.format(why=problem)
