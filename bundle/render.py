@@ -112,7 +112,12 @@ ISOLATION_LINES = (
     "task's files, and cannot open TCP connections",
     "on CodaLab your code also runs as a separate unprivileged user in an empty network "
     "namespace; Codabench drops every privilege, so neither is possible there, and its isolation "
-    "rests on the seccomp filter and Landlock alone",
+    "rests on the seccomp filter and Landlock alone: on a worker without Landlock (a kernel "
+    "older than 5.13, or one that does not enable it) your code could reach the key that signs "
+    "its run, so there the ingestion runs nothing and the submission fails without counting "
+    "toward the limits (the organizers must move the competition to another worker); every "
+    "process of a task must install the same protections, or it is stopped before your code "
+    "starts",
     "a submission whose metadata file holds a command: is refused and fails: both platforms "
     "start such a command in a container of its own, beside the ingestion and outside this "
     "sandbox (with the network and the output folder), so nothing of it is run; keep only "

@@ -242,7 +242,9 @@ class Codabench(Platform):
     signing_text = ("code phases: the ingestion signs its record with a key made from the "
                     "secret in {secret} (keep it to rebuild the same bundles); on Codabench the "
                     "key is in the ingestion program: leave 'make programs available' off in the "
-                    "competition's editor, or participants can download it and forge scored runs")
+                    "competition's editor, or participants can download it and forge scored runs; "
+                    "the workers need Landlock (Linux 5.13 or later), or the ingestion runs no "
+                    "code: without it participant code could read the key (docs/sandbox.md)")
     gpu_workers = ("a container gets the GPU only on workers started with USE_GPU (codabench_v2.md "
                    "§3.4): name a queue of GPU workers (spec key codabench_queue)")
     # Never in a leaderboard column: the submissions API shows hidden ones too (§3.9).

@@ -347,10 +347,10 @@ def ingest(input_dir: Path, output_dir: Path, program_dir: Path, submission_dir:
     dirs = {"input": input_dir, "output": output_dir, "program": program_dir,
             "submission": submission_dir, "hidden": hidden_dir}
     protections = _announce(config, hardware, dirs)
-    refusal = _refusal(config, submission_dir, worker_problem)
-    if refusal:
-        return _refuse(config, output_dir, hardware, _record_key(program_dir, hidden_dir),
-                       *refusal)
+    key = _record_key(program_dir, hidden_dir)      # before any child runs
+    refusal = _refusal(config, submission_dir, worker_problem or _key_problem(key, protections))
+    if refusal:         # nothing of theirs has run: the key is still out of their reach
+        return _refuse(config, output_dir, hardware, key, *refusal)
     instead = rules.runs_instead(config, submission_dir)
     folder = instead.folder if instead else ""
     base = new_staging_folder()
@@ -385,7 +385,6 @@ def ingest(input_dir: Path, output_dir: Path, program_dir: Path, submission_dir:
     files = {name: file_digest(output_dir / name)
              for name in (_prediction_name(task, folder) for task, outcome in done
                           if outcome.predictions is not None)}
-    key = _record_key(program_dir, hidden_dir)
     write_run_record(output_dir / RECORD_NAME, RunRecord(runs, hardware, files, rules=first), key)
     if failure is not None:
         print(f"{failure}. The submission fails; failed submissions do not count toward the "
@@ -429,6 +428,27 @@ def _refuse(config: IngestionConfig, output_dir: Path, hardware: dict, key: byte
     write_run_record(output_dir / RECORD_NAME, RunRecord(runs, hardware, refused=reason), key)
     print(f"submission refused: {failures.headline(failure, reason)}", file=sys.stderr)
     return SUBMISSION_REFUSED
+
+
+KEY_UNPROTECTED = ("the organizers must fix this competition's worker: it cannot keep the "
+                   "run record's signing key from participant code, which would run as this "
+                   "program's user ({user}) without Landlock ({landlock}), free to read the key "
+                   "or to change the files a later process of the run loads. Nothing of the "
+                   "submission was run, and a failed submission does not count toward the "
+                   "limits. A worker needs Landlock: Linux 5.13 or later with 'landlock' among "
+                   "its security modules, in a container runtime that allows it "
+                   "(docs/sandbox.md)")
+
+
+def _key_problem(key: bytes | None, protections: Protections) -> str | None:
+    """Why no code may run here, or None: a key the child could reach would vouch for
+    nothing, in this run or any later one of the phase (the key is the phase's). Refusing
+    to sign is not enough: the key itself must not leak. A kit's run has no key."""
+    if key is None or protections.key_protected:
+        return None
+    why = protections.why_not
+    return KEY_UNPROTECTED.format(user=why.get("user", "root"),
+                                  landlock=why.get("landlock", "not available"))
 
 
 def _record_key(program_dir: Path, hidden_dir: Path | None) -> bytes | None:

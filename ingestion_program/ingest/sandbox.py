@@ -52,6 +52,21 @@ class Protections:
         return self.separate_user or (self.landlock_abi is not None
                                       and "landlock" not in self.disabled)
 
+    @property
+    def key_protected(self) -> bool:
+        """Whether the child can be kept from the record key, and from every file a later
+        process of this run loads: a separate user (the key's folder is then root-only) or
+        Landlock (reads only of its own folders, writes only in its working folder), which
+        every child must then install (the supervisor kills one that does not). A root child
+        without either reads the key, and can rewrite the Python files a later child or this
+        program imports, so nothing after its start can vouch for a record."""
+        return self.output_protected
+
+    def promised(self) -> tuple[str, ...]:
+        """The child protections this run found available: every child must install them."""
+        return ((confine.LANDLOCK_FILES,) if self.landlock_abi is not None else ()) + (
+            (confine.SECCOMP,) if self.seccomp else ())
+
 
 def _refusal(call: str, error: OSError) -> str:
     return f"{call}: {errno.errorcode.get(error.errno, error.errno)}"

@@ -246,6 +246,14 @@ def kernel_checked(report: list, pid: int) -> list:
     return checked
 
 
+def missing_protections(checked: list, promised: tuple[str, ...]) -> list[str]:
+    """The promised protections a child's (kernel-checked) report lacks, with its reason."""
+    installed = {name for name, on, _ in checked if on}
+    details = {name: detail for name, _, detail in checked}
+    return [f"{name.split(' (')[0]} ({details.get(name, 'not reported')})"
+            for name in promised if name not in installed]
+
+
 def _child_environment(workdir: Path, cores: int | None) -> dict[str, str]:
     available = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     threads = str(cores or available)
@@ -296,6 +304,7 @@ class _Run:
         self.apart = frozenset(descendants())
         self.resident_peak = 0
         self.entry_module = entry[0]
+        self.promised = protections.promised()
         self.started = time.monotonic()
         self.startup_ends = self.started + limits.startup_seconds
         self.deadline = units.deadline if units else None    # set when it begins
@@ -332,10 +341,21 @@ class _Run:
         self.next_memory_sample = self.next_reap = self.started
 
     def _kernel_checked(self, report: list) -> list:
-        """The child's report as the kernel sees the child, then the child may go on."""
+        """The child's report as the kernel sees the child, then the child may go on, if it
+        installed every protection this run found available: a child with less (a unit's
+        later child, say) is killed before any code of theirs runs, so every child of a run
+        is confined alike and the record key stays guarded (``Protections.key_protected``)."""
         checked = kernel_checked(report, self.process.pid)
+        missing = missing_protections(checked, self.promised)
+        if missing:
+            # Killed before stdin closes: the child takes end-of-file for its go-ahead.
+            self._stop(f"its process could not install {'; '.join(missing)}, which this "
+                       "worker offered to every other process of the run; it was stopped "
+                       "before your code started (please report this to the organizers)",
+                       failures.SANDBOX)
         try:
-            self.process.stdin.write(b"1")
+            if not missing:
+                self.process.stdin.write(b"1")
             self.process.stdin.close()
         except OSError:
             pass           # it is gone already: nothing of theirs will run

@@ -121,7 +121,7 @@ def _combined(task, contract, children: list[tuple[int, object]],
                               if o.resident_peak_mb is not None), default=None),
         stdout=_joined([o.stdout for o in outcomes]), stderr=_joined([o.stderr for o in outcomes]),
         killed_descendants=sum(o.killed_descendants for o in outcomes),
-        protections=outcomes[0].protections,
+        protections=_weakest([o.protections for o in outcomes]),
         scratch="; ".join(o.scratch for o in outcomes if o.scratch) or None,
         units_done=states.count(DONE), resumable=False,
         units={"seconds": seconds, **{state: [n for n, s in zip(names, states) if s == state]
@@ -148,6 +148,19 @@ def _combined(task, contract, children: list[tuple[int, object]],
     combined.notes = notes + (["the task's budget ended before every unit was tried"]
                               if not complete and last.status == "timed_out" else [])
     return combined
+
+
+def _weakest(reports: list) -> list | None:
+    """The protections every child of the task installed: one that ran with less shows (a
+    child without a report died before any code of theirs ran, so it does not count)."""
+    reports = [report for report in reports if report is not None]
+    if not reports:
+        return None
+    weakest = []
+    for name, on, detail in reports[0]:
+        offs = [d for report in reports for n, o, d in report if n == name and not o]
+        weakest.append((name, on and not offs, offs[0] if offs else detail))
+    return weakest
 
 
 def _any_value(predictions) -> bool:
