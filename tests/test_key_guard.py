@@ -9,7 +9,10 @@ every later run. Now such a worker runs nothing of the submission. And every pro
 must install what the run found available: a task run in units (PGDL) used to start its later
 processes without the seccomp filter, unnoticed, since the log showed the first one's report.
 """
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -165,3 +168,24 @@ def test_a_later_process_of_a_zoo_without_the_filter_is_stopped_first(tmp_path_f
     record = read_run_record(run / "run" / "output" / RECORD_NAME)
     (task,) = record.tasks.values()
     assert "model_4" in task.units["failed"] + task.units["not_reached"]
+
+
+@needs_root
+@pytest.mark.parametrize("platform, fails", [("codabench", True), ("codalab", False)])
+def test_both_dry_runs_without_landlock(tmp_path, platform, fails):
+    """The dry run stands for the worker: on Codabench (no capabilities, so no user of its own)
+    a worker without Landlock fails the code phase with the reason; CodaLab's root runs the
+    child as nobody, which guards the key, and the phase scores."""
+    repo = Path(__file__).resolve().parents[1]
+    result = subprocess.run(
+        [sys.executable, str(repo / "build_bundle.py"), "--platform", platform, "--config",
+         str(repo / "kinds" / "label_accuracy" / "default_spec.yaml"), "--phase", "all",
+         "--check", "--out", str(tmp_path)],
+        cwd=repo, capture_output=True, text=True, timeout=600,
+        env={**os.environ, "INGESTION_SANDBOX_DISABLE": "landlock"})
+    output = result.stdout + result.stderr
+    if not fails and "cannot switch to user" in output:
+        pytest.skip("this machine cannot run the child as user nobody")
+    assert (result.returncode != 0) == fails, output[-3000:]
+    assert ("cannot keep the run record's signing key" in output) == fails, output[-3000:]
+    assert "Traceback" not in output
