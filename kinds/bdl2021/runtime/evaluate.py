@@ -18,7 +18,7 @@ from typing import Callable
 
 import numpy as np
 
-from runtime import uncertainty
+from runtime import disclosure, uncertainty
 from runtime.formats import TaskRun
 from runtime import failures
 from runtime.scoring import (BlockResult, MetricResult, SubmissionError, TaskConfig, TaskResult,
@@ -126,7 +126,24 @@ def _blocks(task: TaskConfig, predictions: np.ndarray, references: References):
         for block in task.settings.blocks)
 
 
+def _reliability_groups(probabilities: np.ndarray, labels: np.ndarray):
+    """The reliability diagram's points as the page may show them: the rows grouped by
+    confidence on ``disclosure``'s grid (at least MIN_ROWS rows each, ties kept together), per
+    group the mean confidence, the accuracy (rounded) and the number of rows. A group tells
+    how many of its rows were right, never which."""
+    confidence = probabilities.max(axis=1)
+    correct = probabilities.argmax(axis=1) == labels
+    groups = [group.rows for group in disclosure.grouped_rows(confidence)]
+    return (np.array([confidence[rows].mean() for rows in groups]),
+            disclosure.rounded(np.array([correct[rows].mean() for rows in groups])),
+            np.array([len(rows) for rows in groups]))
+
+
 def _curves_and_extras(task: TaskConfig, predictions: np.ndarray, references: References):
+    """The report's curves and the figures shown beside the metrics. The curves go to the
+    public page only, so they hold what ``disclosure`` allows; the extras (ECE on fixed bins,
+    accuracy, 90% coverage) are single numbers over every row, as detailed_results.json has
+    always had them."""
     reference, labels = references.model_average, references.labels
     extras: dict[str, float] = {}
     if task.settings.task_type == CLASSIFICATION:
@@ -134,11 +151,11 @@ def _curves_and_extras(task: TaskConfig, predictions: np.ndarray, references: Re
                         metrics.predictive_entropy(reference), "predictive entropy (nats)")
         if labels is not None:
             labels = labels.astype(int)
-            curves = Curves(curves.submission_spread, curves.reference_spread, curves.spread_label,
-                            metrics.reliability_curve(predictions, labels, RELIABILITY_BINS),
-                            metrics.reliability_curve(reference, labels, RELIABILITY_BINS))
-            for who, probs, curve in (("submission", predictions, curves.submission_reliability),
-                                      ("HMC", reference, curves.reference_reliability)):
+            curves = replace(curves,
+                             submission_reliability=_reliability_groups(predictions, labels),
+                             reference_reliability=_reliability_groups(reference, labels))
+            for who, probs in (("submission", predictions), ("HMC", reference)):
+                curve = metrics.reliability_curve(probs, labels, RELIABILITY_BINS)
                 extras[f"accuracy ({who})"] = float(np.mean(probs.argmax(axis=1) == labels))
                 extras[f"ECE ({who})"] = metrics.calibration_error_of_curve(*curve)
         return curves, extras
@@ -147,9 +164,13 @@ def _curves_and_extras(task: TaskConfig, predictions: np.ndarray, references: Re
     if labels is not None:
         coverage = [metrics.interval_coverage(samples, labels, COVERAGE_LEVELS)
                     for samples in (predictions, reference)]
-        curves = Curves(curves.submission_spread, curves.reference_spread, curves.spread_label,
-                        coverage_levels=COVERAGE_LEVELS, submission_coverage=coverage[0],
-                        reference_coverage=coverage[1])
+        # The submission's curve is left out: its rows' intervals are the participant's, so
+        # every row but one can be made certain to miss or to cover, and each level would
+        # then tell where that one row's hidden target lies. HMC's curve is the same for
+        # every submission.
+        if len(labels) >= disclosure.MIN_ROWS:
+            curves = replace(curves, coverage_levels=COVERAGE_LEVELS,
+                             reference_coverage=disclosure.rounded(coverage[1]))
         extras["90% interval coverage (submission)"] = float(coverage[0][-1])
         extras["90% interval coverage (HMC)"] = float(coverage[1][-1])
     return curves, extras

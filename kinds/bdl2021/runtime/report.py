@@ -1,6 +1,7 @@
 """The BDL section of a task in the scoring report: metrics with their spread over HMC chains
 and the exact-posterior expectation, the predictive-spread histogram, the reliability diagram
-or coverage curve, and the per-block metrics."""
+or HMC's coverage curve, and the per-block metrics; what it draws of the hidden test rows is
+bounded by ``disclosure``."""
 from __future__ import annotations
 
 import math
@@ -11,6 +12,7 @@ import numpy as np
 from runtime import svg_charts
 from runtime.report import (DASH, STANDARD_ERROR_HEADER, capped_mark, cell, grid, metric_label,
                             metric_types, number, standard_error, table)
+from runtime import disclosure
 from runtime.scoring import MetricResult, ScoreType, TaskResult
 
 REFERENCE = "HMC"
@@ -72,8 +74,19 @@ def _metrics_table(result: TaskResult) -> str:
     return table(header, rows) + f'<p class="muted">{escape(EXPECTATION_NOTE)}</p>'
 
 
+HIDDEN_ROWS_NOTE = (
+    f"The test rows' labels and targets are hidden. {disclosure.COARSE_NOTE} The reliability "
+    f"diagram groups the rows by confidence (equal confidences stay together); the coverage "
+    f"curve is HMC's alone, since a submission's own would tell where single rows' targets "
+    f"lie (your 90% coverage is in the table above). Blocks of fewer than "
+    f"{disclosure.MIN_ROWS} rows are listed without their figures.")
+
+
 def _curve_charts(curves) -> list[str]:
-    """The spread histogram and the reliability diagram or coverage curve."""
+    """The spread histogram and the reliability diagram or HMC's coverage curve.
+
+    The histogram stays: its reference side is the distribution of HMC's spreads over the
+    test rows, the same for every submission and tied to no row."""
     charts = [svg_charts.overlaid_histograms(
         [(REFERENCE, curves.reference_spread), ("submission", curves.submission_spread)], 30,
         curves.spread_label, curves.spread_label[:1].upper() + curves.spread_label[1:],
@@ -81,18 +94,25 @@ def _curve_charts(curves) -> list[str]:
     if curves.submission_reliability is not None:
         pairs = ((REFERENCE, curves.reference_reliability),
                  ("submission", curves.submission_reliability))
-        series = [(label, r[0], r[1]) for label, r in pairs if r is not None]
-        charts.append(svg_charts.line_chart(series, "mean confidence", "accuracy",
-                                            "Reliability diagram", diagonal="perfect calibration",
-                                            reference=REFERENCE))
-    if curves.coverage_levels is not None:
-        series = [(label, curves.coverage_levels, c) for label, c in
-                  ((REFERENCE, curves.reference_coverage),
-                   ("submission", curves.submission_coverage)) if c is not None]
-        charts.append(svg_charts.line_chart(series, "nominal coverage", "empirical coverage",
-                                            "Coverage of central intervals", diagonal="nominal",
-                                            reference=REFERENCE))
+        series = [(label, r[0], r[1]) for label, r in pairs if r is not None and len(r[0])]
+        if series:
+            charts.append(svg_charts.line_chart(
+                series, "mean confidence", "accuracy",
+                "Reliability diagram (groups of rows)", diagonal="perfect calibration",
+                reference=REFERENCE))
+    if curves.coverage_levels is not None and curves.reference_coverage is not None:
+        charts.append(svg_charts.line_chart(
+            [(REFERENCE, curves.coverage_levels, curves.reference_coverage)],
+            "nominal coverage", "empirical coverage", "Coverage of HMC's central intervals",
+            diagonal="nominal", reference=REFERENCE))
     return charts
+
+
+def _block_cells(block, scores) -> str:
+    """A block's figures; none for a block too small to show (see HIDDEN_ROWS_NOTE)."""
+    if block.size < disclosure.MIN_ROWS:
+        return "".join(cell(DASH, True) for _ in scores)
+    return "".join(cell(number(block.metrics.get(s.name), s.precision), True) for s in scores)
 
 
 def _block_section(result: TaskResult) -> str:
@@ -103,13 +123,14 @@ def _block_section(result: TaskResult) -> str:
     names = [block.name for block in blocks]
     charts = []
     for score in scores:
-        values = np.array([block.metrics.get(score.name, np.nan) for block in blocks], float)
+        values = np.array([block.metrics.get(score.name, np.nan)
+                           if block.size >= disclosure.MIN_ROWS else np.nan
+                           for block in blocks], float)
         bounded = (score.minimum, score.maximum) if score.maximum is not None else None
         charts.append(svg_charts.bar_chart(names, [("submission", values)], score.label,
                                            f"{score.label} per block", y_range=bounded))
-    rows = ["<tr>" + cell(escape(block.name)) + cell(str(block.size), True) + "".join(
-        cell(number(block.metrics.get(s.name), s.precision), True) for s in scores) + "</tr>"
-        for block in blocks]
+    rows = ["<tr>" + cell(escape(block.name)) + cell(str(block.size), True)
+            + _block_cells(block, scores) + "</tr>" for block in blocks]
     return ("<h3>Per block</h3>" + table(["block", "size", *map(metric_label, scores)], rows)
             + grid(charts))
 
@@ -125,4 +146,5 @@ def report_section(result: TaskResult) -> str:
     if not result.penalised:
         parts.append(grid(_curve_charts(result.figures) if result.figures is not None else []))
         parts.append(_block_section(result) if len(result.blocks) > 1 else "")
+        parts.append(f'<p class="muted">{escape(HIDDEN_ROWS_NOTE)}</p>')
     return "\n".join(part for part in parts if part)

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import numpy as np
 
-from runtime import uncertainty
+from runtime import disclosure, uncertainty
 from runtime.formats import MATRIX_EXTENSIONS, FormatError, read_matrix
 from runtime.formats.json_files import config_field
-from runtime.report import cell, metrics_table, table
+from runtime.report import DASH, cell, metrics_table, table
 from runtime.scoring import (MetricResult, ReferenceDataError, ScoreType, SubmissionError, TaskConfig,
                            TaskResult, TaskType, penalised, run_failure, submission_file)
 
@@ -110,9 +110,21 @@ def task_summary(result: TaskResult) -> str:
 def report_section(result: TaskResult) -> str:
     parts = [metrics_table(result)]
     if result.figures is not None:
-        classes = range(len(result.figures))
-        parts.append("<h3>Confusion matrix (rows: true label, columns: predicted)</h3>" + table(
-            ["", *(escape(str(k)) for k in classes)],
-            ["<tr>" + cell(str(k)) + "".join(cell(str(v), True) for v in row) + "</tr>"
-             for k, row in zip(classes, result.figures)]))
+        parts.append(_confusion_table(result.figures))
     return "\n".join(parts)
+
+
+def _confusion_table(confusion: np.ndarray) -> str:
+    """A predicted class's column is a group of rows the submission chose: one holding fewer
+    than MIN_ROWS rows would give back their true labels (a single row predicted as a rare
+    class shows its label), so its counts are left out (runtime/disclosure.py)."""
+    classes = range(len(confusion))
+    shown = confusion.sum(axis=0) >= disclosure.MIN_ROWS
+    rows = ["<tr>" + cell(str(k)) + "".join(cell(str(v) if keep else DASH, True)
+                                            for v, keep in zip(row, shown)) + "</tr>"
+            for k, row in zip(classes, confusion)]
+    note = ("" if shown.all() else
+            f'<p class="muted">{DASH}: a predicted class given to fewer than '
+            f"{disclosure.MIN_ROWS} test points; its counts would name their labels.</p>")
+    return ("<h3>Confusion matrix (rows: true label, columns: predicted)</h3>"
+            + table(["", *(escape(str(k)) for k in classes)], rows) + note)

@@ -28,6 +28,15 @@ from runtime.formats.matrix_files import PathLike
 MODEL_PREFIX = "model_"
 EXCEEDED = "EXCEEDED"   # PGDL's ingestion wrote it for every model left once over the time budget
 
+# A .predict member is a model id, a number and punctuation: about 40 bytes as PGDL wrote it.
+# The bounds are generous on purpose, so that an odd but small file (a 5,000-digit number,
+# brackets nested 50,000 deep) still reaches the parser, which names its line; what they
+# refuse is a file of millions of keys, whose parse alone would cost the scorer minutes and
+# hundreds of MB before the extra keys were reported.
+PREDICT_BYTES_PER_MODEL = 1024
+PREDICT_SLACK_BYTES = 1 << 20
+PREDICT_EXTRA_KEYS = 1000        # enough to list a wrong file's stray keys; no more are read
+
 
 def model_folder(model_id) -> str:
     """The folder name of a model: ``model_<id>``; an id that already starts so is kept."""
@@ -232,13 +241,16 @@ def read_predict(path: PathLike, ids: Sequence[str]) -> np.ndarray:
     Refused, naming the line and the model: a model of ``ids`` with no value, a key for no
     model of ``ids`` (or two keys for one model), a value that is not a JSON number (booleans,
     numeric strings, arrays and objects included), NaN, infinity or a number beyond float64's
-    range (``1e400``, an integer of 400 digits).
+    range (``1e400``, an integer of 400 digits). Refused before any of it is parsed: a file
+    larger than ``max_predict_bytes(len(ids))``; and once ``PREDICT_EXTRA_KEYS`` more keys than
+    models have been read, the rest is not.
 
     PGDL's marker ``"EXCEEDED"`` (the ingestion ran out of time before that model) is read as
     NaN, not refused: the file is well formed, and the scorer penalises a task with any
     unmeasured model (PGDL zeroed the whole submission for it; we penalise that task alone).
     """
     path = Path(path)
+    _check_predict_size(path, len(ids))
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -249,7 +261,12 @@ def read_predict(path: PathLike, ids: Sequence[str]) -> np.ndarray:
     values = np.full(len(wanted), np.nan)
     found: dict[str, tuple[str, int]] = {}
     extra = []
-    for key, value, literal, at in _flat_object(path, text):
+    key_limit = len(wanted) + PREDICT_EXTRA_KEYS
+    for count, (key, value, literal, at) in enumerate(_flat_object(path, text), 1):
+        if count > key_limit:
+            raise FormatError(f"{path}: more than {key_limit:,} keys, for a task of "
+                              f"{len(wanted)} models (one key each); refused at line "
+                              f"{_line(text, at)} without reading further")
         folder = model_folder(key)
         if folder not in wanted:
             extra.append(key)
@@ -272,6 +289,25 @@ def read_predict(path: PathLike, ids: Sequence[str]) -> np.ndarray:
         raise FormatError(f"{path}: expected one value for each of the task's {len(wanted)} "
                           f"models; " + "; ".join(parts))
     return values
+
+
+def max_predict_bytes(models: int) -> int:
+    """The largest .predict file read for a task of ``models`` networks."""
+    return PREDICT_SLACK_BYTES + models * PREDICT_BYTES_PER_MODEL
+
+
+def _check_predict_size(path: Path, models: int) -> None:
+    """Refuse a file far larger than ``models`` entries can be, from its size alone."""
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        raise FormatError(f"{path}: missing") from None
+    bound = max_predict_bytes(models)
+    if size > bound:
+        raise FormatError(f"{path}: {size:,} bytes, far more than a .predict file of "
+                          f"{models} models can need (at most {bound:,} bytes: "
+                          f"{PREDICT_BYTES_PER_MODEL:,} per model plus {PREDICT_SLACK_BYTES:,}); "
+                          f"refused without reading it")
 
 
 class _NonFinite(str):

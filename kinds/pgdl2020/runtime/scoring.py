@@ -12,6 +12,7 @@ import numpy as np
 
 from runtime.formats import FormatError, TaskRun
 from runtime.formats.json_files import config_field
+from runtime.formats.matrix_files import max_matrix_bytes
 from runtime import failures, svg_charts, uncertainty
 from runtime.report import DASH, cell, grid, metrics_table, number
 from runtime.scoring import (MetricResult, ReferenceDataError, ScoreType, SubmissionError,
@@ -21,12 +22,14 @@ from runtime.scoring import (MetricResult, ReferenceDataError, ScoreType, Submis
 from .formats import read_model_configs, read_predict
 from .metrics import conditional_mutual_information, granulated_kendall, kendall_tau
 
-REPORT_INTRO = ("Each network's submitted complexity compared with its generalisation gap "
-                "(train accuracy minus test accuracy), one section per model zoo.")
+REPORT_INTRO = ("The ordering of the submitted complexities compared with the ordering of "
+                "the networks' generalisation gaps (train accuracy minus test accuracy), one "
+                "section per model zoo.")
 STANDARD_ERROR = ("a Bayesian bootstrap over the networks of the zoo (the scores recomputed "
                   "with each network counted by a random weight, so the grid of "
                   f"hyperparameters stays complete; {uncertainty.DRAWN})")
 ZOO = "zoo"
+GRANULATED_PREFIX = "granulated tau: "
 PREDICT_SUFFIX = ".predict"
 ARRAY_SUFFIX = ".npy"
 
@@ -89,6 +92,7 @@ def _measure(task: TaskConfig, res: Path, ids) -> np.ndarray:
     try:
         if path.suffix == PREDICT_SUFFIX:
             return read_predict(path, ids)
+        _check_array_size(path, len(ids))
         values = np.load(path, allow_pickle=False).astype(np.float64).ravel()
     except FormatError as error:          # it names the file already, by its path under res/
         raise SubmissionError(str(error).replace(str(res) + "/", "")) from None
@@ -97,6 +101,14 @@ def _measure(task: TaskConfig, res: Path, ids) -> np.ndarray:
     if values.shape != (len(ids),):
         raise SubmissionError(f"{path.name}: expected {len(ids)} values, found {values.size}")
     return values
+
+
+def _check_array_size(path: Path, models: int) -> None:
+    """An .npy far larger than one number per model is refused before np.load reads it."""
+    size, bound = path.stat().st_size, max_matrix_bytes(models, 1, ARRAY_SUFFIX)
+    if size > bound:
+        raise FormatError(f"{path}: {size:,} bytes, far more than {models} numbers "
+                          f"can take (at most {bound:,} bytes); refused without reading it")
 
 
 UNIT_STATES = {"timed_out": "killed at the {seconds:g} s limit", "failed": "process died",
@@ -156,11 +168,11 @@ def score_task(task: TaskConfig, ref: Path, res: Path, run: TaskRun | None) -> T
     metrics = {t.name: MetricResult(t.name, t.clip(t.evaluate(arrays)), se=errors[t.name])
                for t in task.score_types}
     metrics[CMI.name].details["worst_pair"] = list(worst_pair) if worst_pair else None
-    extras = {f"granulated tau: {name}": float(value) for name, value in per_hparam.items()
+    extras = {f"{GRANULATED_PREFIX}{name}": float(value) for name, value in per_hparam.items()
               if name != "overall"}
+    # only the submission's own numbers reach the report: no gap, no hyperparameter
     return TaskResult(task, metrics, train_seconds=seconds, extras=extras,
-                      figures={"measure": measure, "gaps": zoo.gaps, "hparams": zoo.hparams,
-                               "worst_pair": worst_pair})
+                      figures={"measure": measure, "worst_pair": worst_pair})
 
 
 def _reweighed(score_type: ScoreType, arrays: dict):
@@ -172,15 +184,40 @@ def task_summary(result: TaskResult) -> str:
     return f"a zoo of {result.task.settings.num_models} trained networks"
 
 
-def _charts(figures: dict) -> list[str]:
-    """The measure against the gap, once coloured by each hyperparameter."""
-    charts = []
-    for name, values in figures["hparams"].items():
-        series = [(f"{name} = {value}", figures["measure"][values == value],
-                   figures["gaps"][values == value]) for value in sorted(set(values.tolist()))]
-        charts.append(svg_charts.line_chart(series, "measure", "generalisation gap",
-                                            f"Gap against measure, by {name}", x_range=None,
-                                            y_range=None, connect=False))
+# What the report draws, and why nothing more (docs/sandbox.md): every figure below is either
+# the submission's own numbers or one number over the whole zoo. A point per network against
+# its gap would give each hidden gap away (and their order alone scores CMI 1.0); a summary of
+# the measure per hyperparameter value would too, differently: the hyperparameters of each
+# network are hidden in a code phase, and a mean of chosen values (2^i for network i) over a
+# group tells exactly which networks are in it.
+MEASURE_BINS = 20
+NOT_SHOWN = ("Not shown, so that the page gives away nothing of the hidden zoo network by "
+             "network: the generalisation gap or the hyperparameters of any one network, or "
+             "any summary of them over a group of networks your measure could choose. The "
+             "figures above are your measure itself, or one number over the whole zoo at the "
+             "leaderboard's 4 decimals.")
+
+
+def _distinct(measure: np.ndarray) -> str:
+    count = len(np.unique(measure))
+    return (f"{count} distinct values among {measure.size} networks"
+            + ("" if count == measure.size else
+               "; networks with equal measures count as neither concordant nor discordant"))
+
+
+def _charts(result: TaskResult) -> list[str]:
+    """The submission's own measure over the zoo, and the granulated tau per hyperparameter
+    (the table's single numbers, drawn)."""
+    measure = result.figures["measure"]
+    charts = [svg_charts.overlaid_histograms([("submission", measure)], MEASURE_BINS,
+                                             "measure", "Your measure over the zoo")]
+    names = [name.removeprefix(GRANULATED_PREFIX) for name in result.extras
+             if name.startswith(GRANULATED_PREFIX)]
+    if names:
+        values = np.array([result.extras[GRANULATED_PREFIX + name] for name in names])
+        charts.append(svg_charts.bar_chart(names, [("submission", values)], "granulated tau",
+                                           "Granulated tau per hyperparameter",
+                                           y_range=(-1.0, 1.0)))
     return charts
 
 
@@ -194,7 +231,9 @@ def report_section(result: TaskResult) -> str:
         parts.append(f'<p class="muted">The minimum of the conditional mutual information is '
                      f"reached conditioning on {escape(first)} and {escape(second)}.</p>")
     if figures and not result.penalised:
-        parts.append(grid(_charts(figures)))
+        parts.append(f'<p class="muted">Your measure: {_distinct(figures["measure"])}.</p>')
+        parts.append(grid(_charts(result)))
+        parts.append(f'<p class="muted">{escape(NOT_SHOWN)}</p>')
     return "\n".join(parts)
 
 
