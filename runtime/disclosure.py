@@ -12,7 +12,7 @@ step per hidden row, or a bin that can hold a single row, hands that row's hidde
   coarser when the set is small, none below ``MIN_ROWS`` rows), so one submission reads a
   bounded number of group counts however it is crafted;
 * figures are shown to ``DECIMALS`` decimals: a crafted submission could otherwise pack many
-  rows' hidden values into the trailing digits of one average.
+  rows' hidden values into the last decimal places of one average.
 
 Only the page follows these rules; the scores the leaderboard ranks are computed on every row.
 Standard library and numpy only: both programs ship this module.

@@ -37,8 +37,8 @@ def _set_table(figures: dict) -> str:
             + f'<p class="muted">"{UNDEFINED}": the set holds one class only (AUROC, AUPRC and '
               "the ROC need both). The joint set's balanced figures weigh the shifted patients "
               f"as much as the in-domain ones. Rounded to {disclosure.DECIMALS} decimals: "
-              "crafted predictions could otherwise hide hidden labels in the last digits of "
-              "an average.</p>")
+              "crafted predictions could otherwise hide hidden labels in the last decimal "
+              "places of an average.</p>")
 
 
 def _screening_text(figures: dict) -> str:
