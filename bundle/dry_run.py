@@ -34,9 +34,8 @@ from . import competition_rules
 from .render import SAMPLE_FOLDERS
 from .spec import is_gpu_image
 from .starting_kit import ZIP_TOOL
-from .platforms.worker import (Dispatch, WorkerCommandError, dispatch_submission,
-                               penalised_tasks, program_command, read_scores, run_program,
-                               submission_metadata)
+from .platforms.worker import (Dispatch, WorkerCommandError, command_argv, dispatch_submission,
+                               penalised_tasks, read_scores, run_program, submission_metadata)
 
 SAMPLES = {True: "sample_code_submission.zip", False: "sample_result_submission.zip"}
 
@@ -119,13 +118,14 @@ def start_own_command(submission: Path, variables: dict, cwd: Path, site,
     """A command in the submission's metadata: both workers start it in a container of its
     own at the same time as the ingestion (codalab_v1.md G20, codabench_v2.md §3.4), and so
     does the dry run (without capabilities where it can), for what the ingestion and the
-    scorer make of it to show."""
+    scorer make of it to show. The command is the one the worker's loader finds
+    (``submission_metadata``), however the file spells it."""
     _, metadata = submission_metadata(submission, site.name)
-    if not isinstance(metadata, dict) or not metadata.get("command"):
+    command = metadata.get("command") if isinstance(metadata, dict) else None
+    if not isinstance(command, str) or not command.strip():
         return None
     try:
-        argv = [*without_capabilities(),
-                *program_command(submission, variables, python, site.name)]
+        argv = [*without_capabilities(), *command_argv(command, variables, python, site.name)]
         process = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL,
                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                    env=worker_env(), start_new_session=True)

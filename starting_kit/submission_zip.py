@@ -11,7 +11,8 @@ Code and prediction files are told apart by the platform from one file at the zi
 `metadata`: CodaLab runs your code only when it is there, and takes a zip without it for
 prediction files; Codabench copies a zip holding it into nothing. So a code zip gets a
 `metadata` holding only `description: ...` (added to the zip if your folder has none; any
-other key, `command` above all, is refused), and a zip of prediction files must not have one.
+other key, `command` above all, is refused, and so is YAML that could hide one: tags, anchors,
+aliases, merge keys), and a zip of prediction files must not have one.
 With --smoke, a code zip also gets an empty file `SMOKE_TEST` at its root: in a phase with a
 smoke test (the Evaluation page says), such a submission runs only on a small public slice
 shaped like the phase's tasks, is scored but not ranked, and counts toward no limit; a phase
@@ -20,6 +21,7 @@ without one refuses it. On an error nothing is written.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import re
@@ -32,6 +34,11 @@ import worker       # the worker model, next to this file in the kit (bundle/pla
 KIT = Path(__file__).resolve().parent
 SKIPPED = ("__pycache__", ".DS_Store", "__MACOSX", ".ipynb_checkpoints", ".git")
 KIT_CONFIG = KIT / "kit.json"
+# The ingestion's own check of a submission's metadata file, so this tool refuses exactly what
+# the ingestion would: in the kit, its copy of the phase's ingestion program; in the
+# organizers' repository, the program's source.
+METADATA_CHECKS = (KIT / "programs" / "ingestion_program" / "ingest" / "submission_metadata.py",
+                   KIT.parent / "ingestion_program" / "ingest" / "submission_metadata.py")
 # What asks for a smoke test; the ingestion reads the same name (runtime/rules/smoke_test.py,
 # which the kit does not ship; tests/test_smoke_test.py holds the two equal).
 SMOKE_MARKER = "SMOKE_TEST"
@@ -67,6 +74,19 @@ def check_submission_folder(folder: Path, required: tuple[str, ...] = ()) -> Non
                 f"{name} is at {nested[0].as_posix()}, not at the root of the submission: zip "
                 f"the files inside {nested[0].parent.as_posix()}/, not the folder itself")
         raise SubmissionLayoutError(f"no {name} at the root of {folder}")
+
+
+def ingestion_refusal(folder: Path) -> str | None:
+    """Why the phase's ingestion would refuse the code in ``folder`` for its metadata file
+    (a command of its own, or one it cannot prove absent), or None. Where this tool was
+    copied without the kit's programs, the worker model's check alone stays (``worker``)."""
+    path = next((path for path in METADATA_CHECKS if path.is_file()), None)
+    if path is None:
+        return None
+    spec = importlib.util.spec_from_file_location("ingestion_submission_metadata", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.own_command_problem(folder)
 
 
 def check_zip(path: Path, required: tuple[str, ...] = ()) -> list[str]:
@@ -145,6 +165,10 @@ def make_zip(folder: Path, destination: Path, code: bool | None = None,
                                     "a smoke test runs code, prediction files have none")
     if code:
         check_submission_folder(folder, required=(entry,))
+        refusal = ingestion_refusal(folder)
+        if refusal:
+            raise SubmissionLayoutError(f"{folder}: the ingestion program would refuse it: "
+                                        f"{refusal}")
     elif not folder.is_dir():
         raise SubmissionLayoutError(f"{folder} is not a folder")
     problems = worker.zip_problems(folder, code) + (missing_modules(folder) if code else [])

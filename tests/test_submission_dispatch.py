@@ -96,7 +96,7 @@ def test_code_zip_gets_a_description_only_metadata(tmp_path):
 
 @pytest.mark.parametrize("files, code, message", [
     ({"submission.py": PREDICT, "metadata": "command: python submission.py\n"}, None,
-     "has a 'command'"),
+     "has a 'command:'"),
     ({"iris_probs.csv": "1 0 0\n", "metadata": "description: x\n"}, None,
      "must not contain 'metadata'"),
     ({}, False, "holds no file to submit"),

@@ -58,7 +58,13 @@ def program_command(program_dir: Path, variables: dict[str, Path | str], python:
     if extra:
         raise WorkerCommandError(f"{metadata_path}: keys {extra} would be fetched as URLs by the "
                                  "worker; only command and description are allowed")
-    line = metadata["command"].strip()
+    return command_argv(metadata["command"], variables, python, platform)
+
+
+def command_argv(command: str, variables: dict[str, Path | str], python: str,
+                 platform: str = CODALAB) -> list[str]:
+    """argv for a metadata's ``command`` line, as ``program_command`` describes."""
+    line = command.strip()
     # Longest names first: "$program" is inside "$ingestion_program" and "$submission_program".
     for name in sorted(variables, key=len, reverse=True):
         line = line.replace(name, str(variables[name]))
@@ -103,15 +109,34 @@ class Dispatch:
 
 
 def submission_metadata(folder: Path, platform: str) -> tuple[str | None, object]:
-    """(file name, parsed content) of the metadata file the platform reads, or (None, None)."""
-    for name in WORKERS[platform].metadata_names:
+    """(file name, parsed content) of the metadata file the platform reads, or (None, None).
+
+    Read with the worker's own loader, which builds what tags ask for (CodaLab: ``yaml.load``
+    of PyYAML 3.10, §3.3; Codabench: ``yaml.FullLoader``, §3.4); ``yaml.FullLoader`` stands for
+    both, so a command that a tag, an escape or a merge key makes is seen as the worker sees
+    it. Participants' files only: the dry run goes on to start that command anyway."""
+    site = WORKERS[platform]
+    for name in site.metadata_names:
         path = Path(folder) / name
         if path.is_file():
             try:
-                return name, yaml.safe_load(path.read_text(encoding="utf-8"))
-            except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
-                return name, WorkerCommandError(f"{name} is not valid YAML ({error})")
+                data = path.read_bytes()
+                # CodaLab (Python 2) hands PyYAML bytes, which it decodes by their byte order
+                # mark; Codabench (Python 3) opens the file as UTF-8 text.
+                stream = data.decode(site.metadata_encoding) if site.metadata_encoding else data
+                return name, yaml.load(stream, Loader=yaml.FullLoader)
+            except Exception as error:   # noqa: BLE001 - whatever it raises, the worker fails
+                return name, WorkerCommandError(f"{name} is not valid YAML ({_yaml_error(error)})")
     return None, None
+
+
+def _yaml_error(error: Exception) -> str:
+    """PyYAML's problem and its line, the same words whether it read bytes or text."""
+    problem, mark = getattr(error, "problem", None), getattr(error, "problem_mark", None)
+    if not (problem and mark):
+        return " ".join(str(error).split())
+    context = getattr(error, "context", None)
+    return f"{context + ', ' if context else ''}{problem} on line {mark.line + 1}"
 
 
 def dispatch_submission(folder: Path, platform: str, has_ingestion: bool) -> Dispatch:
@@ -272,15 +297,18 @@ class SiteWorker:
     # Codabench starts (or chokes on) a results submission's metadata instead of scoring it
     reads_results_metadata: bool
     read_scores: Callable[[Path, list[str]], tuple[dict[str, float], list[str]]]
+    # how a submission's metadata reaches the YAML loader: None for bytes (PyYAML decodes
+    # them by their byte order mark), else the text's encoding
+    metadata_encoding: str | None
 
 
 WORKERS = {
     # codalab_v1.md §3.3: the line is split on single spaces, no shell
     CODALAB: SiteWorker(("metadata",), lambda line: line.split(" "), False, False,
-                        _read_scores_codalab),
+                        _read_scores_codalab, None),
     # codabench_v2.md §3.4: docker-py splits the line with shlex, no shell
     CODABENCH: SiteWorker(("metadata.yaml", "metadata"), shlex.split, True, True,
-                          _read_scores_codabench),
+                          _read_scores_codabench, "utf-8"),
 }
 
 
