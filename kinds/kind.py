@@ -64,10 +64,14 @@ optional hooks' defaults here too:
   ``task_summary(result)``, ``report_section(result)`` (see ``runtime/scoring.py``); optional
   ``SCORES_PUBLIC_ROWS`` (default False: ``score_task`` takes no ``rows``);
 - ingestion: ``output_bytes(task)``, ``check_output(array, task, what)``; optional
-  ``stage_inputs(task, input_dir, folder)`` (default: the task's one inputs file, copied
-  readable), ``units(task)`` (default: none, the task runs whole), ``gate_problem(array, task)``
-  (default: none beyond the core's) and ``epoch_seconds(task, data)`` (default None: no budget
-  in epochs);
+  ``stage_inputs(task, input_dir, folder, child_uid=None)`` (default: the task's one inputs
+  file, copied readable; every name beneath ``input_dir`` is opened with
+  ``runtime/beneath.py``, never through a link; ``child_uid``: the separate user the child
+  runs as, CodaLab's ``nobody``, or None where it runs as the ingestion's own user, root,
+  which owns the input files: a kind may link an input file into ``folder`` only where the
+  child can change neither its content nor its metadata), ``units(task)`` (default: none,
+  the task runs whole), ``gate_problem(array, task)`` (default: none beyond the core's) and
+  ``epoch_seconds(task, data)`` (default None: no budget in epochs);
 - participant (the sandboxed child's side, staged alone next to ``child_main.py``, which reads
   it there): ``SIGNATURE`` and ``call(function, spec, begin, checkpoint)``.
 
@@ -79,13 +83,13 @@ from __future__ import annotations
 import dataclasses
 import functools
 import importlib
-import os
 import shutil
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 from kinds import KINDS as PACKAGES
 from kinds import package, runtime_module
+from runtime.beneath import copy_beneath
 
 DEFAULT_ENTRY = ("submission", "predict")
 DEFAULT_EPOCH_UNIT = "one pass of the reference training"
@@ -133,12 +137,12 @@ def _no_gate_problem(array, task) -> None:
     return None
 
 
-def copy_inputs_file(task, input_dir: Path, folder: Path) -> Path:
+def copy_inputs_file(task, input_dir: Path, folder: Path, child_uid: int | None = None) -> Path:
     """The default ``stage_inputs``: the task's one inputs file, copied for the sandboxed
-    child to read (it can never reach input_dir itself)."""
+    child to read (it can never reach input_dir itself), never through a link
+    (``runtime/beneath.py``)."""
     data = folder / Path(task.inputs).name
-    shutil.copyfile(input_dir / task.inputs, data)
-    os.chmod(data, 0o644)
+    copy_beneath(input_dir, task.inputs, data)
     return data
 
 

@@ -21,7 +21,6 @@ scorer decides what becomes of them.
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import sys
 import time
@@ -35,6 +34,8 @@ from runtime.formats import (RECORD_NAME, FormatError, RunRecord, TaskRun, file_
                              read_record_key, write_run_record)
 from kinds import UnknownKind
 from runtime import failures, rules
+from runtime.beneath import InputChanged, LinkFound, copy_tree_beneath, fd_path, \
+    folder_beneath, open_folder
 from runtime.worker_data import copy_problem_text, copy_problems
 from kinds.kind import IngestionRuntime, KindDefinitionError, ingestion_runtime
 
@@ -95,36 +96,39 @@ def _stage_runtime(folder: Path, sources: dict[str, bytes]) -> Path:
 
 
 def _stage_common(base: Path, submission_dir: Path) -> Path:
-    """The child's read-only submission copy, readable by its user."""
+    """The child's read-only submission copy, readable by its user. Links are dropped, and
+    nothing is read through one, even one put in while the copy is made (a command of the
+    submission's own may run beside this program): staging runs as root, and a link could
+    point at hidden files."""
     submission = base / "submission"
-    skipped: list[str] = []
-    shutil.copytree(submission_dir, submission, symlinks=True,
-                    ignore=lambda folder, names: _not_copied(folder, names, skipped))
-    if skipped:
-        _say(f"symbolic links in the submission are not copied: {', '.join(skipped)}")
-    for root, _, files in os.walk(base):          # no links left to follow: see _not_copied
-        os.chmod(root, 0o755)
-        for name in files:
-            os.chmod(os.path.join(root, name), 0o644)
+    links: list[str] = []
+    others: list[str] = []
+    copy_tree_beneath(submission_dir, "", submission,
+                      skip=lambda name: name in ("__pycache__", "metadata"),
+                      on_refused=lambda path, error: (
+                          links if isinstance(error, LinkFound) else others).append(path))
+    if links:
+        _say(f"symbolic links in the submission are not copied: {', '.join(links)}")
+    if others:
+        _say("files of the submission that are neither file nor folder, or were removed "
+             f"while it was copied, are not copied: {', '.join(others)}")
     return submission
 
 
-def _not_copied(folder: str, names: list[str], skipped: list[str]) -> set[str]:
-    """Links are dropped: staging runs as root, and a link could point at hidden files."""
-    links = {name for name in names if os.path.islink(os.path.join(folder, name))}
-    skipped.extend(sorted(links))
-    return links | {name for name in names if name in ("__pycache__", "metadata")}
-
-
-def _stage_task(base: Path, task: TaskSpec, input_dir: Path, sources: dict[str, bytes],
+def _stage_task(base: Path, task: TaskSpec, inputs: tuple[Path, str], sources: dict[str, bytes],
                 submission: Path, sandbox_uid: int | None, forbidden: tuple[Path, ...],
                 contract) -> Staging:
-    """This task's inputs as the kind stages them, and an empty working folder the child owns."""
+    """This task's inputs as the kind stages them, and an empty working folder the child owns.
+    ``inputs``: the input folder held open since the start (``fd_path``) and the folder of it
+    the tasks' inputs are in ("" for the phase's tasks). The kind opens every name beneath it
+    without following links (``runtime/beneath.py``); ``InputChanged`` where one is a link."""
     folder = base / "tasks" / task.name
     workdir = folder / "work"
     workdir.mkdir(parents=True)
     runtime_folder = _stage_runtime(folder, sources)
-    data = contract.stage_inputs(task, input_dir, folder)
+    held, subfolder = inputs
+    with folder_beneath(held, subfolder) as input_dir:
+        data = contract.stage_inputs(task, input_dir, folder, child_uid=sandbox_uid)
     os.chmod(folder, 0o755)
     if sandbox_uid is not None:
         os.chown(workdir, sandbox_uid, -1)
@@ -275,17 +279,22 @@ def _announce(config: IngestionConfig, hardware: dict, dirs: dict[str, Path | No
 
 def _run_tasks(tasks: tuple[TaskSpec, ...], config: IngestionConfig, base: Path,
                dirs: dict[str, Path | None], protections: Protections, contract,
-               shared: tuple[dict, Path], write: bool = True, folder: str = ""
+               shared: tuple[dict, Path, ModeGuard, Path], write: bool = True,
+               folder: str = ""
                ) -> list[tuple[TaskSpec, TaskOutcome]]:
     """``folder``: the tasks' inputs are in that folder of the input data, their predictions
     go to that folder of the output (tasks a rule runs instead of the phase's)."""
     forbidden = tuple(p for p in (*dirs.values(), base) if p)
-    sources, submission, modes = shared
+    sources, submission, modes, inputs = shared
     done = []
     for task in tasks:
         started = time.monotonic()
-        staging = _stage_task(base, task, dirs["input"] / folder, sources, submission,
-                              protections.uid, forbidden, contract)
+        try:
+            staging = _stage_task(base, task, (inputs, folder), sources, submission,
+                                  protections.uid, forbidden, contract)
+        except InputChanged as error:       # nothing of the link's target was read
+            done.append((task, _input_refused(task, error)))
+            continue
         modes.add(staging.workdir.parent)
         task = rules.task_budget(task, staging.data, contract)
         outcome = _run_task(task, config, staging, protections, contract)
@@ -301,6 +310,25 @@ def _run_tasks(tasks: tuple[TaskSpec, ...], config: IngestionConfig, base: Path,
         overhead = time.monotonic() - started - outcome.wall_seconds
         _say(f"[{task.name}]   staging, validation and writing took {overhead:.2f} s")
     return done
+
+
+def _input_refused(task: TaskSpec, error: InputChanged) -> TaskOutcome:
+    """The failed outcome of a task whose input data someone changed during the run: no
+    child runs it, and it has no output to write."""
+    outcome = TaskOutcome(status="failed", wall_seconds=0.0, failure=failures.SANDBOX,
+                          message=f"its input data was not staged: {error}")
+    _say(f"[{task.name}] failed: {outcome.message}")
+    return outcome
+
+
+def _held_folder(folder: Path) -> Path:
+    """The input folder, opened once before any child runs: staging reads beneath this
+    descriptor's path, so no name changed later redirects it, the folder's own included."""
+    try:
+        return fd_path(open_folder(folder))
+    except OSError as error:
+        raise ConfigError(f"{folder}: the input data folder cannot be opened "
+                          f"({error.strerror})") from None
 
 
 def _run_task(task: TaskSpec, config: IngestionConfig, staging: Staging,
@@ -351,6 +379,7 @@ def ingest(input_dir: Path, output_dir: Path, program_dir: Path, submission_dir:
     refusal = _refusal(config, submission_dir, worker_problem or _key_problem(key, protections))
     if refusal:         # nothing of theirs has run: the key is still out of their reach
         return _refuse(config, output_dir, hardware, key, *refusal)
+    inputs = _held_folder(input_dir)
     instead = rules.runs_instead(config, submission_dir)
     folder = instead.folder if instead else ""
     base = new_staging_folder()
@@ -363,7 +392,8 @@ def ingest(input_dir: Path, output_dir: Path, program_dir: Path, submission_dir:
         shared = (_runtime_sources(dirs["program"], contract),
                   _stage_common(base, dirs["submission"]),
                   ModeGuard([dirs[name] for name in ("input", "output", "program", "hidden")]
-                            + [base]))
+                            + [base]),
+                  inputs)
         if instead:
             first, failure = instead.entries, None
             (output_dir / folder).mkdir(exist_ok=True)

@@ -101,15 +101,16 @@ def write_chain_samples(path: PathLike, chains: np.ndarray) -> None:
 
 
 def read_task_inputs(path: PathLike, *, mapped: bool = False,
-                     check_values: bool = True) -> TaskInputs:
+                     check_values: bool = True, opened: bool = False) -> TaskInputs:
     """Load and check a task's .npz: exactly the TaskInputs keys; N x 1 targets are flattened.
 
     ``mapped``: read-only memory maps of the stored members (``map_npz``), so that memory does
     not grow with the data; their values are then scanned from the file a block at a time.
     ``check_values=False`` checks keys, dtypes and shapes only (the headers): for files the
-    build has checked already.
+    build has checked already. ``opened``: ``path`` is an open file's ``/proc/self/fd/<n>``
+    (``runtime/beneath.py``), a regular file without the name's extension.
     """
-    path = require_file(path, (".npz",))
+    path = Path(path) if opened else require_file(path, (".npz",))
     arrays = map_npz(path, TASK_INPUT_KEYS) if mapped else _load_npz(path)
     return _check_task_arrays(path, arrays, check_values)
 

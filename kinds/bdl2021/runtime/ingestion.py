@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
+from runtime.beneath import opened_beneath
 from runtime.formats import FormatError
 from runtime.formats.prediction_arrays import check_probability_rows
 
@@ -15,17 +16,24 @@ from .formats import copy_npz_members, map_npz, read_task_inputs
 from .score_types import CLASSIFICATION
 
 
-def stage_inputs(task, input_dir: Path, folder: Path) -> Path:
+def stage_inputs(task, input_dir: Path, folder: Path, child_uid: int | None = None) -> Path:
     """The task's arrays without y_test, as one uncompressed file the child may read and map.
 
     The build checked the values; here the headers are checked and the images copied a block
     at a time, so staging a GiB of them takes no GiB of memory. y_train is written from the
-    checked array: an N x 1 column reaches ``predict`` flattened, as it always did."""
-    source = input_dir / task.inputs
-    inputs = read_task_inputs(source, mapped=True, check_values=False)
+    checked array: an N x 1 column reaches ``predict`` flattened, as it always did. The file
+    is opened beneath ``input_dir``, never through a link (``runtime/beneath.py``)."""
+    name = input_dir / task.inputs
+    if name.suffix.lower() != ".npz":
+        raise FormatError(f"{name}: expected an .npz file of the task's arrays")
     data = folder / "data.npz"
-    copy_npz_members(source, data, ("x_train", "y_train", "x_test"),
-                     replacements={"y_train": inputs.y_train})
+    with opened_beneath(input_dir, task.inputs) as source:
+        try:
+            inputs = read_task_inputs(source, mapped=True, check_values=False, opened=True)
+            copy_npz_members(source, data, ("x_train", "y_train", "x_test"),
+                             replacements={"y_train": inputs.y_train})
+        except FormatError as error:        # named as the organizer knows it
+            raise FormatError(str(error).replace(str(source), str(name))) from None
     os.chmod(data, 0o644)
     return data
 

@@ -2,23 +2,19 @@
 its training data; what comes back is one number per network."""
 from __future__ import annotations
 
-import os
-import shutil
 from pathlib import Path
 
 import numpy as np
 
+from runtime.beneath import copy_tree_beneath
 from runtime.formats import FormatError
 
 
-def stage_inputs(task, input_dir: Path, folder: Path) -> Path:
-    """A read-only copy of the zoo (networks and training data) for the child."""
+def stage_inputs(task, input_dir: Path, folder: Path, child_uid: int | None = None) -> Path:
+    """A read-only copy of the zoo (networks and training data) for the child, none of it
+    read through a link (``runtime/beneath.py``)."""
     staged = folder / "zoo"
-    shutil.copytree(input_dir / task.inputs, staged)
-    for root, dirs, files in os.walk(staged):
-        os.chmod(root, 0o755)
-        for name in files:
-            os.chmod(os.path.join(root, name), 0o644)
+    copy_tree_beneath(input_dir, task.inputs, staged)
     return staged
 
 
