@@ -32,6 +32,7 @@ import numpy as np
 
 from runtime.formats import (RECORD_NAME, FormatError, RunRecord, TaskRun, file_digest,
                              read_record_key, write_run_record)
+from runtime.formats.run_record import submission_digest
 from kinds import UnknownKind
 from runtime import failures, rules
 from runtime.beneath import InputChanged, LinkFound, copy_tree_beneath, fd_path, \
@@ -376,9 +377,10 @@ def ingest(input_dir: Path, output_dir: Path, program_dir: Path, submission_dir:
             "submission": submission_dir, "hidden": hidden_dir}
     protections = _announce(config, hardware, dirs)
     key = _record_key(program_dir, hidden_dir)      # before any child runs
+    ran = submission_digest(submission_dir)         # what the record vouches for
     refusal = _refusal(config, submission_dir, worker_problem or _key_problem(key, protections))
     if refusal:         # nothing of theirs has run: the key is still out of their reach
-        return _refuse(config, output_dir, hardware, key, *refusal)
+        return _refuse(config, output_dir, hardware, key, *refusal, submission=ran)
     inputs = _held_folder(input_dir)
     instead = rules.runs_instead(config, submission_dir)
     folder = instead.folder if instead else ""
@@ -415,7 +417,8 @@ def ingest(input_dir: Path, output_dir: Path, program_dir: Path, submission_dir:
     files = {name: file_digest(output_dir / name)
              for name in (_prediction_name(task, folder) for task, outcome in done
                           if outcome.predictions is not None)}
-    write_run_record(output_dir / RECORD_NAME, RunRecord(runs, hardware, files, rules=first), key)
+    write_run_record(output_dir / RECORD_NAME,
+                     RunRecord(runs, hardware, files, rules=first, submission=ran), key)
     if failure is not None:
         print(f"{failure}. The submission fails; failed submissions do not count toward the "
               "limits", file=sys.stderr)
@@ -447,7 +450,7 @@ def _prediction_name(task: TaskSpec, folder: str) -> str:
 
 
 def _refuse(config: IngestionConfig, output_dir: Path, hardware: dict, key: bytes | None,
-            reason: str, failure: str) -> int:
+            reason: str, failure: str, submission: str | None = None) -> int:
     """Nothing of the submission runs; the signed record says why, so that the scorer fails
     it on a platform that scores whatever this program's exit status (Codabench).
     ``failure``: its category (a command of its own would run outside the sandbox; a worker
@@ -455,7 +458,8 @@ def _refuse(config: IngestionConfig, output_dir: Path, hardware: dict, key: byte
     runs = {task.name: TaskRun(status="failed", wall_seconds=0.0, message=reason,
                                failure=failure) for task in config.tasks}
     force_remove(output_dir / RECORD_NAME)
-    write_run_record(output_dir / RECORD_NAME, RunRecord(runs, hardware, refused=reason), key)
+    write_run_record(output_dir / RECORD_NAME,
+                     RunRecord(runs, hardware, refused=reason, submission=submission), key)
     print(f"submission refused: {failures.headline(failure, reason)}", file=sys.stderr)
     return SUBMISSION_REFUSED
 

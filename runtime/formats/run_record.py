@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -89,6 +90,10 @@ class RunRecord:
     # Why the ingestion ran none of the submission (it carries a command the platform starts
     # outside the sandbox); the submission fails.
     refused: str | None = None
+    # The digest of the submission this run ran (``submission_digest``): the record is this
+    # submission's, so an earlier run's output shipped inside a later submission (Codabench
+    # copies the submission over the ingestion's output before scoring) is not taken for it.
+    submission: str | None = None
 
 
 def file_digest(path: PathLike) -> str:
@@ -123,6 +128,37 @@ def codabench_layout(program_dir: PathLike, input_dir: PathLike) -> bool:
     return program.parent.name == "app" and given.parent == program.parent
 
 
+# Where Codabench (v1.27 on) shows the submission to both steps, beside /app/program and
+# /app/input (codabench_v2.md).
+INGESTED_PROGRAM = "ingested_program"
+# Never part of a submission's digest: Python may write it wherever a submission is imported.
+DIGEST_SKIPPED = ("__pycache__",)
+
+
+def submission_digest(folder: PathLike) -> str:
+    """SHA-256 over every regular file of a submission folder (its path and content, in name
+    order; links and caches left out), the same wherever the folder is read from."""
+    digest = hashlib.sha256()
+    root = Path(folder)
+    for current, folders, files in os.walk(root):
+        folders[:] = sorted(name for name in folders if name not in DIGEST_SKIPPED)
+        for name in sorted(files):
+            path = Path(current) / name
+            if path.is_symlink() or not path.is_file():
+                continue
+            digest.update(path.relative_to(root).as_posix().encode("utf-8", "surrogateescape"))
+            digest.update(b"\0" + file_digest(path).encode("ascii") + b"\n")
+    return digest.hexdigest()
+
+
+def shown_submission(input_dir: PathLike) -> Path | None:
+    """The submission as the scoring step sees it, where the worker shows it (Codabench v1.27
+    on: ``/app/ingested_program`` beside ``/app/input``); None elsewhere (CodaLab, older
+    Codabench workers)."""
+    folder = Path(input_dir).parent / INGESTED_PROGRAM
+    return folder if folder.is_dir() else None
+
+
 def read_record_key(folder: PathLike | None) -> bytes | None:
     """The signing key in a reference-data folder, or None where there is none."""
     path = Path(folder) / RECORD_KEY_NAME if folder is not None else None
@@ -141,6 +177,8 @@ def write_run_record(path: PathLike, record: RunRecord, key: bytes | None = None
     content.update(record.rules)
     if record.refused is not None:
         content["refused"] = record.refused
+    if record.submission is not None:
+        content["submission"] = record.submission
     if key is not None:
         content["signature"] = _signature(content, key)
     Path(path).write_text(json.dumps(content, indent=1, sort_keys=True) + "\n", encoding="utf-8")
@@ -222,9 +260,10 @@ def read_run_record(path: PathLike) -> RunRecord:
         rule_entries = rules.record_entries(raw, str(path))
     except rules.RuleError as error:
         raise FormatError(str(error)) from None
-    refused = raw.get("refused")
-    if refused is not None and not isinstance(refused, str):
-        raise FormatError(f"{path}: 'refused' must be a string, found {type(refused).__name__}")
+    for name in ("refused", "submission"):
+        if raw.get(name) is not None and not isinstance(raw[name], str):
+            raise FormatError(f"{path}: {name!r} must be a string, "
+                              f"found {type(raw[name]).__name__}")
     return RunRecord({name: _task_run(path, name, run) for name, run in tasks.items()},
                      raw.get("hardware") or {}, files, raw.get("signature"), rule_entries,
-                     refused)
+                     raw.get("refused"), raw.get("submission"))

@@ -32,7 +32,8 @@ from pathlib import Path
 
 from runtime.formats import (RECORD_KEY_NAME, RECORD_NAME, FormatError, RunRecord, TaskRun,
                              read_record_key, read_run_record, signature_problem)
-from runtime.formats.run_record import codabench_layout, importer_key
+from runtime.formats.run_record import (codabench_layout, importer_key, shown_submission,
+                                       submission_digest)
 
 from runtime import failures, rules
 from runtime.scoring import ReferenceDataError, result_summary
@@ -92,9 +93,30 @@ def record_refusal(config, ref: Path, res: Path, record,
         problem = signature_problem(res / RECORD_NAME, key)
         if problem and on_codabench and config.record == "signed_or_importer":
             problem = problem if signature_problem(res / RECORD_NAME, importer_key(key)) else None
+        shown = shown_submission(res.parent) if on_codabench else None
         if problem:
-            return NOT_A_TRAINING_RUN.format(why=problem)
+            return NOT_A_TRAINING_RUN.format(why=problem) + _copied_over(shown, record)
+        if shown is not None and record.submission != submission_digest(shown):
+            return ANOTHER_SUBMISSIONS_RECORD + _copied_over(shown, record)
     return None
+
+
+ANOTHER_SUBMISSIONS_RECORD = (
+    f"the {RECORD_NAME} scored is not this submission's: it was signed for a run of other "
+    "files, so it is an earlier run's output, not this one's")
+COPIED_OVER = ("; Codabench copies your submission's files over the ingestion's output before "
+               "scoring, and your zip holds {names}, named like what the ingestion writes, so "
+               "they replaced its output: remove them from the zip (the starting kit's "
+               "submission_zip.py refuses such files)")
+
+
+def _copied_over(shown: Path | None, record) -> str:
+    """Where the worker shows the submission: its files that landed on the ingestion's."""
+    if shown is None:
+        return ""
+    outputs = {RECORD_NAME, *(record.files if record is not None else ())}
+    names = sorted(name for name in outputs if (shown / name).is_file())
+    return COPIED_OVER.format(names=", ".join(names)) if names else ""
 
 
 def _refused_record(config, reason: str) -> RunRecord:
