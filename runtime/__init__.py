@@ -9,7 +9,10 @@ kind's ``runtime/``):
 - ``scoring.py``: the seam between the scoring program and a kind's ``runtime/scoring.py``
   (task and score types, results, penalties);
 - ``report.py`` and ``svg_charts.py``: the HTML pieces and charts of the scoring report and
-  the kinds' sections.
+  the kinds' sections; ``disclosure.py``: what a chart of hidden rows may show (groups of at
+  least MIN_ROWS rows on a coarse grid, rounded), which every kind's report follows;
+- ``beneath.py``: opening the input data beneath a folder held open, never through a link
+  (the ingestion's staging and the kinds' ``stage_inputs``);
 - ``rules/``: the competition rules' worker side, one module per rule (the build side is
   ``bundle/competition_rules/``).
 
