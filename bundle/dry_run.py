@@ -33,9 +33,10 @@ from scoring_program.scorer.config import (PRIVATE_FOLDER, parse_config, private
 from . import competition_rules
 from .render import SAMPLE_FOLDERS
 from .spec import is_gpu_image
-from .starting_kit import ZIP_TOOL
-from .platforms.worker import (Dispatch, WorkerCommandError, command_argv, dispatch_submission,
-                               penalised_tasks, read_scores, run_program, submission_metadata)
+from .starting_kit import ZIP_TOOL, ingestion_outputs
+from .platforms.worker import (WORKERS, Dispatch, WorkerCommandError, command_argv,
+                               dispatch_submission, penalised_tasks, read_scores, run_program,
+                               submission_metadata)
 
 SAMPLES = {True: "sample_code_submission.zip", False: "sample_result_submission.zip"}
 
@@ -108,18 +109,34 @@ def timed(site, phase: str, step: str, program: Path, variables: dict, python: s
     log = (result.stdout or "") + (result.stderr or "")
     if result.returncode != 0:
         tail = "\n".join((result.stderr or result.stdout).strip().splitlines()[-15:])
-        return StepResult(phase, step, seconds, "failed", f"exit {result.returncode}:\n{tail}",
-                          log=log, exit_code=result.returncode)
+        return StepResult(phase, step, seconds, "failed",
+                          f"{exit_text(result.returncode)}:\n{tail}", log=log,
+                          exit_code=result.returncode)
     return StepResult(phase, step, seconds, "ok", log=log)
+
+
+def exit_text(returncode: int) -> str:
+    """How a program ended: its exit status, or the signal that killed it (a negative
+    ``returncode``), which leaves it no exit status of its own."""
+    if returncode >= 0:
+        return f"exit {returncode}"
+    try:
+        name = signal.Signals(-returncode).name
+    except ValueError:
+        name = f"signal {-returncode}"
+    return f"killed by {name}, no exit status"
 
 
 def start_own_command(submission: Path, variables: dict, cwd: Path, site,
                       python: str) -> tuple[subprocess.Popen, float] | None:
-    """A command in the submission's metadata: both workers start it in a container of its
-    own at the same time as the ingestion (codalab_v1.md G20, codabench_v2.md §3.4), and so
-    does the dry run (without capabilities where it can), for what the ingestion and the
-    scorer make of it to show. The command is the one the worker's loader finds
-    (``submission_metadata``), however the file spells it."""
+    """A command in the submission's metadata: CodaLab's worker (and Codabench's before
+    v1.27) starts it in a container of its own at the same time as the ingestion
+    (codalab_v1.md G20, codabench_v2.md §3.4), and so does the dry run of such a site
+    (without capabilities where it can), for what the ingestion and the scorer make of it to
+    show. The command is the one the worker's loader finds (``submission_metadata``),
+    however the file spells it."""
+    if not WORKERS[site.name].starts_own_command:
+        return None
     _, metadata = submission_metadata(submission, site.name)
     command = metadata.get("command") if isinstance(metadata, dict) else None
     if not isinstance(command, str) or not command.strip():
@@ -155,13 +172,37 @@ def worker_env(extra: dict | None = None) -> dict:
 
 
 def submission_step(name: str, submission: Path, site, code_phase: bool,
-                    output: Path) -> tuple[StepResult, Dispatch]:
-    """The worker's dispatch: our verdict on it, and what the worker does with the files."""
-    dispatch = dispatch_submission(submission, site.name, has_ingestion=code_phase)
+                    output: Path, outputs: tuple[str, ...] = ()) -> tuple[StepResult, Dispatch]:
+    """The worker's dispatch: our verdict on it, and what the worker does with the files.
+    ``outputs``: what the phase's ingestion writes at the root of its output."""
+    dispatch = dispatch_submission(submission, site.name, has_ingestion=code_phase,
+                                   outputs=outputs)
     if dispatch.copies_to_output:
         shutil.copytree(submission, output, dirs_exist_ok=True)
     status = "ok" if dispatch.ok else "failed"
     return StepResult(name, "submission", 0.0, status, dispatch.problem or ""), dispatch
+
+
+def ingestion_outputs_of(ingestion_zip: Path) -> tuple[str, ...]:
+    """What the ingestion program zipped in ``ingestion_zip`` writes at the root of its
+    output (``starting_kit.ingestion_outputs``, as the kit's kit.json lists it)."""
+    with zipfile.ZipFile(ingestion_zip) as opened:
+        return tuple(ingestion_outputs(json.loads(opened.read(INGESTION_CONFIG_NAME))))
+
+
+def read_only_copy(source: Path, destination: Path) -> Path:
+    """A copy of ``source`` that its programs can read but not change: files 0444, folders
+    0555, standing for the worker's read-only mount (codabench_v2.md §3.4). Without
+    capabilities (``without_capabilities``) even root cannot write into it; a process that
+    owns it could still make it writable again, which a read-only mount refuses."""
+    shutil.copytree(source, destination, symlinks=True)
+    for folder, subfolders, files in os.walk(destination, topdown=False):
+        for name in files:
+            path = Path(folder) / name
+            if not path.is_symlink():
+                path.chmod(0o444)
+        Path(folder).chmod(0o555)
+    return destination
 
 
 def phase_keys(program: Path, leaderboard_keys: list[str]) -> list[str]:
@@ -203,12 +244,14 @@ def score_step(name: str, step: StepResult, output: Path, keys: list[str], site,
 
 def _scoring_failed(step: StepResult, site) -> None:
     """A scoring program's non-zero exit fails the submission on both sites (codabench_v2.md
-    §3.7, codalab_v1.md §4.7): say so before the scorer's own reason."""
+    §3.7, codalab_v1.md §4.7), and so does one that gives no exit status (killed: Codabench
+    v1.27 on fails a missing one, §3.7): say so before the scorer's own reason."""
     if step.exit_code is not None:
         tail = step.detail.split("\n", 1)[-1]
-        step.detail = (f"exit {step.exit_code}: the submission fails on {site.title}, its "
-                       "scoring program having exited non-zero (failed submissions do not "
-                       f"count toward the limits); the scorer's reason, last:\n{tail}")
+        how = ("exited non-zero" if step.exit_code > 0 else "ended without an exit status")
+        step.detail = (f"{exit_text(step.exit_code)}: the submission fails on {site.title}, "
+                       f"its scoring program having {how} (failed submissions do not count "
+                       f"toward the limits); the scorer's reason, last:\n{tail}")
 
 
 def _private_keys(program: Path) -> dict[str, list[str]]:

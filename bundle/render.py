@@ -80,9 +80,10 @@ def _weights(plan: PhasePlan) -> str:
 
 
 def _phase_facts(spec: CompetitionSpec, phases: list[PhaseSpec], index: int,
-                 plan: PhasePlan) -> list[tuple[str, str]]:
+                 plan: PhasePlan, limit_note: str = "") -> list[tuple[str, str]]:
     """Dates and limits of one phase, worded from the same values the competition.yaml is
-    written from, so that the pages cannot tell participants other numbers than the site uses."""
+    written from, so that the pages cannot tell participants other numbers than the site uses.
+    ``limit_note``: what the platform's worker makes of the time limit, if it differs."""
     phase = phases[index]
     facts = [("Phase", phase.label), ("Opens", when(phase.start)),
              ("Closes", _closes(spec, phases, index))]
@@ -91,7 +92,8 @@ def _phase_facts(spec: CompetitionSpec, phases: list[PhaseSpec], index: int,
     if phase.code_submission:
         runs = "the run of your code (all tasks) and its scoring are limited separately"
         facts.append(("Execution time limit",
-                      f"{phase.execution_time_limit} s for each program run: {runs}"))
+                      f"{phase.execution_time_limit} s for each program run: {runs}"
+                      + (f"; {limit_note}" if limit_note else "")))
         facts.append(("Training time budget per task", "; ".join(filter(None, [
             ", ".join(f"{task.name} {task.budget_text()}" for task in plan.tasks),
             *competition_rules.budget_facts(plan.tasks)]))))
@@ -153,7 +155,7 @@ def _budget_lines(spec: CompetitionSpec, code: bool) -> list[str]:
             "ingestion log of every submission"]
 
 
-def _phase_context(spec, phases, index, plan, baseline_results) -> dict:
+def _phase_context(spec, phases, index, plan, baseline_results, limit_note: str = "") -> dict:
     """What the pages and the phase's kit guide show of one phase of this competition;
     ``kind`` for the kind's parts."""
     from .starting_kit import local_scores     # it renders the kit's guide with ours
@@ -161,7 +163,7 @@ def _phase_context(spec, phases, index, plan, baseline_results) -> dict:
     definition = kind(plan.kind)
     kind_context = definition.page_context(plan, phase, baseline_results)
     return {"label": phase.label, "code_submission": phase.code_submission,
-            "facts": _phase_facts(spec, phases, index, plan),
+            "facts": _phase_facts(spec, phases, index, plan, limit_note),
             "budget_lines": _budget_lines(spec, phase.code_submission),
             "steps": _kit_steps(phase.code_submission, definition.EXAMPLE_BASELINE,
                                 local_scores(spec, plan), competition_rules.kit_steps(
@@ -229,7 +231,8 @@ def page_contexts(spec: CompetitionSpec, phases: list[PhaseSpec], plans: list[Ph
     ranking_note = site.ranking_note(columns)
     hidden_figures = site.hidden_figures_text if any(c.hidden for c in columns) else ""
     columns = [column for column in site.leaderboard_columns(columns) if not column.hidden]
-    per_phase = [_phase_context(spec, phases, index, plan, baseline_results)
+    per_phase = [_phase_context(spec, phases, index, plan, baseline_results,
+                                site.execution_limit_text)
                  for index, plan in enumerate(plans)]
     shared = ("All phases share this one leaderboard (both platforms attach one leaderboard to "
               "every phase); a phase leaves the columns of the others' tasks empty."

@@ -5,11 +5,14 @@ in a results phase, ``predictions_zip.py``, which runs code into that phase's pr
 the kind's part (guide, baselines, their results) and what a local run needs. The sample
 submissions are shipped as the zips that the kit's own ``submission_zip.py`` makes: the dry run
 uploads those. ``kit.json`` tells run_local the kit's platform, phase and leaderboard keys, so a local
-run checks what that platform would.
+run checks what that platform would, and, in a code phase, the names the ingestion writes in its
+output (``ingestion_outputs``), which a code zip must not hold.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import io
 import json
 import shutil
 import subprocess
@@ -17,6 +20,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from ingestion_program.ingest.config import CONFIG_NAME as INGESTION_CONFIG_NAME
 from kinds.kind import kind
 
 from . import competition_rules
@@ -34,6 +38,38 @@ KIT_FILES = ("run_local.py", "submission_zip.py", "versions.py")
 WORKER_MODEL = REPO / "bundle" / "platforms" / "worker.py"      # the kit's worker.py
 ZIP_TOOL = "submission_zip.py"
 IMAGE_REQUIREMENTS = REPO / "requirements-image.txt"
+# kit.json's key for ingestion_outputs, which the kit's submission_zip.py and run_local.py read
+OUTPUTS_KEY = "ingestion_outputs"
+
+
+def ingestion_outputs(config: dict) -> list[str]:
+    """Every name the ingestion configured by ``config`` (its config file, as a dict) writes
+    at the root of its output, a folder's with a trailing '/': the run record, each task's
+    prediction and logs (asked of the ingestion's own ``_write_outputs``), and the folder a
+    rule runs its tasks into instead (the smoke test's). The Codabench worker copies a
+    submission over that output before scoring (codabench_v2.md §3.4), so the kit and the
+    dry run refuse a code zip holding one of these names (worker.overwrite_problem)."""
+    import numpy as np
+    from ingestion_program.ingest.config import parse_config
+    from ingestion_program.ingest.main import _write_outputs
+    from ingestion_program.ingest.supervisor import TaskOutcome
+    from runtime import rules
+    from runtime.formats import RECORD_NAME
+    from runtime.rules import smoke_test
+    parsed = parse_config(config)
+    names = {RECORD_NAME}
+    every_output = TaskOutcome("ok", "", 0.0, predictions=np.zeros(1), stdout="-", stderr="-")
+    with tempfile.TemporaryDirectory(prefix="ingestion-outputs-") as scratch:
+        for task in parsed.tasks:
+            names |= _write_outputs(Path(scratch), task, every_output)
+        marked = Path(scratch) / "submission"
+        marked.mkdir()
+        (marked / smoke_test.MARKER).touch()       # asks every rule that runs tasks instead
+        with contextlib.redirect_stdout(io.StringIO()):
+            instead = rules.runs_instead(parsed, marked)
+    if instead:
+        names.add(f"{instead.folder}/")
+    return sorted(names)
 
 
 def image_requirements(image: str) -> Path | None:
@@ -153,6 +189,10 @@ def stage_starting_kit(plan: PhasePlan, destination: Path, code_plan: PhasePlan,
               "entry_file": definition.entry_file,
               "tasks": [task.name for task in plan.tasks], "leaderboard_keys": leaderboard_keys,
               **({"stand_in": stand_in} if stand_in else {})}
+    if plan.code_submission:
+        config[OUTPUTS_KEY] = ingestion_outputs(json.loads(
+            (destination / "programs" / "ingestion_program" / INGESTION_CONFIG_NAME).read_text(
+                encoding="utf-8")))
     (destination / KIT_CONFIG).write_text(json.dumps(config, indent=1) + "\n")
     zip_with_kit_tool(destination, sample, plan.code_submission)
     return destination

@@ -43,7 +43,7 @@ from pathlib import Path
 KIT = Path(__file__).resolve().parent
 sys.path.insert(0, str(KIT))
 
-from submission_zip import SubmissionLayoutError, make_zip  # noqa: E402
+from submission_zip import SubmissionLayoutError, ingestion_outputs, make_zip  # noqa: E402
 import versions  # noqa: E402
 import worker  # noqa: E402
 
@@ -236,6 +236,9 @@ def run_local(work: Path, code: Path | None = None,
     as_code = code is not None
     archive = submission_zip(code if as_code else results, as_code, layout, work)
     submission = _unzipped(archive, work / "submission")
+    clash = worker.overwrite_problem(submission, ingestion_outputs()) if as_code else None
+    if clash:           # whatever the kit's platform: the zip is meant to run on both
+        raise LocalRunError(f"{archive}: {clash}")
     dispatch = worker.dispatch_submission(submission, layout.platform, has_ingestion=as_code)
     if dispatch.ok and as_code and not layout.code_phase and archive == code:
         # A zip given is one meant for upload: what the site does with it here, where no

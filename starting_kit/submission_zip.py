@@ -9,10 +9,12 @@ everything one level down (my_submission/submission.py), and nothing is found.
 
 Code and prediction files are told apart by the platform from one file at the zip's root,
 `metadata`: CodaLab runs your code only when it is there, and takes a zip without it for
-prediction files; Codabench copies a zip holding it into nothing. So a code zip gets a
-`metadata` holding only `description: ...` (added to the zip if your folder has none; any
-other key, `command` above all, is refused, and so is YAML that could hide one: tags, anchors,
-aliases, merge keys), and a zip of prediction files must not have one.
+prediction files; Codabench reads it no more. So a code zip gets a `metadata` holding only
+`description: ...` (added to the zip if your folder has none; any other key, `command` above
+all, is refused, and so is YAML that could hide one: tags, anchors, aliases, merge keys).
+Codabench copies your submission over the ingestion's output before scoring: a code zip
+holding a file named like one the ingestion writes there (a prediction file, its run record,
+a task's log; kit.json lists them) is refused.
 With --smoke, a code zip also gets an empty file `SMOKE_TEST` at its root: in a phase with a
 smoke test (the Evaluation page says), such a submission runs only on a small public slice
 shaped like the phase's tasks, is scored but not ranked, and counts toward no limit; a phase
@@ -55,6 +57,17 @@ def entry_file() -> str:
 
 
 ENTRY_FILE = entry_file()
+
+
+def ingestion_outputs() -> tuple[str, ...]:
+    """The names the phase's ingestion writes at the root of its output (kit.json, written
+    by the builder from the ingestion's own code), which a code zip must not hold: Codabench
+    copies the submission over that output before scoring. None outside a kit."""
+    try:
+        return tuple(json.loads(KIT_CONFIG.read_text(encoding="utf-8")).get(
+            "ingestion_outputs", ()))
+    except (OSError, ValueError):
+        return ()
 
 
 class SubmissionLayoutError(ValueError):
@@ -171,7 +184,8 @@ def make_zip(folder: Path, destination: Path, code: bool | None = None,
                                         f"{refusal}")
     elif not folder.is_dir():
         raise SubmissionLayoutError(f"{folder} is not a folder")
-    problems = worker.zip_problems(folder, code) + (missing_modules(folder) if code else [])
+    problems = worker.zip_problems(folder, code, ingestion_outputs() if code else ()) + (
+        missing_modules(folder) if code else [])
     if problems:
         raise SubmissionLayoutError(f"{folder}: " + "; ".join(problems))
     members = _members(folder)

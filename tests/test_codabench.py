@@ -136,21 +136,22 @@ def test_scorer_output_is_a_flat_scores_json_without_metadata(built, tmp_path):
     assert read_scores(run / "output", keys, CODABENCH) == (scores, [])
 
 
-def test_check_fails_a_results_zip_with_metadata_as_codabench_would(built, tmp_path):
-    """codabench_v2.md §3.4: with a metadata file the worker copies nothing to the output."""
+def test_check_fails_a_results_zip_with_a_command_as_older_codabench_would(built, tmp_path):
+    """codabench_v2.md §3.4: a server older than v1.27 starts a results zip's metadata
+    command instead of scoring its files (v1.27 on copies the files, metadata or not)."""
     from test_build import kit_member
     bundle = built / "bdl-approx-inference-development-codabench.zip"
     sample = kit_member(bundle, "sample_result_submission.zip", tmp_path / "sample.zip")
     with zipfile.ZipFile(sample, "a") as archive:
-        archive.writestr("metadata", "description: my predictions\n")
+        archive.writestr("metadata", "command: python3 predict.py\n")
     result = cli("--check", str(bundle), "--submission", str(sample))
     assert result.returncode == 1
-    assert "a results submission must not contain 'metadata'" in result.stderr
+    assert "a results submission must not hold a command in 'metadata'" in result.stderr
 
 
 def test_codabench_runs_a_code_zip_without_metadata(built, tmp_path):
     """Codabench starts the ingestion program whatever the zip holds (its files are also
-    copied into the output, which the scorer ignores)."""
+    copied over the prediction output before scoring, which the scorer ignores)."""
     from test_build import kit_member, zip_without
     bundle = built / "bdl-approx-inference-evaluation-light-codabench.zip"
     sample = kit_member(bundle, "sample_code_submission.zip", tmp_path / "sample.zip")

@@ -250,9 +250,12 @@ def test_the_dry_run_starts_a_bypass_command_and_fails_it_as_the_ingestion(bundl
     steps = platform_named(site).dry_run(bundles[site], image_python(), submission)
     by_step = {step.step: step for step in steps}
     assert "has a 'command'" in by_step["submission"].detail
-    command = by_step["command"]
-    assert command.status == "failed" and "outside its sandbox" in command.detail
-    assert "STARTED BY THE WORKER" in command.detail, command.detail
+    if site == CODABENCH:                # v1.27 on starts no command of a submission (§3.4)
+        assert "command" not in by_step
+    else:
+        command = by_step["command"]
+        assert command.status == "failed" and "outside its sandbox" in command.detail
+        assert "STARTED BY THE WORKER" in command.detail, command.detail
     ingestion = by_step["ingestion"]
     assert ingestion.status == "failed" and "submission refused" in ingestion.detail
     assert "your submission's metadata has a 'command:'" in ingestion.detail, ingestion.detail

@@ -1,8 +1,8 @@
 """A submission that carries its own command (issue 24, item 3).
 
-Both workers start the ``command`` of a submission's metadata in a container of its own, next
-to the ingestion and outside its sandbox, with the output folder writable (codalab_v1.md G20;
-codabench_v2.md §3.4). Such a submission is refused before anything of it runs, the record
+CodaLab's worker (and Codabench's before v1.27) starts the ``command`` of a submission's
+metadata in a container of its own, next to the ingestion and outside its sandbox, with the
+output folder writable (codalab_v1.md G20; codabench_v2.md §3.4). Such a submission is refused before anything of it runs, the record
 says why and is signed, and a record the command writes itself is never accepted: not by the
 ingestion of any kind, as root or without capabilities, nor by either platform's dry run.
 """
@@ -109,28 +109,25 @@ def _sample(bundle: Path, folder: Path) -> Path:
 
 
 @pytest.mark.parametrize("platform", ["codalab", "codabench"])
-def test_the_dry_run_runs_the_command_beside_the_ingestion_and_fails_it(
+def test_the_dry_run_runs_the_command_where_the_worker_does_and_fails_it(
         default_bundles, tmp_path, platform):
     bundle = next(default_bundles[platform].glob("*evaluation-light*.zip"))
     submission = _with_command(_sample(bundle, tmp_path), tmp_path / "with_command.zip")
     steps = platform_named(platform).dry_run(bundle, image_python(), submission)
     by_step = {step.step: step for step in steps}
     assert "has a 'command'" in by_step["submission"].detail
-    assert by_step["command"].status == "failed"
-    assert "outside its sandbox" in by_step["command"].detail
     assert by_step["ingestion"].status == "failed"
     assert "submission refused" in by_step["ingestion"].detail
-    if platform == "codabench":          # scored whatever the ingestion's exit status
+    if platform == "codabench":
+        # v1.27 on starts no command of a submission (codabench_v2.md §3.4); the scoring step
+        # runs whatever the ingestion's exit status, and the signed refusal fails it
+        assert "command" not in by_step
         scoring = by_step["scoring"]
-        assert scoring.status == "failed" and "FORGED" in by_step["command"].detail
-        # Whichever record was written last: the command's is refused (unsigned), so no task
-        # is scored and the submission fails; the ingestion's refusal fails it too.
-        assert not scoring.scores
-        if "is not signed" in scoring.detail:
-            assert "no task could be scored" in scoring.detail, scoring.detail
-        else:
-            assert "the ingestion refused the submission" in scoring.detail, scoring.detail
+        assert scoring.status == "failed" and not scoring.scores
+        assert "the ingestion refused the submission" in scoring.detail, scoring.detail
     else:                                # a failed predict step is never scored
+        assert by_step["command"].status == "failed"
+        assert "outside its sandbox" in by_step["command"].detail
         assert "scoring" not in by_step
 
 

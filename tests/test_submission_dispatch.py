@@ -37,16 +37,18 @@ def folder_with(tmp_path: Path, files: dict[str, str]) -> Path:
      True, False, "downloads every such value as a URL"),
     (CODALAB, {"submission.py": PREDICT, "metadata": "description: [unclosed\n"},
      False, False, "not valid YAML"),
-    # Codabench (codabench_v2.md §3.4): ingestion always runs; no metadata = files copied too
+    # Codabench v1.27 on (codabench_v2.md §3.4): ingestion always runs; the files are copied
+    # over its output before scoring, metadata or not
     (CODABENCH, {"submission.py": PREDICT}, True, True, None),
-    (CODABENCH, {"submission.py": PREDICT, "metadata": "description: mine\n"}, True, False, None),
+    (CODABENCH, {"submission.py": PREDICT, "metadata": "description: mine\n"}, True, True, None),
     (CODABENCH, {"submission.py": PREDICT, "metadata": "description: ok\n",
-                 "metadata.yaml": "command: python x.py\n"}, True, False, "metadata.yaml has a 'command'"),
+                 "metadata.yaml": "command: python x.py\n"}, True, True, "metadata.yaml has a 'command'"),
 ])
 def test_code_phase_dispatch_follows_each_worker(tmp_path, platform, files, runs_ingestion,
                                                  copies, problem):
     dispatch = dispatch_submission(folder_with(tmp_path, files), platform, has_ingestion=True)
-    assert (dispatch.runs_ingestion, dispatch.copies_to_output) == (runs_ingestion, copies)
+    copied = dispatch.copies_to_output or dispatch.copied_over_predictions
+    assert (dispatch.runs_ingestion, copied) == (runs_ingestion, copies)
     if problem is None:
         assert dispatch.ok, dispatch.problem
     else:
@@ -60,8 +62,10 @@ def test_code_phase_dispatch_follows_each_worker(tmp_path, platform, files, runs
     ({"submission.py": PREDICT, "metadata": "description: [unclosed\n"}, True, ["not valid YAML"]),
     ({"submission.py": PREDICT, "metadata": "command: python submission.py\n"}, True,
      ["has a 'command'"]),
-    ({"iris_probs.csv": "1 0 0\n", "metadata": "description: x\n"}, False,
-     ["neither runs nor copies"]),
+    # v1.27 on: a results zip is copied over the (empty) prediction output, metadata or not
+    ({"iris_probs.csv": "1 0 0\n", "metadata": "description: x\n"}, False, []),
+    ({"iris_probs.csv": "1 0 0\n", "metadata": "command: python x.py\n"}, False,
+     ["older than v1.27 starts it"]),
 ])
 def test_the_zip_helper_asks_every_site_and_skips_what_its_added_metadata_fixes(
         tmp_path, files, code, problems):
@@ -71,12 +75,14 @@ def test_the_zip_helper_asks_every_site_and_skips_what_its_added_metadata_fixes(
 
 
 @pytest.mark.parametrize("platform, ok", [(CODALAB, True), (CODABENCH, False)])
-def test_results_with_a_metadata_file_break_on_codabench_only(tmp_path, platform, ok):
-    folder = folder_with(tmp_path, {"iris_probs.csv": "1 0 0\n", "metadata": "description: x\n"})
+def test_results_with_a_metadata_command_are_refused_for_codabench_only(tmp_path, platform, ok):
+    """A Codabench server older than v1.27 starts the command instead of scoring the files."""
+    folder = folder_with(tmp_path, {"iris_probs.csv": "1 0 0\n",
+                                    "metadata": "command: python x.py\n"})
     dispatch = dispatch_submission(folder, platform, has_ingestion=False)
     assert dispatch.ok is ok
     if not ok:
-        assert "must not contain 'metadata'" in dispatch.problem and not dispatch.copies_to_output
+        assert "must not hold a command in 'metadata'" in dispatch.problem
 
 
 def test_code_zip_gets_a_description_only_metadata(tmp_path):
@@ -97,8 +103,8 @@ def test_code_zip_gets_a_description_only_metadata(tmp_path):
 @pytest.mark.parametrize("files, code, message", [
     ({"submission.py": PREDICT, "metadata": "command: python submission.py\n"}, None,
      "has a 'command:'"),
-    ({"iris_probs.csv": "1 0 0\n", "metadata": "description: x\n"}, None,
-     "must not contain 'metadata'"),
+    ({"iris_probs.csv": "1 0 0\n", "metadata": "command: python x.py\n"}, None,
+     "must not hold a command in 'metadata'"),
     ({}, False, "holds no file to submit"),
     ({"notes.txt": "x"}, True, "no submission.py at the root"),
 ])
@@ -145,13 +151,12 @@ LABEL_SPEC = REPO / "kinds" / "label_accuracy" / "default_spec.yaml"
 IMAGE_PYTHON = str(REPO / ".venv-image" / "bin" / "python")
 
 
-def test_a_code_zip_in_a_codabench_results_phase_fails_as_the_worker_fails_it(tmp_path):
-    """codalab/codabench c7dbc756, compute_worker/compute_worker.py: _run_program_directory
-    neither runs nor copies a program whose metadata has no command, so /app/output is never
-    made; start() has set the status to Scoring (which queues the scoring job) before
-    push_output fails to write output/metadata ("Metadata file not found"); the scoring job's
-    _get_bundle then fails on the prediction result that never came ("Bad or empty zip
-    file", after 10 tries 20 s apart). Nothing is scored."""
+def test_a_code_zip_in_a_codabench_results_phase_is_scored_as_its_files(tmp_path):
+    """codalab/codabench 88fa830b, compute_worker/compute_worker.py: without an ingestion
+    program the prediction step runs nothing (its output holds only the worker's metadata),
+    and Run._copy_submission_to_input_res copies the zip over it before scoring: the scorer
+    reads the code's files as predictions and finds none of the tasks'. (At c7dbc756 the
+    step failed instead: 'Metadata file not found', then 'Bad or empty zip file'.)"""
     from bundle.platforms import platform
     built = subprocess.run([sys.executable, str(REPO / "build_bundle.py"), "--config",
                             str(LABEL_SPEC), "--phase", "development", "--platform", "codabench",
@@ -163,18 +168,16 @@ def test_a_code_zip_in_a_codabench_results_phase_fails_as_the_worker_fails_it(tm
     steps = platform("codabench").dry_run(next((tmp_path / "out").glob("*.zip")), IMAGE_PYTHON,
                                           tmp_path / "code.zip")
     outcome = {step.step: (step.status, step.detail) for step in steps}
-    assert outcome["output"] == ("failed", "Metadata file not found")
-    assert outcome["scoring"][0] == "failed"
-    assert outcome["scoring"][1].startswith("Bad or empty zip file")
+    assert outcome["submission"] == ("ok", "") and "output" not in outcome
+    assert outcome["scoring"][0] == "failed", outcome
     assert not any(step.scores for step in steps)
 
 
-@pytest.mark.parametrize("platform, refused", [(CODABENCH, True), (CODALAB, False)])
-def test_run_local_says_what_the_worker_does_with_code_in_a_results_phase(tmp_path, platform,
-                                                                          refused):
+@pytest.mark.parametrize("platform", [CODABENCH, CODALAB])
+def test_run_local_trains_code_zipped_for_a_results_phase(tmp_path, platform):
     """The same worker model decides the kit's local run of a code zip, the file one would
-    upload: Codabench fails the zip (above); CodaLab takes it for prediction files, and
-    run_local trains the code instead."""
+    upload: both sites take it for prediction files (above), and run_local trains the code
+    instead, saying to upload the prediction files."""
     baseline = LABEL_SPEC.parent / "kit" / "baselines" / "nearest_centroid.py"
     make_zip(folder_with(tmp_path, {"submission.py": baseline.read_text()}), tmp_path / "code.zip")
     done = subprocess.run([sys.executable, "-m", "bundle.local_run", "--config",
@@ -184,11 +187,7 @@ def test_run_local_says_what_the_worker_does_with_code_in_a_results_phase(tmp_pa
                           capture_output=True, text=True, timeout=600)
     output = done.stdout + done.stderr
     assert "Traceback" not in output
-    if refused:
-        assert done.returncode != 0
-        assert "'Metadata file not found'" in output and "'Bad or empty zip file'" in output
-    else:
-        assert done.returncode == 0 and "this run trains your code" in output, output[-2000:]
+    assert done.returncode == 0 and "this run trains your code" in output, output[-2000:]
 
 
 @pytest.mark.parametrize("platform", [CODABENCH, CODALAB])

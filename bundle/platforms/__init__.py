@@ -73,6 +73,9 @@ class Platform(ABC):
     # prediction files sent to a code phase (the worker model: worker.py's SiteWorker)
     code_zip_rule: str
     prediction_files_in_code_phase: str
+    # The pages: what the worker makes of a code phase's execution time limit, where it is
+    # not what the limit says (Codabench's worker does not stop a run at it)
+    execution_limit_text: str = ""
 
     # ---- building ---------------------------------------------------------------------
 

@@ -18,8 +18,8 @@ from pathlib import Path
 import yaml
 
 from ..dry_run import (DATASET_KEYS_NOT_CHECKED, SAMPLES, StepResult, kept_keys,
-                       own_command_step, phase_keys, private_scores_kept, score_step,
-                       start_own_command, submission_step, timed, unzip, unzip_bundle,
+                       ingestion_outputs_of, phase_keys, private_scores_kept, read_only_copy,
+                       score_step, submission_step, timed, unzip, unzip_bundle,
                        without_capabilities, worker_env, rule_submissions, unmade_step,
                        expected_exit_step)
 from ..leaderboard import LeaderboardColumn, codabench_columns, phase_columns
@@ -27,7 +27,6 @@ from ..render import logo_member
 from ..rules.codabench_yaml import items
 from ..spec import CompetitionSpec, PhaseSpec
 from ..worker_data import FOLDER_SUFFIX as WORKER_FOLDER_SUFFIX, folder_name as worker_folder_name
-from .worker import NO_OUTPUT_FAILURE, NO_PREDICTIONS_FAILURE
 from . import Platform
 from .codabench_site import AVERAGE_RANK_COMPUTATION, hidden_figure_leaks, leaderboard_problem
 
@@ -38,6 +37,15 @@ DEFAULT_QUEUE_LIMIT_SECONDS = 600
 # A phase without execution_time_limit gets this (codabench_v2.md §3.1): another fact that
 # happens to be the same number.
 DEFAULT_EXECUTION_TIME_LIMIT_SECONDS = 600
+# The worker's alarm at the phase's limit is swallowed while a container's logs stream
+# (§3.6), so only Celery's soft limit stops a job: the phase's limit (uncapped) plus this.
+SOFT_LIMIT_PADDING_SECONDS = 20 * 60
+# Where the worker mounts the submission, read-only, in both steps (§3.4, v1.27 on).
+SUBMISSION_MOUNT = "ingested_program"
+OVER_PHASE_LIMIT = ("{step} ran {seconds:.0f} s, over the phase limit of {limit:g} s: the "
+                    "worker would not stop it (its alarm is lost while the logs stream, "
+                    "codabench_v2.md §3.6); the per-task budgets are the real bound, and "
+                    "Celery's soft limit ({hard:g} s) the last")
 WORKER_DATA_MOUNT = "/app/data"
 PAGE_FILES = {"Overview": "pages/overview.html", "Evaluation": "pages/evaluation.html",
               "Data": "pages/data.html", "Starting kit": "pages/starting_kit.html"}
@@ -135,16 +143,6 @@ def competition_yaml_v2(spec: CompetitionSpec, phases: list[PhaseSpec], files: l
 
 # ---- the worker (§3) ------------------------------------------------------------------
 
-def _program_container(app: Path, submission: Path, folder: Path) -> Path:
-    """The folders Codabench mounts into the submission's own container (§3.4): its files as
-    /app/program, the shared output and the input data; not the ingestion program."""
-    folder.mkdir(parents=True)
-    (folder / "program").symlink_to(submission)
-    (folder / "output").symlink_to(app / "output")
-    (folder / "input_data").symlink_to(app / "input_data")
-    return folder
-
-
 def _worker_data(bundle_zip: Path, destination: Path) -> Path:
     """The worker's data folder (§3.4, HOST_DIRECTORY/data) as the dry run stands it in: a
     copy of the bundle's own worker folder written next to it (worker_data.py), or of every
@@ -168,25 +166,14 @@ def _data_mount(app: Path, data: Path) -> dict[str, Path]:
 
 
 def _push_output(name: str, output: Path, step: StepResult | None) -> StepResult | None:
-    """§3.7: the worker writes output/metadata, and fails if the program wrote one, or if
-    no container or copy made the output folder."""
-    if not output.is_dir():
-        return StepResult(name, "output", 0.0, "failed", NO_OUTPUT_FAILURE)
+    """§3.7: the worker writes output/metadata, and fails if the program wrote one."""
     if (output / "metadata").exists():
         return StepResult(name, "output", 0.0, "failed",
                           "Error, the output directory already contains a metadata file")
     code = 0 if step is None or step.status == "ok" else 1
-    (output / "metadata").write_text(f"exitCode: 0\nelapsedTime: 0\ningestionExitCode: {code}\n"
-                                     "ingestionElapsedTime: 0\n")
+    (output / "metadata").write_text(f"exitCode: null\nelapsedTime: 0\n"
+                                     f"ingestionExitCode: {code}\ningestionElapsedTime: 0\n")
     return None
-
-
-def _no_predictions(name: str) -> StepResult:
-    """The scoring job was queued when the prediction step set the status to Scoring, and
-    cannot download a prediction result that was never uploaded (§3.3)."""
-    return StepResult(name, "scoring", 0.0, "failed", (
-        f"{NO_PREDICTIONS_FAILURE}: the prediction step uploaded no output, and the worker "
-        "tries to download it 10 times, 20 s apart, before failing the submission"))
 
 
 def _hidden_figures_kept(step: StepResult, phase: dict, competition: dict, keys: list[str],
@@ -259,22 +246,44 @@ class Codabench(Platform):
                     "task's column ranks the submissions shown (tied scores share the mean "
                     "rank; a submission without a score on it ranks last), and a submission's "
                     "ranks are averaged.")
-    timeout_message = "Execution Time Limit exceeded. Limit was {limit:g} seconds"
+    # what the worker of 88fa830b sets when Celery's soft limit stops a job (§3.6)
+    timeout_message = ("Execution time limit exceeded. (Celery's soft limit, {limit:g} s: the "
+                       "phase's limit plus 20 minutes)")
     record_rule = "signed"
-    code_zip_rule = ("Codabench runs your code with or without that file (without it, it also "
-                     "copies your files into the submission's prediction output); the kit's "
-                     "tools add it, so the same zip would also run on a CodaLab server.")
+    code_zip_rule = ("Codabench runs your code with or without that file and never starts a "
+                     "command of a submission; the kit's tools add it, so the same zip would "
+                     "also run on a CodaLab server. Codabench copies your files over the "
+                     "output of the ingestion before scoring: a file named like one it writes "
+                     "there (a prediction file such as <task>_probs.npy, ingestion_record.json, "
+                     "<task>_stdout.txt) would replace it, so the kit's tools refuse such a zip.")
     prediction_files_in_code_phase = ("a zip of prediction files has no task scored: the "
                                       "ingestion program finds no code to run in it")
+    # §3.6, §3.11: the worker's alarm is lost; Celery's soft limit stops a job 20 min later
+    execution_limit_text = ("Codabench's worker does not stop a run when it is reached (only "
+                            "20 minutes later): the training time budget of each task, which "
+                            "the ingestion program enforces, is the real bound")
     # Codabench mounts no reference data in the prediction step and gives each container only
     # its own program folder (§3.4), so the key that signs the run record is in the ingestion
     # program, which participants cannot download (make_programs_available: false).
     record_key_in_program = True
     not_reproduced = (
-        "the time limit as the real worker applies it: this worker revision does not enforce it "
-        "(its alarm is swallowed); the dry run enforces min(limit, 600 s) as the default queue "
-        "should (on a custom queue, the limit), and the ingestion's per-task budgets are the "
+        "the time limit as the real worker applies it: its alarm at the phase's limit (capped "
+        "at 600 s on the default queue) is lost while a container's logs stream, so nothing "
+        "stops a run there; the dry run stops a step only at Celery's soft limit (the phase's "
+        "limit plus 20 minutes, which on the site covers the whole job, downloads included) "
+        "and notes a step over the phase's limit; the ingestion's per-task budgets are the "
         "real bound; that a custom queue exists and admits you is checked only on upload",
+        "the worker's release: the dry run models v1.27 on (compute worker at 88fa830b): no "
+        "command of a submission is started, the submission is read-only at "
+        "/app/ingested_program in both steps (here a copy whose files and folders have no "
+        "write permission, not a read-only mount), and copied over the prediction output "
+        "before scoring. A server on an older release (c7dbc756) still starts a submission's "
+        "own command (the ingestion refuses such a submission on every release), fails a "
+        "results zip holding a metadata file, and scores a scoring step that gave no exit "
+        "status; which release a server runs is not checked",
+        "the worker's own log lines: when its image is not the newest on Docker Hub (or Docker "
+        "Hub cannot be reached) it puts an image-update banner before every stderr log it "
+        "uploads; nothing of ours reads those logs",
         "network access from the container (on unless the worker host disables it)",
         "the site's upload limits (submissions per day and in total); the leaderboard's rule "
         "is modelled for one participant's two submissions of the same zip, not for many",
@@ -342,7 +351,7 @@ class Codabench(Platform):
     def worker_variables(self, program: str, root: Path) -> dict[str, Path | str]:
         """The legacy variables as the worker replaces them in one container whose /app is
         ``root`` (§3.4): the same names for every program, its folders differing between the
-        ingestion and any other container (the scorer's, a submission's own)."""
+        ingestion's container and the scorer's."""
         ingestion = program == "ingestion_program"
         return {"$input": root / ("input_data" if ingestion else "input"),
                 "$output": root / "output",
@@ -352,13 +361,19 @@ class Codabench(Platform):
                 "$predictions": root / "output" if ingestion else root / "input" / "res"}
 
     def _timed(self, phase: str, step: str, app: Path, program: str, python: str,
-               limit: float, data: Path) -> StepResult:
+               limits: tuple[float, float], data: Path) -> StepResult:
         """Codabench runs every container from its own /app/program, without capabilities,
-        with the worker's data folder at /app/data."""
-        return timed(self, phase, step, app / "program",
-                     self.worker_variables(program, app) | _data_mount(app, data),
-                     python, app / "program", limit, env=worker_env(),
-                     prefix=without_capabilities())
+        with the worker's data folder at /app/data. ``limits``: the phase's (the worker's
+        alarm, which stops nothing) and Celery's soft limit, which does (§3.6)."""
+        limit, hard = limits
+        result = timed(self, phase, step, app / "program",
+                       self.worker_variables(program, app) | _data_mount(app, data),
+                       python, app / "program", hard, env=worker_env(),
+                       prefix=without_capabilities())
+        if result.status != "timeout" and result.seconds > limit:
+            result.notes.append(OVER_PHASE_LIMIT.format(step=step, seconds=result.seconds,
+                                                        limit=limit, hard=hard))
+        return result
 
     def dry_run(self, bundle_zip: Path, python: str, submission_zip: Path | None = None,
                 datasets: dict[str, Path] | None = None) -> list[StepResult]:
@@ -383,33 +398,36 @@ class Codabench(Platform):
                     results.append(_leaderboard_step(competition, phase, scored))
             return results
 
-    def _predict(self, bundle: Path, name: str, task: dict, submission_zip: Path, python: str,
-                 work: Path, limit: float, data: Path) -> tuple[list[StepResult], Path]:
+    def _predict(self, bundle: Path, name: str, task: dict, submission: Path, python: str,
+                 work: Path, limits: tuple[float, float], data: Path
+                 ) -> tuple[list[StepResult], Path | None, bool]:
+        """The prediction step of v1.27 on (§3.4): the ingestion alone runs, the submission
+        read-only at /app/ingested_program; nothing runs without an ingestion program. Also
+        whether the submission is copied over the output before scoring; no output folder
+        when the dispatch refuses the submission before anything runs."""
         app = work / "predict" / "app"
         app.mkdir(parents=True)
         code_phase = bool(task.get("ingestion_program"))
-        submission = unzip(submission_zip, work / "submission")
-        step, dispatch = submission_step(name, submission, self, code_phase, app / "output")
-        if dispatch.makes_output:
-            (app / "output").mkdir(exist_ok=True)
+        outputs = ingestion_outputs_of(bundle / task["ingestion_program"]) if code_phase else ()
+        step, dispatch = submission_step(name, submission, self, code_phase, app / "output",
+                                         outputs)
+        if dispatch.refused:
+            return [step], None, False
+        (app / "output").mkdir(exist_ok=True)        # prepare() makes it
         results = [step]
         ingestion = None
         if dispatch.runs_ingestion:
             unzip(bundle / task["ingestion_program"], app / "program")
             if task.get("input_data"):    # optional (§1.7): then no /app/input_data
                 unzip(bundle / task["input_data"], app / "input_data")
-            shutil.copytree(submission, app / "ingested_program")
-            own_app = _program_container(app, submission, work / "predict" / "program_app")
-            own = start_own_command(submission, self.worker_variables("submission", own_app)
-                                    | _data_mount(own_app, data), submission, self, python)
-            ingestion = self._timed(name, "ingestion", app, "ingestion_program", python, limit,
+            read_only_copy(submission, app / SUBMISSION_MOUNT)
+            ingestion = self._timed(name, "ingestion", app, "ingestion_program", python, limits,
                                     data)
             results.append(ingestion)
-            results += own_command_step(name, own, limit)
         pushed = _push_output(name, app / "output", ingestion)
         if pushed:
             results.append(pushed)
-        return results, app / "output"
+        return results, app / "output", dispatch.copied_over_predictions
 
     def _run_task(self, bundle: Path, competition: dict, phase: dict, task: dict,
                   keys: list[str], python: str, work: Path,
@@ -421,14 +439,18 @@ class Codabench(Platform):
         name = phase.get("name", "phase")
         if len(phase.get("tasks", [])) > 1:
             name = f"{name} / {str(task.get('name', task.get('index'))).removesuffix(f' ({name})')}"
-        limit = float(phase.get("execution_time_limit", DEFAULT_EXECUTION_TIME_LIMIT_SECONDS))
-        if not competition.get("queue"):     # the default queue caps it (§3.1)
-            limit = min(limit, DEFAULT_QUEUE_LIMIT_SECONDS)
+        phase_limit = float(phase.get("execution_time_limit",
+                                      DEFAULT_EXECUTION_TIME_LIMIT_SECONDS))
+        alarm = phase_limit
+        if not competition.get("queue"):     # the default queue caps the alarm (§3.1)
+            alarm = min(alarm, DEFAULT_QUEUE_LIMIT_SECONDS)
+        # Celery's soft limit pads the phase's own limit, capped or not (tasks.py, §3.6)
+        limits = (alarm, phase_limit + SOFT_LIMIT_PADDING_SECONDS)
         kit = unzip(bundle / phase["starting_kit"], work / "starting_kit")
         sample = submission_zip is None
         code_phase = bool(task.get("ingestion_program"))
         results = self._submit(bundle, competition, phase, task, keys, python, work,
-                               submission_zip or kit / SAMPLES[code_phase], data, name, limit,
+                               submission_zip or kit / SAMPLES[code_phase], data, name, limits,
                                sample)
         rules_steps: list[StepResult] = []
         if sample and code_phase:
@@ -436,28 +458,32 @@ class Codabench(Platform):
                     bundle / task["ingestion_program"], kit):
                 rules_steps += (self._submit(bundle, competition, phase, task, keys, python,
                                          work / label.replace(" ", "_"), archive, data, name,
-                                         limit, sample, (label, status))
+                                         limits, sample, (label, status))
                                 if archive else [unmade_step(name, label, problem)])
         return results, rules_steps
 
     def _submit(self, bundle: Path, competition: dict, phase: dict, task: dict,
                 keys: list[str], python: str, work: Path, submission_zip: Path, data: Path,
-                name: str, limit: float, sample: bool,
+                name: str, limits: tuple[float, float], sample: bool,
                 expected: tuple[str, int] | None = None) -> list[StepResult]:
         """One submission to the task; ``expected``: a rule's (label, the scorer's exit
         status it must end with)."""
+        submission = unzip(submission_zip, work / "submission")
         # Exit codes of the prediction step are not checked: scoring always follows (§3.7).
-        results, predictions = self._predict(bundle, name, task, submission_zip, python, work,
-                                             limit, data)
-        if not predictions.is_dir():
-            return results + [_no_predictions(name)]
+        results, predictions, copied = self._predict(bundle, name, task, submission, python,
+                                                     work, limits, data)
+        if predictions is None:
+            return results
         score = work / "score" / "app"
         unzip(bundle / task["scoring_program"], score / "program")
         if task.get("reference_data"):       # optional (§1.7): then no input/ref
             unzip(bundle / task["reference_data"], score / "input" / "ref")
         shutil.copytree(predictions, score / "input" / "res")
+        if copied:      # Run._copy_submission_to_input_res (§3.4)
+            shutil.copytree(submission, score / "input" / "res", dirs_exist_ok=True)
+        read_only_copy(submission, score / SUBMISSION_MOUNT)
         (score / "output").mkdir(parents=True)
-        step = self._timed(name, "scoring", score, "scoring_program", python, limit, data)
+        step = self._timed(name, "scoring", score, "scoring_program", python, limits, data)
         if step.status == "ok" and (score / "output" / "metadata").exists():
             step.status, step.detail = "failed", "the scorer wrote output/metadata: Codabench fails the step"
         if expected:

@@ -4,7 +4,9 @@ Programs (codalab_v1.md §3.3, §4.4; codabench_v2.md §3.4): the command is the
 ``command:`` of the program's metadata; variables are replaced with plain string
 replacement, and the line is split without a shell. Submissions (codalab_v1.md §4.1,
 codabench_v2.md §3.4): whether the ingestion program runs, or the files are taken as
-predictions, depends on the submission's own metadata file. Used by the builder's dry run,
+predictions, depends on the submission's own metadata file on CodaLab; Codabench (v1.27 on)
+reads no metadata of a submission and copies it over the prediction output before scoring.
+Used by the builder's dry run,
 the tests and, copied into every starting kit as ``worker.py``, the kit's ``run_local.py`` and
 ``submission_zip.py``, so all of them decide exactly as the platform does; the kit's tools ask
 this module rather than naming a platform. Standard library and PyYAML only.
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import shlex
 import subprocess
 from dataclasses import dataclass
@@ -96,12 +99,12 @@ CODE_METADATA = "description: code submission (runs through the ingestion progra
 class Dispatch:
     """What the platform's prediction step does with an unzipped submission folder."""
     runs_ingestion: bool           # the phase's ingestion program is started on it
-    copies_to_output: bool         # its files become (part of) the predictions scored
+    copies_to_output: bool         # its files are copied into the prediction output (CodaLab)
     problem: str | None = None     # why it will not be scored as the participant intends
-    # The step ends with an output folder to upload. Codabench's worker makes it only by
-    # copying the files or by mounting it into a container it starts; without it the step
-    # fails and scoring never gets predictions (see _results_dispatch).
-    makes_output: bool = True
+    # Codabench v1.27 on: its files are copied over the prediction output before scoring
+    # (codabench_v2.md §3.4, Run._copy_submission_to_input_res), so they are scored too.
+    copied_over_predictions: bool = False
+    refused: bool = False          # nothing of it may run: the dry run stops at the problem
 
     @property
     def ok(self) -> bool:
@@ -112,9 +115,10 @@ def submission_metadata(folder: Path, platform: str) -> tuple[str | None, object
     """(file name, parsed content) of the metadata file the platform reads, or (None, None).
 
     Read with the worker's own loader, which builds what tags ask for (CodaLab: ``yaml.load``
-    of PyYAML 3.10, §3.3; Codabench: ``yaml.FullLoader``, §3.4); ``yaml.FullLoader`` stands for
-    both, so a command that a tag, an escape or a merge key makes is seen as the worker sees
-    it. Participants' files only: the dry run goes on to start that command anyway."""
+    of PyYAML 3.10, §3.3; Codabench before v1.27: ``yaml.FullLoader``, §3.4; v1.27 on reads
+    no submission's metadata); ``yaml.FullLoader`` stands for both, so a command that a tag,
+    an escape or a merge key makes is seen as the worker sees it. Participants' files only:
+    the CodaLab dry run goes on to start that command anyway."""
     site = WORKERS[platform]
     for name in site.metadata_names:
         path = Path(folder) / name
@@ -139,68 +143,94 @@ def _yaml_error(error: Exception) -> str:
     return f"{context + ', ' if context else ''}{problem} on line {mark.line + 1}"
 
 
-def dispatch_submission(folder: Path, platform: str, has_ingestion: bool) -> Dispatch:
+def dispatch_submission(folder: Path, platform: str, has_ingestion: bool,
+                        outputs: tuple[str, ...] = ()) -> Dispatch:
     """The worker's rule (codalab_v1.md §4.1, G18, G20; codabench_v2.md §3.4).
 
     CodaLab runs the ingestion program only when the zip has a root ``metadata``; without
-    it the files are taken as predictions. Codabench always starts the ingestion program,
-    and copies the submission into the output only when it has no metadata file. On both,
-    a ``command`` in the submission's metadata is started next to the ingestion program.
+    it the files are taken as predictions, and a ``command`` in the metadata is started next
+    to the ingestion program. Codabench (v1.27 on) starts only the ingestion program, reads
+    nothing of the submission's metadata, and copies the submission over the prediction
+    output before scoring: a file named like one of ``outputs`` (what the phase's ingestion
+    writes there) would replace it, so such a code submission is refused before it runs.
     """
+    site = WORKERS[platform]
     name, metadata = submission_metadata(folder, platform)
     if isinstance(metadata, WorkerCommandError):
-        return Dispatch(False, False, f"{metadata}; the worker fails the submission")
+        return Dispatch(False, False, f"{metadata}; {UNREADABLE_METADATA}",
+                        site.copies_submission_over_output)
     if not has_ingestion:
         return _results_dispatch(platform, name, metadata)
-    if not WORKERS[platform].runs_ingestion_without_metadata and name is None:
+    if not site.runs_ingestion_without_metadata and name is None:
         return Dispatch(False, True, (
             "the submission has no file named 'metadata' at its root, so CodaLab takes it for "
             "prediction files: it copies them to the output and never runs the ingestion "
             "program, and nothing of your code is run. Add a file 'metadata' holding the single "
             "line 'description: my submission' (submission_zip.py adds it)"))
+    clash = overwrite_problem(folder, outputs) if site.copies_submission_over_output else None
+    if clash:
+        return Dispatch(False, False, clash, refused=True)
     problem = _code_metadata_problem(name, metadata)
-    return Dispatch(True, name is None, problem)
+    return Dispatch(True, False, problem, site.copies_submission_over_output)
 
 
-def zip_problems(folder: Path, code: bool) -> list[str]:
+# One text for both sites, so the kit says it once: the workers that read a submission's
+# metadata fail it, and the ingestion (submission_metadata.py) refuses it on every release.
+OWN_COMMAND = ("CodaLab's worker (and Codabench's before v1.27; v1.27 on ignores it) would start "
+               "it next to the ingestion program, in parallel, and the ingestion refuses such "
+               "a submission")
+UNREADABLE_METADATA = ("CodaLab's worker (and Codabench's before v1.27) fails such a submission, "
+                       "and the ingestion refuses it")
+
+
+def overwrite_problem(folder: Path, outputs: tuple[str, ...]) -> str | None:
+    """Why a code submission holding a file (or folder) named like one the ingestion writes
+    at the root of its output (``outputs``; a folder's name ends with '/') is refused: the
+    Codabench worker copies the submission over that output before scoring. A kit's zip is
+    meant to run on both sites, so the kit asks this whatever its platform."""
+    clashes = [name for name in outputs
+               if os.path.lexists(Path(folder) / name.rstrip("/"))]
+    if not clashes:
+        return None
+    one = len(clashes) == 1
+    return (f"{', '.join(clashes)}: Codabench copies your submission over the ingestion's "
+            f"output before scoring, so {'this file' if one else 'these files'} would replace "
+            f"what the ingestion writes under the same name (its predictions, its signed run "
+            "record, a task's log or the smoke test's folder) and the submission would not be "
+            f"scored as it ran; rename or remove {'it' if one else 'them'}")
+
+
+def zip_problems(folder: Path, code: bool, outputs: tuple[str, ...] = ()) -> list[str]:
     """What any platform would do wrong with ``folder`` zipped by the kit's submission_zip.py,
     each problem once. A code zip gets ``CODE_METADATA`` where the folder has no metadata, so
-    a site that would take it for prediction files only for the lack of one is no problem."""
+    a site that would take it for prediction files only for the lack of one is no problem.
+    ``outputs``: what the phase's ingestion writes at the root of its output (kit.json)."""
     problems = []
     for platform in PLATFORMS:
-        dispatch = dispatch_submission(folder, platform, has_ingestion=code)
-        fixed_by_added_metadata = (code and not dispatch.runs_ingestion
+        dispatch = dispatch_submission(folder, platform, has_ingestion=code, outputs=outputs)
+        fixed_by_added_metadata = (code and not dispatch.runs_ingestion and not dispatch.refused
                                    and submission_metadata(folder, platform)[0] is None)
         if dispatch.problem and not fixed_by_added_metadata and dispatch.problem not in problems:
             problems.append(dispatch.problem)
     return problems
 
 
-# compute_worker.py, Run.push_output: it writes output/metadata into a folder nobody made.
-NO_OUTPUT_FAILURE = "Metadata file not found"
-# compute_worker.py, Run._get_bundle: the scoring job's download of a prediction result that
-# was never uploaded, tried 10 times 20 s apart.
-NO_PREDICTIONS_FAILURE = "Bad or empty zip file"
-
-
 def _results_dispatch(platform: str, name: str | None, metadata) -> Dispatch:
-    """A results phase has no ingestion program: the submission is the only program."""
-    if not WORKERS[platform].reads_results_metadata or name is None:
+    """A results phase has no ingestion program: the submission is the predictions. CodaLab
+    copies it to the output; Codabench (v1.27 on) runs nothing in the prediction step and
+    copies it over that (empty) output before scoring, metadata file or not."""
+    site = WORKERS[platform]
+    if not site.copies_submission_over_output:
         return Dispatch(False, True)
-    if isinstance(metadata, dict) and metadata.get("command"):
+    if name is not None and isinstance(metadata, dict) and metadata.get("command"):
+        # compute_worker.py at c7dbc756 (v1.25), _run_program_directory: the command runs
+        # instead of the files being copied; v1.27 on ignores it. The site's release is not
+        # known here, so the kit refuses it.
         return Dispatch(False, False, (
-            f"a results submission must not contain '{name}': Codabench starts its command "
-            "instead of scoring the files. Remove the file"))
-    # compute_worker.py, _run_program_directory: a program whose metadata has no command is
-    # neither run nor copied, so /app/output is never made; start() has already set the
-    # status to Scoring, which queues the scoring job before push_output fails.
-    return Dispatch(False, False, (
-        f"a results submission must not contain '{name}': Codabench neither runs nor copies "
-        "a submission whose metadata has no command, so its prediction step fails "
-        f"('{NO_OUTPUT_FAILURE}') and its scoring step fails after about three minutes of "
-        f"retries ('{NO_PREDICTIONS_FAILURE}'); nothing is scored, and the failed submission "
-        "counts toward no limit. A code submission belongs in a code phase; here upload a zip "
-        "of prediction files without that file"), makes_output=False)
+            f"a results submission must not hold a command in '{name}': a Codabench server "
+            "older than v1.27 starts it instead of scoring your files (v1.27 on ignore it). "
+            "Remove the file: prediction files need none"), True)
+    return Dispatch(False, False, None, True)
 
 
 def _code_metadata_problem(name: str | None, metadata) -> str | None:
@@ -210,8 +240,7 @@ def _code_metadata_problem(name: str | None, metadata) -> str | None:
         return f"{name} must be a YAML mapping with only 'description:', found {metadata!r}"
     metadata = metadata or {}
     if metadata.get("command"):
-        return (f"{name} has a 'command'; the worker would start it next to the ingestion "
-                "program, in parallel. Keep only 'description:' (G20)")
+        return f"{name} has a 'command'; {OWN_COMMAND}. Keep only 'description:' (G20)"
     extra = sorted(map(str, set(metadata) - {"description"}))
     if extra:
         return (f"{name} has keys {extra}; the CodaLab worker downloads every such value as a "
@@ -294,21 +323,25 @@ class SiteWorker:
     split_command: Callable[[str], list[str]]     # how the substituted command line is split
     # CodaLab takes a code phase's zip without a root ``metadata`` for prediction files
     runs_ingestion_without_metadata: bool
-    # Codabench starts (or chokes on) a results submission's metadata instead of scoring it
-    reads_results_metadata: bool
     read_scores: Callable[[Path, list[str]], tuple[dict[str, float], list[str]]]
     # how a submission's metadata reaches the YAML loader: None for bytes (PyYAML decodes
     # them by their byte order mark), else the text's encoding
     metadata_encoding: str | None
+    # the worker starts a submission's own metadata command beside the ingestion
+    starts_own_command: bool
+    # the worker copies the submission over the prediction output before scoring
+    copies_submission_over_output: bool
 
 
 WORKERS = {
     # codalab_v1.md §3.3: the line is split on single spaces, no shell
-    CODALAB: SiteWorker(("metadata",), lambda line: line.split(" "), False, False,
-                        _read_scores_codalab, None),
-    # codabench_v2.md §3.4: docker-py splits the line with shlex, no shell
-    CODABENCH: SiteWorker(("metadata.yaml", "metadata"), shlex.split, True, True,
-                          _read_scores_codabench, "utf-8"),
+    CODALAB: SiteWorker(("metadata",), lambda line: line.split(" "), False,
+                        _read_scores_codalab, None, True, False),
+    # codabench_v2.md §3.4: docker-py splits the line with shlex, no shell. Since v1.27 the
+    # worker reads no metadata of a submission; our ingestion refuses one it cannot prove
+    # free of a command, as older servers start it (submission_metadata.py)
+    CODABENCH: SiteWorker(("metadata.yaml", "metadata"), shlex.split, True,
+                          _read_scores_codabench, "utf-8", False, True),
 }
 
 
