@@ -202,6 +202,8 @@ def _check(zip_path: Path, margin: float, submission: Path | None = None,
              if via_importer else _image(zip_path, site))
     for line in not_checked(site, image):
         print(f"  - {line}")
+    for note in site.release_notes(_competition(zip_path)):
+        print(f"note: {note}")
     ok = not failures and not bad and not dataset_problems
     print(f"dry run {'passed' if ok else 'FAILED'}: {len(results)} step(s), "
           f"{len(failures)} rule failure(s)")

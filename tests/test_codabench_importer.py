@@ -174,3 +174,21 @@ def test_a_record_signed_with_the_importer_key_scores_only_in_a_v15_bundle(tmp_p
     output = result.stdout + result.stderr
     assert "Traceback" not in output, output[-2000:]
     assert ("has a wrong signature" not in output) == accepted, output[-2000:]
+
+
+def test_the_importer_drops_the_time_of_day_and_says_so():
+    """get_datetime (unpackers/utils.py): a YAML timestamp is a date to it, made 00:00 of its
+    day. Our v1.5 yaml writes timestamps, so a phase opening at noon opens at midnight, and
+    the last phase closes at 00:00 of the end date; each such phase is named, old and new."""
+    raw = v15(end_date=dt.datetime(2027, 12, 31, 23, 59, 59))
+    raw["phases"][2]["start_date"] = dt.datetime(2027, 6, 1, 12, 30)
+    competition, changes = imported(raw)
+    assert [(p["start"], p["end"]) for p in competition["phases"]] == [
+        ("2027-01-01 00:00:00", "2027-05-31 00:00:00"),
+        ("2027-06-01 00:00:00", "2027-12-31 00:00:00")]
+    text = "\n".join(changes)
+    assert "phases.2 (Final): starts 2027-06-01 00:00:00, not 2027-06-01 12:30:00" in text
+    assert "phases.2 (Final): ends 2027-12-31 00:00:00, not 2027-12-31 23:59:59" in text
+    assert "on CodaLab it runs until the next phase starts, 2027-06-01 12:30:00" in text
+    # a phase whose dates are midnight already is not named
+    assert "phases.1 (Development): starts" not in text

@@ -95,6 +95,11 @@ class Platform(ABC):
         """What the evaluation page adds where the site cannot rank as the spec says."""
         return ""
 
+    def release_notes(self, competition: dict) -> list[str]:
+        """What the built or checked bundle's yaml (parsed) needs of the site's release, which
+        the build and ``--check`` print: a server older than that refuses it."""
+        return []
+
     def build_warnings(self, spec, phases) -> list[str]:
         """What the organizer should know about the bundle on this site."""
         return ([warning for phase in phases for warning in self.phase_warnings(phase, spec)]

@@ -47,6 +47,19 @@ OVER_PHASE_LIMIT = ("{step} ran {seconds:.0f} s, over the phase limit of {limit:
                     "codabench_v2.md §3.6); the per-task budgets are the real bound, and "
                     "Celery's soft limit ({hard:g} s) the last")
 WORKER_DATA_MOUNT = "/app/data"
+# A column's computation avg_rank exists from this release on (PR #2351, 2026-06-18; §1.5):
+# an older server refuses the whole bundle at upload.
+AVERAGE_RANK_RELEASE = "v1.29"
+AVERAGE_RANK_NOTE = (
+    "the leaderboard's column '{title}' is Codabench's own average rank (computation: "
+    "avg_rank), which Codabench has from release " + AVERAGE_RANK_RELEASE + " (2026-06-18, "
+    "PR codalab/codabench#2351) on: an older server (such as v1.25) refuses the bundle at "
+    "upload ('\"avg_rank\" is not a valid choice.'). A Codabench server names its release "
+    "at the bottom of every page (e.g. v1.29, a link to that release's notes on GitHub). For "
+    "an older server the spec offers no ranking of several tasks without it: give each phase "
+    "one task, ranked by that task's main column (in the spec, under phases.<phase>: "
+    "'tasks: [<task>]'), or one track per task for a code phase (under tracks.<track>: "
+    "'tasks: [<task>]'), and build again")
 PAGE_FILES = {"Overview": "pages/overview.html", "Evaluation": "pages/evaluation.html",
               "Data": "pages/data.html", "Starting kit": "pages/starting_kit.html"}
 TERMS_FILE = "pages/terms.html"
@@ -328,6 +341,13 @@ class Codabench(Platform):
 
     def leaderboard_columns(self, columns: list) -> list:
         return codabench_columns(columns)
+
+    def release_notes(self, competition: dict) -> list[str]:
+        return [AVERAGE_RANK_NOTE.format(title=column.get("title"))
+                for board in competition.get("leaderboards") or [] if isinstance(board, dict)
+                for column in board.get("columns") or []
+                if isinstance(column, dict)
+                and column.get("computation") == AVERAGE_RANK_COMPUTATION]
 
     def ranking_note(self, columns: list) -> str:
         return self.ranking_text if any(column.computed for column in columns) else ""

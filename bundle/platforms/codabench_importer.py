@@ -37,8 +37,29 @@ def importable(competition: dict) -> bool:
     return str(competition.get("version", "1")) in ("1", "1.5")
 
 
-def _date(value) -> dt.datetime:
+def _written(value) -> dt.datetime:
+    """A v1.5 date as CodaLab reads it: with its time of day."""
     return value if isinstance(value, dt.datetime) else dt.datetime.fromisoformat(str(value))
+
+
+def _date(value) -> dt.datetime:
+    """A v1.5 date as the importer reads it (``get_datetime``, unpackers/utils.py): a YAML
+    timestamp is also a ``date``, and a date becomes 00:00 of its day, so the time of day
+    is lost; only a quoted string keeps it (our v1.5 yaml writes timestamps, codalab_v1.md
+    G8)."""
+    if isinstance(value, dt.date):
+        return dt.datetime.combine(value, dt.time())
+    return dt.datetime.fromisoformat(str(value))
+
+
+def _start(phase: dict, changes: list[str]) -> str:
+    """The phase's start as imported, and the change where its time of day is lost."""
+    written, imported_start = _written(phase["start_date"]), _date(phase["start_date"])
+    if written != imported_start:
+        changes.append(f"phases.{phase['phasenumber']} ({phase.get('label')}): starts "
+                       f"{_when(imported_start)}, not {_when(written)}: the importer drops "
+                       "the time of day of an unquoted date")
+    return _when(imported_start)
 
 
 def _when(moment: dt.datetime | None) -> str | None:
@@ -92,7 +113,7 @@ def _phases(v15: dict, changes: list[str]) -> tuple[list[dict], list[dict]]:
                       **{key: phase[key] for key in PROGRAMS_AND_DATA if key in phase}})
         phases.append({
             "index": index, "name": label, "description": phase.get("description"),
-            "start": _when(_date(phase["start_date"])), "end": _end(v15, ordered, index, changes),
+            "start": _start(phase, changes), "end": _end(v15, ordered, index, changes),
             "tasks": [index],
             "max_submissions_per_day": phase.get("max_submissions_per_day", 5),
             "max_submissions": phase.get("max_submissions", 100),
@@ -107,14 +128,23 @@ def _phases(v15: dict, changes: list[str]) -> tuple[list[dict], list[dict]]:
 
 def _end(v15: dict, ordered: list[dict], index: int, changes: list[str]) -> str | None:
     """A phase ends one day before the next starts (v1 phases have no end): a gap CodaLab does
-    not have; the last ends at the competition's end_date."""
+    not have; the last ends at the competition's end_date. Both at 00:00 (``_date``)."""
+    phase = ordered[index]
     if index + 1 < len(ordered):
-        end = _date(ordered[index + 1]["start_date"]) - dt.timedelta(days=1)
-        changes.append(f"phases.{ordered[index]['phasenumber']}: ends {_when(end)}, a day before "
-                       "the next phase starts: no submissions in that day")
+        next_start = ordered[index + 1]["start_date"]
+        end = _date(next_start) - dt.timedelta(days=1)
+        changes.append(f"phases.{phase['phasenumber']}: ends {_when(end)}, a day before the "
+                       "next phase starts: no submissions in that day (on CodaLab it runs "
+                       f"until the next phase starts, {_when(_written(next_start))})")
         return _when(end)
     end = v15.get("end_date")
-    return _when(_date(end)) if end and end != "null" else None
+    if not end or end == "null":
+        return None
+    if _written(end) != _date(end):
+        changes.append(f"phases.{phase['phasenumber']} ({phase.get('label')}): ends "
+                       f"{_when(_date(end))}, not {_when(_written(end))} (end_date): the "
+                       "importer drops the time of day of an unquoted date")
+    return _when(_date(end))
 
 
 def _leaderboard(v15: dict, changes: list[str]) -> dict:

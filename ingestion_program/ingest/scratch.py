@@ -1,7 +1,9 @@
 """What a task leaves on the machine: its working folder, and whatever it put in the shared
 scratch folders (/tmp, /var/tmp, /dev/shm, the last one RAM outside the memory limit) when
-nothing kept it out of them. All of it counts towards the disk limit and is removed after
-the task, even folders the child made unreadable (mode 000) or nested thousands deep.
+nothing kept it out of them. All of it counts towards the disk limit. The working folder is
+removed after the task, even folders the child made unreadable (mode 000) or nested
+thousands deep; so are its scratch entries where they can be told from other programs'
+(``ScratchWatch``).
 
 The supervisor measures it with ``TreeWalk`` a slice at a time: a walk over a task's files may
 take seconds, and one long pause would leave its results unread past the budget.
@@ -316,11 +318,26 @@ def held_open_roots(pids) -> list[Root]:
     return [Root(f"/proc/{pid}/fd", held_open=True) for pid in pids]
 
 
+@dataclass(frozen=True)
+class ScratchLeft:
+    """What a task left in the scratch folders: ``removed`` entries and their ``bytes``,
+    ``stuck``: entries that could not be removed, ``kept``: entries left alone because they
+    cannot be told from other programs' (``ScratchWatch``)."""
+    removed: int = 0
+    bytes: int = 0
+    stuck: tuple[str, ...] = ()
+    kept: tuple[str, ...] = ()
+
+
 class ScratchWatch:
     """New entries in the shared scratch folders since the task started, ours excluded.
 
-    With a user of its own, only that user's entries are the child's; otherwise every new
-    entry is taken for the child's (the worker's container runs nothing else).
+    With a user of its own (``owner``: CodaLab's nobody), the child's entries are that user's
+    new ones: counted, and removed after the task. Without one (root on Codabench, the
+    participant's own user in run_local) any program of our user may have made a new entry
+    while the task ran, and nothing the child cannot share marks its own: every new entry
+    counts towards the disk limit, so a child filling /dev/shm is still stopped, but none is
+    removed, since it may be a stranger's; the log names them.
     """
 
     def __init__(self, exclude: Path, owner: int | None):
@@ -335,7 +352,7 @@ class ScratchWatch:
         self.fds = dict.fromkeys(self.fds)
 
     def roots(self) -> list[Root]:
-        """The scratch folders, each keeping only the child's new entries."""
+        """The scratch folders, each keeping only the new entries that may be the child's."""
         return [Root(folder, keep=lambda name, info, folder=folder: self._childs(folder, name,
                                                                                   info),
                      fd=fd)
@@ -356,14 +373,16 @@ class ScratchWatch:
                     continue
                 if self._childs(folder, name, info):
                     found.append(path)
-        return found
+        return sorted(found)
 
-    def clean(self) -> tuple[int, int, list[str]]:
-        """(entries removed, their bytes, entries that could not be removed)."""
+    def clean(self) -> ScratchLeft:
+        """Removes the child's entries where its own user marks them; else leaves them all."""
         entries = self.entries()
         size = sum(tree_bytes(path) for path in entries)
-        stuck = [path for path in entries if not force_remove(path)]
-        return len(entries) - len(stuck), size, stuck
+        if self.owner is None:
+            return ScratchLeft(bytes=size, kept=tuple(entries))
+        stuck = tuple(path for path in entries if not force_remove(path))
+        return ScratchLeft(len(entries) - len(stuck), size, stuck)
 
 
 def _names(folder: str) -> list[str]:

@@ -33,8 +33,8 @@ from .frames import BEGIN, CHECKPOINT, FINAL, FRAME_TYPES, HEADER, MAGIC, PROTEC
 from .processes import (GONE, child_waiting, descendants, reap_zombies, resident_bytes,
                         signal_group, sweep, wait_exit)
 from .sandbox import Protections, preexec
-from .scratch import (MAX_DEPTH, Root, ScratchWatch, TreeWalk, force_remove, held_open_roots,
-                      open_root)
+from .scratch import (MAX_DEPTH, Root, ScratchLeft, ScratchWatch, TreeWalk, force_remove,
+                      held_open_roots, open_root)
 
 POLL_SECONDS = 0.05
 # The shortest budget the supervisor times well: it reads the clock every POLL_SECONDS, so a
@@ -387,8 +387,9 @@ class _Run:
         return any(name == LANDLOCK_FILES and on for name, on, _ in self.frames.protections or [])
 
     def _disk_roots(self) -> list[Root]:
-        """Its working folder, the scratch folders unless Landlock keeps it out, and the
-        deleted files its processes hold open (in no folder, yet on the disk or in RAM)."""
+        """Its working folder, the new entries of the scratch folders that may be its own
+        (``ScratchWatch``) unless Landlock keeps it out, and the deleted files its processes
+        hold open (in no folder, yet on the disk or in RAM)."""
         roots = [Root(str(self.workdir), fd=self.workdir_fd)]
         if not self.confined():
             roots += self.scratch.roots()
@@ -703,14 +704,34 @@ def _stopped_inside_a_unit(run: _Run) -> bool:
         run.frames.error is None and run.stop_reason is None and run.terminated_at is None)
 
 
+# Entries named in full in the log before the rest are only counted
+SCRATCH_NAMES_SHOWN = 20
+
+
 def _clean_scratch(run: _Run) -> str | None:
+    """What the task left in /tmp, /var/tmp or /dev/shm, removed where its own user marks it
+    (``ScratchWatch``), for the log."""
     if run.confined():
         return None
-    removed, size, stuck = run.scratch.clean()
-    if not removed and not stuck:
+    left = run.scratch.clean()
+    if left.kept:
+        return _kept_scratch(left)
+    if not left.removed and not left.stuck:
         return None
-    return (f"removed {removed} file(s) or folder(s), {size / 2**20:.1f} MiB, it left in "
-            "/tmp, /var/tmp or /dev/shm" + (f"; could not remove {', '.join(stuck)}" if stuck else ""))
+    return (f"removed {left.removed} file(s) or folder(s), {left.bytes / 2**20:.1f} MiB, it "
+            "left in /tmp, /var/tmp or /dev/shm"
+            + (f"; could not remove {', '.join(left.stuck)}" if left.stuck else ""))
+
+
+def _kept_scratch(left: ScratchLeft) -> str:
+    shown = ", ".join(left.kept[:SCRATCH_NAMES_SHOWN])
+    more = len(left.kept) - SCRATCH_NAMES_SHOWN
+    return (f"not removed: {len(left.kept)} file(s) or folder(s), {left.bytes / 2**20:.1f} "
+            "MiB, new in /tmp, /var/tmp or /dev/shm since the task started: "
+            + shown + (f" and {more} more" if more > 0 else "")
+            + ". They counted towards its disk limit; the task ran as this program's own "
+            "user, without Landlock, so they cannot be told from files other programs of "
+            "that user made meanwhile: remove those the task made yourself")
 
 
 def clean_workdir(workdir: Path) -> bool:
