@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+import yaml
+
 from kinds.kind import kind
 from runtime.formats import RECORD_KEY_NAME
 
@@ -33,6 +35,7 @@ from . import competition_rules
 from .rules import check_bundle
 from .datasets import (SEPARABLE, Dataset, DatasetKeyError, oversize_problem,
                        separate, yaml_comments)
+from .kit_check import check_kit_sample
 from .leaderboard import competition_columns, written_keys
 from .phase_data import leakage_problems, stage_input_data, stage_public_data, stage_reference_data
 from .phase_plan import PhasePlan, TaskDataError, code_variant, phase_plan
@@ -127,9 +130,9 @@ def _zip_members(work: Path, plan: PhasePlan, spec: CompetitionSpec,
                                                                    leaderboard),
              "reference_data": lambda d: stage_reference_data(plan, d),
              "public_data": lambda d: stage_public_data(plan, d),
-             "starting_kit": lambda d: stage_starting_kit(
+             "starting_kit": lambda d: check_kit_sample(stage_starting_kit(
                  plan, d, code_variant(spec, plan), ingestion_limits(spec), platform,
-                 written_keys(plan), spec, *guide)}
+                 written_keys(plan), spec, *guide), say)}
     if plan.code_submission:
         steps |= {"ingestion_program":
                   lambda d: assemble_ingestion_program(
@@ -314,7 +317,8 @@ def build_competition(spec: CompetitionSpec, phase_keys: list[str], track_key: s
                                               platform, say)
         listed = tuple((member, content_size(content), content_sha256(content))
                        for member, content in sorted(members.items()))
-        warnings = _size_warnings(members) + _worker_warnings(parts)
+        warnings = (_size_warnings(members) + _worker_warnings(parts)
+                    + site.release_notes(yaml.safe_load(members["competition.yaml"])))
     tasks = tuple(dict.fromkeys(t.name for plan in plans for t in plan.tasks))
     return BuiltBundle(path, tuple(phase_keys), track_key, tasks,
                        {t.name: t.budget_seconds for plan in plans for t in plan.tasks

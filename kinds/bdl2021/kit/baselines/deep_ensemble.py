@@ -9,7 +9,8 @@ import time
 
 import numpy as np
 
-from training import adam, initial_parameters, potential_and_grad, predictive, task_model
+from training import (adam, initial_parameters, potential_and_grad, predictive,
+                      task_model_and_inputs)
 
 MEMBERS = 10
 STEPS = 2000
@@ -18,7 +19,7 @@ TIME_SHARE = 0.5            # of the budget: the margin absorbs a slower machine
 
 
 def predict(task, x_train, y_train, x_test, checkpoint):
-    model = task_model(task)
+    model, x_train, x_test = task_model_and_inputs(task, x_train, x_test)
     likelihood, prior_variance = task.likelihood["name"], task.prior["variance"]
     rng = np.random.default_rng(0)
     deadline = time.monotonic() + TIME_SHARE * task.time_left()

@@ -33,7 +33,8 @@ import numpy as np
 
 from declared_model import MLP, log_likelihood_and_output_grad, predictive_probabilities
 from sgld import largest_curvature
-from training import adam, initial_parameters, potential_and_grad, predictive, task_model
+from training import (adam, initial_parameters, potential_and_grad, predictive,
+                      task_model_and_inputs)
 
 TIME_SHARE = 0.9
 WARMUP_SHARE = 0.2            # of the time after the warm start
@@ -49,7 +50,7 @@ CHECKPOINT_SECONDS = 2.0
 
 
 def predict(task, x_train, y_train, x_test, checkpoint):
-    model = task_model(task)
+    model, x_train, x_test = task_model_and_inputs(task, x_train, x_test)
     rng = np.random.default_rng(4)
     started = time.monotonic()
     deadline = started + TIME_SHARE * task.time_left()

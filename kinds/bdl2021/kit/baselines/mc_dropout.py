@@ -35,8 +35,8 @@ import time
 import numpy as np
 
 from declared_model import MLP, log_likelihood_and_output_grad, log_softmax, softplus
-from training import (initial_parameters, predictive, predictive_seconds, task_model,
-                      training_deadline)
+from training import (initial_parameters, predictive, predictive_seconds,
+                      task_model_and_inputs, training_deadline)
 
 DROP = 0.05                 # p, on every hidden unit
 BATCH = 64
@@ -136,7 +136,7 @@ def network_predictive(task, model, dropout, theta, x_test, rng, passes=PASSES):
 
 
 def predict(task, x_train, y_train, x_test, checkpoint):
-    model = task_model(task)
+    model, x_train, x_test = task_model_and_inputs(task, x_train, x_test)
     likelihood, prior_variance = task.likelihood["name"], task.prior["variance"]
     n = len(x_train)
     batch = min(BATCH, n)

@@ -22,7 +22,7 @@ import time
 import numpy as np
 
 from training import (adam, initial_parameters, potential_and_grad, predictive,
-                      predictive_seconds, task_model, training_deadline)
+                      predictive_seconds, task_model_and_inputs, training_deadline)
 
 MAP_STEPS = 300
 MAP_LEARNING_RATE = 3e-3
@@ -42,7 +42,7 @@ def sample_predictive(task, model, mean, log_scale, x_test, rng, draws=DRAWS):
 
 
 def predict(task, x_train, y_train, x_test, checkpoint):
-    model = task_model(task)
+    model, x_train, x_test = task_model_and_inputs(task, x_train, x_test)
     likelihood, prior_variance = task.likelihood["name"], task.prior["variance"]
     rng = np.random.default_rng(3)
     start = initial_parameters(model, likelihood, rng)

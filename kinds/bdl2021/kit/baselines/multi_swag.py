@@ -18,7 +18,8 @@ import time
 import numpy as np
 
 from sgld import largest_curvature
-from training import adam, initial_parameters, potential_and_grad, predictive, task_model
+from training import (adam, initial_parameters, potential_and_grad, predictive,
+                      task_model_and_inputs)
 
 MEMBERS = 5
 ADAM_STEPS = 600
@@ -61,7 +62,7 @@ def swag_diagonal(model, likelihood, prior_variance, theta, x_train, y_train, rn
 
 
 def predict(task, x_train, y_train, x_test, checkpoint):
-    model = task_model(task)
+    model, x_train, x_test = task_model_and_inputs(task, x_train, x_test)
     likelihood, prior_variance = task.likelihood["name"], task.prior["variance"]
     rng = np.random.default_rng(4)
     deadline = time.monotonic() + TIME_SHARE * task.time_left()

@@ -20,7 +20,8 @@ import time
 import numpy as np
 
 from sgld import largest_curvature
-from training import adam, initial_parameters, potential_and_grad, predictive, task_model
+from training import (adam, initial_parameters, potential_and_grad, predictive,
+                      task_model_and_inputs)
 
 STEPS = 12000
 BURN_IN = 1000
@@ -34,7 +35,7 @@ TIME_SHARE = 0.5
 
 
 def predict(task, x_train, y_train, x_test, checkpoint):
-    model = task_model(task)
+    model, x_train, x_test = task_model_and_inputs(task, x_train, x_test)
     likelihood, prior_variance = task.likelihood["name"], task.prior["variance"]
     rng = np.random.default_rng(3)
     deadline = time.monotonic() + TIME_SHARE * task.time_left()

@@ -12,7 +12,8 @@ import time
 
 import numpy as np
 
-from training import adam, initial_parameters, potential_and_grad, predictive, task_model
+from training import (adam, initial_parameters, potential_and_grad, predictive,
+                      task_model_and_inputs)
 
 CYCLES = 6
 STEPS_PER_CYCLE = 1500
@@ -38,7 +39,7 @@ def largest_curvature(gradient, theta, rng, iterations=20, delta=1e-4):
 
 
 def predict(task, x_train, y_train, x_test, checkpoint):
-    model = task_model(task)
+    model, x_train, x_test = task_model_and_inputs(task, x_train, x_test)
     likelihood, prior_variance = task.likelihood["name"], task.prior["variance"]
     rng = np.random.default_rng(1)
     deadline = time.monotonic() + TIME_SHARE * task.time_left()

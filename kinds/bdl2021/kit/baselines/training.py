@@ -24,6 +24,24 @@ def task_model(task):
     return task_network(task.model)
 
 
+def task_model_and_inputs(task, x_train, x_test):
+    """The declared network, and the training and test inputs as it reads them: what every
+    baseline starts from, so none reads an example's shape its own way."""
+    model = task_model(task)
+    return model, declared_inputs(model, x_train), declared_inputs(model, x_test)
+
+
+def declared_inputs(model, x):
+    """Examples as the declared network reads them. The tanh MLP takes each example as its
+    ``layer_sizes[0]`` values in a row, whatever shape they came in (the declaration allows
+    images for an MLP; declared_model's MLP.prepare_inputs reads them so): a view, so mapped
+    data is not loaded. Any other network reads its declared ``input_shape`` itself, a block of
+    rows at a time (networks.Network.forward), so its inputs are left as they are."""
+    if isinstance(model, MLP):
+        return np.asarray(x).reshape(len(x), model.layer_sizes[0])
+    return x
+
+
 def potential_and_grad(model, likelihood, prior_variance, theta, x, y, scale=1.0):
     """U = -scale * log p(y | x, theta) - log p(theta); scale = N / batch size for minibatches.
     A declared network other than the MLP takes GRADIENT_ROWS rows at a time and sums: its
@@ -55,6 +73,7 @@ def predictive(task, model, samples, x_test, rng):
 
     Regression draws use the samples round-robin: draw j comes from sample j mod S.
     """
+    x_test = declared_inputs(model, x_test)
     if task.task_type == "classification":     # a running sum: no stack of S x N x C in memory
         total = np.zeros((len(x_test), task.num_classes))
         for theta in samples:
