@@ -19,12 +19,17 @@ submission would use one up. A rule may have the code run other tasks instead (t
 and the rule's exit status (6 for the smoke test) fails the submission on both platforms, so
 that it ranks nowhere and counts toward no limit. A task with no usable prediction beside
 scored ones gets the worst value of every column and the submission is scored; the report
-says why. Every failure is explained on stderr in one line first.
+says why. Every failure is explained on stderr in one line first, and every exit but bad
+arguments writes ``detailed_results.html`` anew: on failure, a page that says why
+(``report.SubmissionFailed``), since the platforms show it for a failed submission, often
+where no log is shown.
 """
 from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import shutil
 import sys
 import tempfile
 import traceback
@@ -41,7 +46,8 @@ from runtime.scoring import ReferenceDataError, result_summary
 from .config import (CONFIG_NAME, PRIVATE_FOLDER, SIGNED_RULES, ConfigError, load_config,
                      private_files)
 from .parallel_scoring import score_all
-from .report import render_report
+from .report import (INTERNAL_FAULT, ORGANIZERS_FAULT, RULE_FAULT, SubmissionFailed,
+                     render_failure, render_report)
 from .scores_file import column_values, weighted_loss, write_scores
 from .worker_references import open_worker_references
 
@@ -176,6 +182,73 @@ def _with_notes(result, record):
     return dataclasses.replace(result, notes=(*result.notes, *notes)) if notes else result
 
 
+def _not_scored(config, refusal: str | None, record) -> tuple[int, SubmissionFailed] | None:
+    """Where nothing is scored and the submission fails: the exit status and why, or None.
+    A phase's rule may fail a submission whose code never ran; the ingestion may have refused
+    it (nothing ran); a rule may fail it by the run record (its gate not passed)."""
+    unrun_failure = rules.unrun_failure(config) if refusal else None
+    if unrun_failure:
+        return rules.RULE_FAILED, SubmissionFailed(
+            f"{refusal}. {unrun_failure}", (failures.BY_CODE[failures.WRONG_PHASE],))
+    if refusal or record is None:
+        return None
+    if record.refused:
+        runs = list(record.tasks.values())
+        return SUBMISSION_REFUSED, SubmissionFailed(
+            f"the ingestion refused the submission: {record.refused}",
+            _categories([failures.of_run(run.status, run.failure) for run in runs],
+                        failures.BY_CODE[failures.SANDBOX]))
+    rule_failure = rules.record_failure(record.rules)
+    if rule_failure:
+        runs = _rules_runs(record)
+        return rules.RULE_FAILED, SubmissionFailed(
+            rule_failure, _categories([_failure_of(run) for _, run in runs], RULE_FAULT),
+            tuple((task, run["traceback"]) for task, run in runs
+                  if isinstance(run.get("traceback"), str) and run["traceback"]))
+    return None
+
+
+def _rules_runs(record) -> list[tuple[str, dict]]:
+    """The task runs a rule keeps in its record entry (the gate's, run before the phase's),
+    as (task, run) in the record's order."""
+    return [(task, run) for entry in record.rules.values() if isinstance(entry, dict)
+            and isinstance(entry.get("tasks"), dict)
+            for task, run in entry["tasks"].items() if isinstance(run, dict)]
+
+
+def _failure_of(run: dict) -> str | None:
+    """The category of a run a rule kept, None where it ended ok (the rule may still have
+    found it wanting: the kind's own test of the gate)."""
+    status = run.get("status")
+    return None if status == "ok" else failures.of_run(status, failures.known(run.get("failure")))
+
+
+def _categories(codes, fallback: failures.Failure) -> tuple[failures.Failure, ...]:
+    """Each named category once, in order; ``fallback`` where none is named."""
+    named = tuple(failures.BY_CODE[code] for code in dict.fromkeys(codes) if code)
+    return named or (fallback,)
+
+
+def _write_page(output_dir: Path, page: str) -> None:
+    """The page whole or not at all, in place of anything of its name: the worker uploads it
+    as it changes (Codabench every 5 s) and a file placed there before must not stay. A link
+    of that name is replaced, not followed; the partial file's name ends in no '.html', so a
+    worker looking for any page never takes it."""
+    output_dir.mkdir(parents=True, exist_ok=True)
+    target = output_dir / REPORT_NAME
+    if target.is_dir() and not target.is_symlink():
+        shutil.rmtree(target)
+    descriptor, partial = tempfile.mkstemp(dir=output_dir, prefix=".detailed-", suffix=".part")
+    try:
+        with os.fdopen(descriptor, "w", encoding="utf-8") as opened:
+            opened.write(page)
+        os.chmod(partial, 0o644)     # read by the worker's uploader, maybe not as this user
+        os.replace(partial, target)
+    finally:
+        if os.path.lexists(partial):
+            os.unlink(partial)
+
+
 def score(input_dir: Path, output_dir: Path, program_dir: Path,
           worker_data: Path | None = None) -> int:
     """``worker_data``: the worker's data mount, where a phase keeps its references sealed
@@ -197,22 +270,15 @@ def _score(config, ref: Path, input_dir: Path, output_dir: Path, on_codabench: b
     problems: list[str] = []
     record = _run_record(res, problems)
     refusal = record_refusal(config, ref, res, record, on_codabench)
-    unrun_failure = rules.unrun_failure(config) if refusal else None
-    if unrun_failure:
-        _say(f"not scored: {refusal}. {unrun_failure} (failed submissions do not count toward "
-             "the limits)")
-        return rules.RULE_FAILED
-    rule_failure = rules.record_failure(record.rules) if record is not None else None
+    stopped = _not_scored(config, refusal, record)
+    if stopped is not None:
+        status, failed = stopped
+        _say(f"not scored: {failed.reason}. The submission fails; failed submissions do not "
+             "count toward the limits")
+        _write_page(output_dir, render_failure(failed, config.phase))
+        return status
     if refusal:
         record = _refused_record(config, refusal)
-    elif record is not None and record.refused:
-        _say(f"not scored: the ingestion refused the submission: {record.refused}. The "
-             "submission fails; failed submissions do not count toward the limits")
-        return SUBMISSION_REFUSED
-    elif rule_failure:
-        _say(f"not scored: {rule_failure}. The submission fails; failed submissions do not "
-             "count toward the limits")
-        return rules.RULE_FAILED
     instead = rules.scores_instead(config, record.rules) if record is not None else None
     if instead:
         return _score_instead(instead, ref, res, output_dir, record)
@@ -228,13 +294,12 @@ def _score(config, ref: Path, input_dir: Path, output_dir: Path, on_codabench: b
     output_dir.mkdir(parents=True, exist_ok=True)
     usable = [r for r in results if not r.penalised]
     loss = weighted_loss(results)
-    if not usable:
+    failed = None if usable else _nothing_scored(results)
+    _write_page(output_dir, render_report(results, config.scoring, phase=config.phase,
+                                          weighted_loss=loss, problems=problems, failed=failed))
+    if failed:
         problems.append(f"not scored: {NOTHING_SCORED_REASON}. The submission fails; failed "
                         "submissions do not count toward the limits")
-    (output_dir / REPORT_NAME).write_text(
-        render_report(results, config.scoring, phase=config.phase, weighted_loss=loss,
-                      problems=problems),
-        encoding="utf-8")
     _write_details(output_dir / DETAILS_NAME, config, results, problems, record)
     for problem in problems:
         _say(problem)
@@ -244,6 +309,13 @@ def _score(config, ref: Path, input_dir: Path, output_dir: Path, on_codabench: b
                          record)
     print(f"scored {len(usable)} of {len(results)} task(s) of phase {config.phase}:\n{text}", end="")
     return 0
+
+
+def _nothing_scored(results) -> SubmissionFailed:
+    """Every task penalised: each category once, and where their code raised, their line."""
+    return SubmissionFailed(
+        NOTHING_SCORED_REASON, _categories([result.failure for result in results], RULE_FAULT),
+        tuple((result.task.name, result.traceback) for result in results if result.traceback))
 
 
 def _score_instead(instead, ref: Path, res: Path, output_dir: Path, record) -> int:
@@ -260,9 +332,9 @@ def _score_instead(instead, ref: Path, res: Path, output_dir: Path, record) -> i
             _say(f"task {result.task.name}: {note}")
     output_dir.mkdir(parents=True, exist_ok=True)
     loss = weighted_loss(results)
-    (output_dir / REPORT_NAME).write_text(
-        render_report(results, config.scoring, phase=config.phase, weighted_loss=loss,
-                      problems=[], heading=instead.heading), encoding="utf-8")
+    _write_page(output_dir, render_report(results, config.scoring, phase=config.phase,
+                                          weighted_loss=loss, problems=[],
+                                          heading=instead.heading))
     _write_details(output_dir / DETAILS_NAME, config, results, [], record)
     kept = {key for keys in config.private_keys.values() for key in keys}
     _say(f"{instead.heading}: {len(results)} task(s) of phase {config.phase}")
@@ -318,9 +390,23 @@ def main(argv: list[str], program_dir: Path) -> int:
                      Path(argv[2]) if len(argv) == 3 else None)
     except (ConfigError, ReferenceDataError) as error:
         _say(f"scoring stopped, the organizer must fix: {error}")
+        _page_of_fault(Path(argv[1]), ORGANIZERS_FAULT)
         return 1
     except Exception as error:   # noqa: BLE001 - last resort: explain before the traceback
         _say(f"internal error in the scoring program ({type(error).__name__}: {error}); "
              "please report it to the organizers with the traceback below")
         traceback.print_exc()
+        _page_of_fault(Path(argv[1]), INTERNAL_FAULT)
         return 2
+
+
+def _page_of_fault(output_dir: Path, fault) -> None:
+    """A failure that is not the submission's: the page says who must act and nothing of the
+    error, whose text may name or quote the hidden references; it replaces any report
+    written before the error."""
+    failed = SubmissionFailed("the scoring program stopped before it scored your submission",
+                              (fault,))
+    try:
+        _write_page(output_dir, render_failure(failed, None))
+    except OSError as error:
+        _say(f"could not write {output_dir / REPORT_NAME}: {error}")

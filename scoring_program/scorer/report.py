@@ -4,10 +4,19 @@ Opened directly from the CodaLab submission's output, not through its page sanit
 an inline <style> is fine; it references nothing external and has no scripts. The same
 results always give byte-identical HTML (no timestamps). The page, the summary and each
 task's status and penalty are the core's; what a task's section shows is its kind's.
+
+A submission that fails (the scorer exits non-zero) gets a page too, on every path: the
+platforms show the detailed results of a failed submission, often its only explanation
+(Codabench shows "Child task failed or non-zero return code" and may hide the logs). It
+states the failure first (``SubmissionFailed``): the reason, each category with its remedy,
+and where their code raised, its own innermost line; never a reference's path or content.
 """
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
 from html import escape
+from pathlib import PurePosixPath
 
 from runtime import failures
 from runtime.report import cell, metric_types, number, standard_error, table
@@ -37,6 +46,9 @@ abbr { text-decoration: underline dotted; cursor: help; }
 .penalty { border-left: 4px solid #c0392b; background: #fdf0ee; padding: .6rem .9rem;
            margin: .6rem 0; }
 .penalty pre { white-space: pre-wrap; font-size: .8rem; margin: .4rem 0; }
+.failed { border-left: 6px solid #c0392b; background: #fdf0ee; padding: .6rem 1rem;
+          margin: 1rem 0; }
+.failed pre { white-space: pre-wrap; font-size: .85rem; margin: .3rem 0; }
 .problems { border-left: 4px solid #d68910; background: #fef6e7; padding: .4rem .9rem; }
 .aggregate { font-size: 1.1rem; }
 .plots { display: grid; grid-template-columns: repeat(auto-fit, minmax(340px, 1fr));
@@ -102,12 +114,102 @@ def _penalty_box(result: TaskResult) -> str:
             "in a code phase, the whole budget as training time.</span></div>")
 
 
+@dataclass(frozen=True)
+class SubmissionFailed:
+    """Why the submission failed, as its page states it."""
+    reason: str                                 # one sentence, shown as it is
+    categories: tuple[failures.Failure, ...]    # what happened and what to do, each once
+    tracebacks: tuple[tuple[str, str], ...] = ()    # (task, their own frames' traceback)
+
+
+# Failures that are not the submission's: the page says who must act, and no more (the
+# error's text may name a reference file or quote it).
+ORGANIZERS_FAULT = failures.Failure(
+    "organizers_fault", "The competition's scoring is broken",
+    "The scoring program found the competition's reference data or settings unusable, so it "
+    "could not score any submission.",
+    "Nothing to change in your submission: tell the organizers, who must fix the competition, "
+    "then submit again.")
+INTERNAL_FAULT = failures.Failure(
+    "internal_error", "Internal error of the scoring program",
+    "The scoring program stopped on an error of its own before it finished scoring.",
+    "Tell the organizers which submission it was, so that they can read the scoring log and "
+    "fix the program, then submit again.")
+RULE_FAULT = failures.Failure(
+    "rule_failed", "Stopped by a rule of the phase",
+    "Your code did not meet a condition the phase sets before it scores a submission.",
+    "Read the reason above; the Evaluation page states the phase's rules.")
+FAILED_NOTE = ("A failed submission is not ranked and counts toward no submission limit, so "
+               "you may submit again.")
+
+# A traceback's frame line, as Python prints it: '  File "path", line 12, in name'.
+FRAME_LINE = re.compile(r'File "(?P<file>[^"]*)", line \d+')
+
+
+def their_lines(trace: str) -> tuple[str, ...]:
+    """Their file and line, and the exception: the innermost frame in the folder of the
+    traceback's first one (the runtime's frames are cut from it, so the first is their entry
+    file's; a library's frames lie elsewhere), then the last line, the exception's."""
+    lines = [line.strip() for line in trace.splitlines() if line.strip()]
+    frames = [(PurePosixPath(match["file"]).parent, line) for line in lines
+              for match in [FRAME_LINE.match(line)] if match]
+    if not frames:
+        return tuple(lines[-1:])
+    folder = frames[0][0]
+    own = [line for parent, line in frames if parent == folder or folder in parent.parents]
+    return (own[-1], lines[-1]) if own[-1] != lines[-1] else (lines[-1],)
+
+
+def _by_line(tracebacks) -> dict[tuple[str, ...], list[str]]:
+    """The tasks whose code raised at the same line with the same exception, together."""
+    grouped: dict[tuple[str, ...], list[str]] = {}
+    for task, trace in tracebacks:
+        grouped.setdefault(their_lines(trace), []).append(task)
+    return grouped
+
+
+def _failure_box(failed: SubmissionFailed) -> str:
+    """The failure first: the reason, each category's meaning and remedy, their own line."""
+    parts = ['<div class="failed" id="failure">', "<h2>Your submission failed</h2>",
+             f"<p><strong>Why:</strong> {escape(_sentence(failed.reason))}</p>"]
+    parts += [f"<p><strong>{escape(failure.title)}:</strong> {escape(failure.meaning)}<br>"
+              f"What to do: {escape(failure.remedy)}</p>" for failure in failed.categories]
+    for lines, tasks in _by_line(failed.tracebacks).items():
+        parts.append(f"<p>{'Tasks' if len(tasks) > 1 else 'Task'} {escape(', '.join(tasks))} "
+                     f"raised, in your code:</p><pre>{escape(chr(10).join(lines))}</pre>")
+    parts.append(f'<p class="muted">{escape(FAILED_NOTE)}</p></div>')
+    return "\n".join(parts)
+
+
+def _sentence(text: str) -> str:
+    text = text.strip()
+    return text + ("" if text.endswith((".", "!", "?")) else ".")
+
+
+def render_failure(failed: SubmissionFailed, phase: str | None) -> str:
+    """The page of a submission that failed before any task was scored; ``phase`` None:
+    the scorer could not read which (its config is broken)."""
+    title = f"Scoring report: {phase}" if phase else "Scoring report"
+    return _document(title, [f"<h1>{escape(title)}</h1>", _failure_box(failed)])
+
+
+def _document(title: str, body: list[str]) -> str:
+    return "\n".join([
+        "<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{escape(title)}</title>", f"<style>{STYLE}</style>", "</head>",
+        "<body>", "<main>", *body, "</main>", "</body>", "</html>", ""])
+
+
 def render_report(results: list[TaskResult], scoring, *, phase: str,
                   weighted_loss: float | None, problems: list[str],
-                  heading: str = "Scoring report") -> str:
+                  heading: str = "Scoring report", failed: SubmissionFailed | None = None
+                  ) -> str:
     """The whole report as one HTML5 document; ``scoring`` is the record of the kind's
-    runtime scoring module; ``heading``: what the report is (a rule's: a smoke test)."""
-    head = [f"<h1>{escape(heading)}: {escape(phase)}</h1>",
+    runtime scoring module; ``heading``: what the report is (a rule's: a smoke test);
+    ``failed``: why the submission failed, shown first (no task could be scored)."""
+    failure = [_failure_box(failed)] if failed else []
+    head = [f"<h1>{escape(heading)}: {escape(phase)}</h1>", *failure,
             f'<p class="muted">{escape(scoring.REPORT_INTRO)} ± is one standard error: how far '
             f"a figure would move with another draw of what it was measured on, here "
             f"{escape(scoring.STANDARD_ERROR)}. A gap between two submissions smaller than about "
@@ -119,10 +221,6 @@ def render_report(results: list[TaskResult], scoring, *, phase: str,
     if problems:
         head.append('<div class="problems"><h2>Problems</h2><ul>'
                     + "".join(f"<li>{escape(p)}</li>" for p in problems) + "</ul></div>")
-    body = ["<header>", *head, _summary(results), "</header>",
-            *(_task_section(result, scoring) for result in results)]
-    return "\n".join([
-        "<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
-        '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>{escape(heading)}: {escape(phase)}</title>", f"<style>{STYLE}</style>", "</head>",
-        "<body>", "<main>", *body, "</main>", "</body>", "</html>", ""])
+    return _document(f"{heading}: {phase}", [
+        "<header>", *head, _summary(results), "</header>",
+        *(_task_section(result, scoring) for result in results)])
