@@ -25,6 +25,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from kinds.baseline_table import stopped_by_failures
 from kinds.kind import kind
 
 from .build import phase_kit
@@ -63,13 +64,17 @@ def baselines_spec(config: Path | None, data_root: Path | None, kind: str) -> Co
     return spec
 
 
-def write_baseline_table(out: Path, collect, markdown) -> int:
+def write_baseline_table(out: Path, collect, markdown, keep_going: bool = False) -> int:
     """A baselines script's end: the table ``collect()`` makes written to ``out`` (the file the
-    builder reads) and printed; a run that scored nothing ends in one error line."""
+    builder reads) and printed; a run that scored nothing ends in one error line, one in which
+    a baseline failed a task in one per failure, unless ``keep_going``
+    (kinds/baseline_table.py)."""
     try:
         table = collect()
     except LocalRunError as error:
         print(f"error: {error}", file=sys.stderr)
+        return 1
+    if stopped_by_failures(table, keep_going):
         return 1
     out.write_text(json.dumps(table, indent=1) + "\n")
     print(f"\nwritten to {out}\n\n{markdown(table)}")

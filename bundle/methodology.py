@@ -15,6 +15,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from kinds.baseline_table import category, failed, task_rows
 from kinds.kind import KINDS
 
 from .phase_plan import declaration_path, load_planned_task
@@ -114,18 +115,31 @@ def baseline_scores(table: dict, task: str) -> dict[str, dict[str, Score]]:
     are committed: ``tasks.<task>.methods.<method>.metrics.<metric>.{value, std[, se]}`` (BDL,
     as detailed_results.json writes a metric) and ``tasks.<task>.<method>.<metric>: value``
     (PGDL, Retina), with the standard errors beside them, ``se.<metric>``. A baseline that
-    failed the task (a ``penalty``) is left out."""
-    rows = table.get("tasks", {}).get(task, {})
-    rows = rows.get("methods", rows)
+    failed the task (a ``penalty``) is left out: its figures are the scorer's worst values,
+    not a result (``failed_baselines`` names them)."""
     scores = {}
-    for method, row in rows.items():
-        if not isinstance(row, dict) or row.get("penalty"):
+    for method, row in task_rows(table, task).items():
+        if not isinstance(row, dict) or failed(row):
             continue
         entries = row.get("metrics", row)
         errors = row.get("se") if isinstance(row.get("se"), dict) else {}
         scores[method] = {metric: score for metric, entry in entries.items()
                           if (score := _score(entry, errors.get(metric))) is not None}
     return scores
+
+
+def failed_baselines(table: dict, tasks) -> dict[str, str]:
+    """{method: its failure's category} of the baselines that failed one of ``tasks``."""
+    return {method: category(row) for task in tasks
+            for method, row in task_rows(table, task).items() if failed(row)}
+
+
+def _left_out(failures: dict[str, str]) -> str:
+    """What a note adds where baselines failed: they are not among those compared."""
+    if not failures:
+        return ""
+    return ("; left out, failed: " + ", ".join(f"{method} ({why})"
+                                               for method, why in failures.items()))
 
 
 def _number(value) -> bool:
@@ -159,20 +173,22 @@ def standard_error(score: Score, metric: str, facts: TaskFacts, kind) -> tuple[f
 
 
 def _gap_check(where: str, key: str, file: Path,
-               best: list[tuple[str, float, float, str]]) -> Check:
-    """The two best of (method, value, standard error, how it was had)."""
+               best: list[tuple[str, float, float, str]], failures: dict[str, str]) -> Check:
+    """The two best of (method, value, standard error, how it was had), among the baselines
+    that did not fail (``failures``: those that did, named in the note)."""
     (first, a, se_a, how), (second, b, se_b, _) = best
     # The larger of the two: a share of 1.0 has a binomial se of 0, which its rival's is not.
     se, gap = max(se_a, se_b), abs(a - b)
     ratio = f"{gap / se:.1f} standard errors" if se else "both at the end of the metric's range"
-    note = (f"{where}: the best baselines are {first} ({a:.4g}) and {second} ({b:.4g}), "
-            f"{gap:.2g} apart; standard error {se:.2g} ({how}): {ratio}")
+    scored = " scored" if failures else ""
+    note = (f"{where}: the best{scored} baselines are {first} ({a:.4g}) and {second} ({b:.4g}), "
+            f"{gap:.2g} apart; standard error {se:.2g} ({how}): {ratio}{_left_out(failures)}")
     if gap >= GAP_STANDARD_ERRORS * se and gap > 0:
         return Check(notes=(note,))
     return Check((Finding(
         SMALL_TEST_SET, key, file,
-        f"{where}: the two best baselines, {first} and {second}, are {gap:.2g} apart, under "
-        f"{GAP_STANDARD_ERRORS:g} standard errors ({GAP_STANDARD_ERRORS:g} x {se:.2g}, {how}): "
+        f"{where}: the two best{scored} baselines, {first} and {second}, are {gap:.2g} apart, "
+        f"under {GAP_STANDARD_ERRORS:g} standard errors ({GAP_STANDARD_ERRORS:g} x {se:.2g}, {how}): "
         "the test set is too small to rank methods this close",
         "Score the phase on more test rows (a larger test set), or expect the ranking of "
         "methods this close to be chance"),), (note,))
@@ -186,9 +202,10 @@ def _task_gap(spec, phase, name: str, facts: TaskFacts, table: dict) -> Check:
     where = f"phase {phase.key}, task {name}, {metric.name}"
     rows = {method: scores[metric.name] for method, scores in baseline_scores(table, name).items()
             if metric.name in scores}
+    failures = failed_baselines(table, [name])
     if len(rows) < 2:
         return Check(notes=(f"{where}: not checked: the baseline table has {len(rows)} "
-                            "baseline(s) with this metric",))
+                            f"baseline(s) with this metric{_left_out(failures)}",))
     ranked = sorted(rows.items(), key=lambda row: row[1].value, reverse=metric.higher_is_better)
     best = []
     for method, score in ranked[:2]:
@@ -196,7 +213,7 @@ def _task_gap(spec, phase, name: str, facts: TaskFacts, table: dict) -> Check:
         if se is None:
             return Check(notes=(f"{where}: not checked: no standard error: {how}",))
         best.append((method, score.value, se, how))
-    return _gap_check(where, f"phases.{phase.key}.tasks", facts.declaration, best)
+    return _gap_check(where, f"phases.{phase.key}.tasks", facts.declaration, best, failures)
 
 
 def _weighted_loss(spec, phase, method_scores: dict[str, dict[str, Score]],
@@ -236,17 +253,19 @@ def _aggregate_gap(spec, phase, facts: dict[str, TaskFacts], table: dict,
     for name in phase.tasks:
         for method, scores in baseline_scores(table, name).items():
             by_method.setdefault(method, {})[name] = scores
-    losses = {method: loss for method, scores in by_method.items()
-              if (loss := _weighted_loss(spec, phase, scores, facts)) is not None}
+    failures = failed_baselines(table, phase.tasks)
+    losses = {method: loss for method, scores in by_method.items() if method not in failures
+              and (loss := _weighted_loss(spec, phase, scores, facts)) is not None}
     if len(losses) < 2:
         return Check(notes=(f"{where}: not checked: the baseline table has {len(losses)} "
-                            "baseline(s) with every metric of the phase's tasks",))
+                            "baseline(s) with every metric of the phase's tasks"
+                            + _left_out(failures),))
     ranked = sorted(losses.items(), key=lambda row: row[1][0])[:2]
     missing = next((how for _, (_, se, how) in ranked if se is None), None)
     if missing:
         return Check(notes=(f"{where}: not checked: no standard error: {missing}",))
     return _gap_check(where, f"phases.{phase.key}.tasks", table_file,
-                      [(method, loss, se, how) for method, (loss, se, how) in ranked])
+                      [(method, loss, se, how) for method, (loss, se, how) in ranked], failures)
 
 
 def check_test_size(spec, facts: dict[str, TaskFacts], table: dict | None,

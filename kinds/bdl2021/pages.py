@@ -9,6 +9,7 @@ import re
 
 from markupsafe import Markup, escape
 
+from kinds.baseline_table import failed, failed_cell, failed_note
 from .organizer_checks import convergence_failures
 from .reference.task_files import DEFAULT_ROOT
 from .runtime.declared_model import task_network
@@ -90,10 +91,21 @@ def _formats(types: set[str], public_references: bool) -> list[str]:
     return lines
 
 
+def _reference_words(paths) -> tuple[str, str]:
+    """(the sampler's name, as the data page calls the references): HMC only where the
+    references came with HMC diagnostics; an organizer's references without them are named
+    for what they are, a model average of chains, whatever made them."""
+    if paths.diagnostics.is_file():
+        return "HMC", "HMC predictive (model average of all chains)"
+    return ("reference", "the reference predictive (model average of all chains, as the "
+            "organizers sampled it; no sampler diagnostics came with it)")
+
+
 def _data_rows(plan, phase) -> list[dict]:
     rows = []
     for task in plan.tasks:
         d, paths = task.declaration, files(task)
+        sampler, reference = _reference_words(paths)
         width = d.get("num_classes") or d.get("num_samples")
         classification = task.task_type == CLASSIFICATION
         predictive_shape = (f"{d['n_test']} x {width}" if classification
@@ -110,16 +122,16 @@ def _data_rows(plan, phase) -> list[dict]:
         if phase.code_submission:
             # The scorer's copy is hidden; its file name and format are of no use to anyone.
             rows.append({"task": task.name, "file": "(not downloadable)",
-                         "content": "HMC predictive (model average of all chains)",
+                         "content": reference,
                          "shape": predictive_shape, "where": "hidden, read by the scoring program"})
             continue
         # A results phase publishes its references (kind.stage_public).
         rows.append({"task": task.name, "file": paths.reference.name,
-                     "content": "HMC predictive (model average of all chains)",
+                     "content": reference,
                      "shape": predictive_shape, "where": "public data"})
         if paths.chain_reference.is_file():
             rows.append({"task": task.name, "file": paths.chain_reference.name,
-                         "content": "each HMC chain's own predictive",
+                         "content": f"each {sampler} chain's own predictive",
                          "shape": ("chains x " + predictive_shape if classification
                                    else f"chains x {width} x {d['n_test']}"),
                          "where": "public data"})
@@ -156,15 +168,15 @@ def _baseline_table(plan, results: dict | None) -> dict:
                 "rows": []}
     methods = results["methods"]
     header = ["task", "metric", *methods.values(), "exact-posterior expectation"]
-    rows = []
+    rows, shown = [], []
     for task in plan.tasks:
         entry = results["tasks"].get(task.name)
         if not entry:
             continue
+        shown += [entry["methods"][method] for method in methods]
         for metric, expected in entry["exact_posterior_expectation"].items():
-            cells = []
-            for method in methods:
-                cells.append(baseline_cell(entry["methods"][method]["metrics"][metric]))
+            cells = [failed_cell(row) if failed(row) else baseline_cell(row["metrics"][metric])
+                     for row in (entry["methods"][method] for method in methods)]
             rows.append([task.name, metric, *cells, expectation_cell(expected)])
     budgets = sorted({results["budgets"][task.name] for task in plan.tasks
                       if task.name in results.get("budgets", {})})
@@ -186,7 +198,8 @@ def _baseline_table(plan, results: dict | None) -> dict:
                     "exact-posterior expectation is what an exact sampler's "
                     "submission is expected to score against this finite HMC reference, and "
                     "the range after it holds such a submission's score 95% of the time (not a "
-                    "bound: a submission may land on either side of it by chance).",
+                    "bound: a submission may land on either side of it by chance)."
+                    + failed_note(shown),
             "header": header, "rows": rows}
 
 

@@ -11,6 +11,7 @@ import json
 import shutil
 from pathlib import Path
 
+from kinds.baseline_table import failed, failed_cell, failed_note
 from kinds.kind import Kind
 
 from .runtime.formats import read_model_configs
@@ -164,13 +165,15 @@ def _baseline_table(plan, results: dict | None) -> dict:
     if not tasks:
         return {"note": "Baseline results are not available for these tasks.", "header": [],
                 "rows": []}
-    measures = results["measures"]
-    rows = [[task, label, *(f"{results['tasks'][task][measure][key]:.3f}"
+    shown = [(task, label, results["tasks"][task][measure]) for task in tasks
+             for measure, label in results["measures"].items()
+             if measure in results["tasks"][task]]
+    rows = [[task, label, *(failed_cell(row) if failed(row) else f"{row[key]:.3f}"
                             for key in ("cmi", "kendall_tau", "granulated_kendall"))]
-            for task in tasks for measure, label in measures.items()
-            if measure in results["tasks"][task]]
+            for task, label, row in shown]
     return {"note": "The starting kit's measures, run by the ingestion and scoring programs of "
-                    "this competition under the phases' budgets.",
+                    "this competition under the phases' budgets."
+                    + failed_note(row for _, _, row in shown),
             "header": ["task", "measure", "CMI", "Kendall tau", "granulated tau"], "rows": rows}
 
 

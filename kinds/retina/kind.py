@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from runtime.formats import FormatError
+from kinds.baseline_table import failed, failed_cell, failed_note
 from kinds.kind import Kind, copy_baselines
 
 from .runtime import tables
@@ -210,12 +211,15 @@ def _baseline_table(plan, results: dict | None) -> dict:
     if not tasks:
         return {"note": "Baseline results are not available for these tasks.", "header": [],
                 "rows": []}
-    rows = [[task, label, *(f"{results['tasks'][task][method][key]:.3f}"
+    shown = [(task, label, results["tasks"][task][method]) for task in tasks
+             for method, label in results["methods"].items()
+             if method in results["tasks"][task]]
+    rows = [[task, label, *(failed_cell(row) if failed(row) else f"{row[key]:.3f}"
                             for key, _ in BASELINE_COLUMNS)]
-            for task in tasks for method, label in results["methods"].items()
-            if method in results["tasks"][task]]
+            for task, label, row in shown]
     return {"note": "The starting kit's baselines, run by the ingestion and scoring programs of "
-                    "this competition under the phases' budgets.",
+                    "this competition under the phases' budgets."
+                    + failed_note(row for _, _, row in shown),
             "header": ["task", "method", *(label for _, label in BASELINE_COLUMNS)],
             "rows": rows}
 

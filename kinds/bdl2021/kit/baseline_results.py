@@ -16,6 +16,10 @@ prints it in Markdown: each
 metric against the HMC model average, ± its standard error (over test rows and HMC chains), the
 exact-posterior expectation (what an exact sampler's submission is expected to score
 against this finite HMC reference), and clean vs shifted blocks.
+
+A baseline that fails a task (penalised by the scorer: it raised, timed out, wrote nothing)
+makes the command exit 1 naming each such baseline and task with the reason, and the table is
+not written; ``--keep-going`` writes it with those rows shown failed (kinds/baseline_table.py).
 """
 from __future__ import annotations
 
@@ -32,6 +36,8 @@ sys.path.insert(0, str(REPO))
 
 from bundle.local_run import (LocalRunError, baseline_details, baselines_spec,  # noqa: E402
                               build_kit, organizer_spec)
+from kinds.baseline_table import (KEEP_GOING, KEEP_GOING_HELP, failed, failed_cell,  # noqa: E402
+                                  failed_row, stopped_by_failures)
 from kinds.bdl2021.pages import baseline_cell, expectation_cell  # noqa: E402
 
 METHODS = {"deep_ensemble": "Deep ensemble (10 MAP members)",
@@ -81,25 +87,42 @@ def collect(budget: float | None = None, config: Path | None = None,
     with tempfile.TemporaryDirectory(prefix="kits-") as kits:
         for method, phase, details in _each_run(spec, phases, budget, Path(kits), methods):
             for task, result in details["tasks"].items():
-                primary = next(iter(result["metrics"].items()))
                 given = result.get("calibration", {}).get("budget_seconds", budgets[task])
+                row = _row(result, given)
                 print(f"[{time.monotonic() - started:7.1f} s] {method} / {phase} / {task}: "
-                      f"{primary[0]} {primary[1]['value']:.3f}, trained "
-                      f"{result['train_seconds'] or 0:.1f} s of {given:g} s"
-                      + (f", penalised ({result['penalty']})" if result["penalty"] else ""),
-                      flush=True)
+                      f"{_progress(row)}, trained {result['train_seconds'] or 0:.1f} s of "
+                      f"{given:g} s", flush=True)
                 entry = table["tasks"].setdefault(task, {"phase": phase, "methods": {}})
-                entry["methods"][method] = {
-                    "metrics": {name: {k: m[k] for k in ("value", "std", "se")}
-                                for name, m in result["metrics"].items()},
-                    "blocks": result["blocks"], "train_seconds": result["train_seconds"],
-                    "budget_seconds": given, "penalty": result["penalty"]}
+                entry["methods"][method] = row
+                # the reference's, not the baseline's: a penalised result carries it too
                 entry["exact_posterior_expectation"] = {
                     name: {"value": m["exact_posterior_expectation"],
                            "spread": m["exact_posterior_expectation_spread"],
                            "interval": m["exact_posterior_expectation_interval"]}
                     for name, m in result["metrics"].items()}
     return table
+
+
+def _row(result: dict, budget: float) -> dict:
+    """A baseline's row of one task: its figures, or why it failed (and no figure)."""
+    timing = {"train_seconds": result["train_seconds"], "budget_seconds": budget}
+    failure = failed_row(result)
+    if failure:
+        return {**failure, **timing}
+    return {"metrics": {name: {k: m[k] for k in ("value", "std", "se")}
+                        for name, m in result["metrics"].items()},
+            "blocks": result["blocks"], "penalty": None, **timing}
+
+
+def _progress(row: dict) -> str:
+    if failed(row):
+        return f"{failed_cell(row)} ({row['penalty']})"
+    name, metric = next(iter(row["metrics"].items()))
+    return f"{name} {metric['value']:.3f}"
+
+
+def _cell(row: dict, metric: str) -> str:
+    return failed_cell(row) if failed(row) else baseline_cell(row["metrics"][metric])
 
 
 def merged(previous: dict | None, table: dict) -> dict:
@@ -132,21 +155,24 @@ def markdown(table: dict, data_root: Path | None = None) -> str:
              "|---|---|" + "---|" * (len(methods) + 1)]
     for task, entry in sorted(table["tasks"].items(), key=lambda item: (item[1]["phase"], item[0])):
         for metric, expected in entry["exact_posterior_expectation"].items():
-            cells = [baseline_cell(entry["methods"][m]["metrics"][metric]) for m in methods]
+            cells = [_cell(entry["methods"][m], metric) for m in methods]
             lines.append(f"| {task} ({entry['phase'][:3]}) | {metric} | " + " | ".join(cells)
                          + f" | {expectation_cell(expected)} |")
-    shifted = {task: entry for task, entry in table["tasks"].items()
-               if next(iter(entry["methods"].values()))["blocks"]}
-    for task, entry in shifted.items():
-        blocks = next(iter(entry["methods"].values()))["blocks"]
+    for task, entry in table["tasks"].items():
+        blocks = next((row["blocks"] for row in entry["methods"].values()
+                       if not failed(row) and row["blocks"]), None)
+        if not blocks:
+            continue
         metrics = [m for m in next(iter(blocks.values())) if m != "size"]    # as scored
         lines += ["", f"{task}, {' / '.join(m.replace('_', ' ') for m in metrics)} per test block:",
                   "", "| block | " + " | ".join(methods.values()) + " |",
                   "|---|" + "---|" * len(methods)]
         for block in _block_order(task, data_root, blocks):
-            cells = (entry["methods"][m]["blocks"][block] for m in methods)
+            rows = (entry["methods"][m] for m in methods)
             lines.append(f"| {block} | " + " | ".join(
-                " / ".join(f"{c[metric]:.3f}" for metric in metrics) for c in cells) + " |")
+                failed_cell(row) if failed(row) else
+                " / ".join(f"{row['blocks'][block][metric]:.3f}" for metric in metrics)
+                for row in rows) + " |")
     return "\n".join(lines)
 
 
@@ -177,6 +203,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--methods", type=_methods, default=tuple(METHODS),
                         help="baselines to run, comma-separated (default: all): "
                              + ", ".join(METHODS))
+    parser.add_argument(KEEP_GOING, action="store_true", help=KEEP_GOING_HELP)
     args = parser.parse_args(argv)
     spec = baselines_spec(args.config, args.data_root, "bdl2021")
     out = args.out or results_file(spec)
@@ -184,6 +211,8 @@ def main(argv: list[str] | None = None) -> int:
         table = collect(args.budget, args.config, args.data_root, args.methods)
     except LocalRunError as error:
         print(f"error: {error}", file=sys.stderr)
+        return 1
+    if stopped_by_failures(table, args.keep_going):
         return 1
     if set(args.methods) != set(METHODS) and out.is_file():
         try:

@@ -172,17 +172,33 @@ def _regression_scores(blocks: list[np.ndarray], halves: np.ndarray, reference_d
     return {name: np.array(values) for name, values in scores.items()}
 
 
+# Each metric's range: what a score can be, hence what its expectation may say.
+BOUNDS = {score.name: (score.minimum, math.inf if score.maximum is None else score.maximum)
+          for scores in SCORE_TYPES.values() for score in scores}
+
+
+def within_bounds(name: str, value: float) -> float:
+    """``value`` clipped to metric ``name``'s range. The interval's widened steps (and, with
+    an odd block count, the rescaled ones) move the reference's probabilities by more than
+    the blocks did, which can leave the simplex where the reference is far from the blocks'
+    spread: a total variation above 1 then says nothing a score can say, and the scorer,
+    rightly, refuses a range outside the metric's bounds."""
+    low, high = BOUNDS[name]
+    return float(min(max(value, low), high))
+
+
 def expectation_from_scores(scores: dict[str, np.ndarray],
                             interval_scores: dict[str, np.ndarray] | None = None,
                             coverage: float = COVERAGE) -> dict[str, Expectation]:
     """Each metric's mean and spread over the splits' ``scores``, and the central interval of
-    ``interval_scores`` (default: the same scores)."""
+    ``interval_scores`` (default: the same scores), each within the metric's bounds."""
     interval_scores = interval_scores or scores
     tail = (1 - coverage) / 2
-    return {name: Expectation(float(values.mean()),
+    return {name: Expectation(within_bounds(name, values.mean()),
                               float(values.std(ddof=1)) if len(values) > 1 else None,
-                              HALF_METHOD, float(np.quantile(interval_scores[name], tail)),
-                              float(np.quantile(interval_scores[name], 1 - tail)))
+                              HALF_METHOD,
+                              within_bounds(name, np.quantile(interval_scores[name], tail)),
+                              within_bounds(name, np.quantile(interval_scores[name], 1 - tail)))
             for name, values in scores.items()}
 
 

@@ -9,6 +9,8 @@ builds it with the phase's hidden accuracies added (bundle/local_run.py, ``--sco
 with that kit's own run_local and the spec's budgets (``--budget`` overrides them), scores it
 against those accuracies, and writes ``baseline_results.json`` next to the spec (the default spec's:
 next to this file), which the builder shows on the overview page. Prints the table in Markdown.
+A measure that fails a zoo makes the command exit 1 naming each failure, without writing the
+table, unless ``--keep-going`` (kinds/baseline_table.py).
 """
 from __future__ import annotations
 
@@ -23,6 +25,8 @@ sys.path.insert(0, str(REPO))
 
 from bundle.local_run import (baseline_details, baselines_spec, build_kit,  # noqa: E402
                               write_baseline_table)
+from kinds.baseline_table import (KEEP_GOING, KEEP_GOING_HELP, failed, failed_cell,  # noqa: E402
+                                  failed_row)
 
 MEASURES = {"sum_of_squares": "Sum of squared weights (PGDL's sample)",
             "sharpness": "Magnitude-aware PAC-Bayes flatness",
@@ -39,7 +43,7 @@ def results_file(spec) -> Path:
     return Path(spec.path).parent / RESULTS_FILE.name
 
 
-NOT_METRICS = ("penalty", "se")    # a row's other entries: why it was penalised, standard errors
+METRICS = ("cmi", "kendall_tau", "granulated_kendall")
 
 
 def collect(spec, budget: float | None = None) -> dict:
@@ -57,27 +61,42 @@ def collect(spec, budget: float | None = None) -> dict:
                 tasks = baseline_details(kits[phase.key], Path(scratch) / f"{measure}-{phase.key}",
                                          measure, f"{measure} on {phase.key}")["tasks"]
                 for task, result in tasks.items():
-                    row = {name: metric["value"] for name, metric in result["metrics"].items()}
-                    row["penalty"] = result["penalty"]
-                    row["se"] = {name: metric["se"] for name, metric in result["metrics"].items()}
+                    row = _row(result)
                     table["tasks"].setdefault(task, {})[measure] = row
-                    print(f"{measure:15s} {phase.key:10s} {task:20s} " + " ".join(
-                        f"{name}={value:.3f}" for name, value in row.items()
-                        if name not in NOT_METRICS) + (f" penalised: {row['penalty']}"
-                                                 if row["penalty"] else ""), flush=True)
+                    print(f"{measure:15s} {phase.key:10s} {task:20s} {_progress(row)}",
+                          flush=True)
     return table
 
 
+def _row(result: dict) -> dict:
+    """A measure's row of one zoo: its figures with their standard errors, or why it failed
+    (and no figure)."""
+    failure = failed_row(result)
+    if failure:
+        return failure
+    return {**{name: result["metrics"][name]["value"] for name in METRICS}, "penalty": None,
+            "se": {name: result["metrics"][name]["se"] for name in METRICS}}
+
+
+def _progress(row: dict) -> str:
+    if failed(row):
+        return f"{failed_cell(row)} ({row['penalty']})"
+    return " ".join(f"{name}={row[name]:.3f}" for name in METRICS)
+
+
+def _cells(row: dict) -> list[str]:
+    if failed(row):
+        return [failed_cell(row)] * len(METRICS)
+    return [f"{row[name]:.3f}" for name in METRICS]
+
+
 def markdown(table: dict) -> str:
-    metrics = [name for name in next(iter(next(iter(table["tasks"].values())).values()))
-               if name not in NOT_METRICS]
-    lines = ["| task | measure | " + " | ".join(metrics) + " |",
-             "|---|---|" + "---|" * len(metrics)]
+    lines = ["| task | measure | " + " | ".join(METRICS) + " |",
+             "|---|---|" + "---|" * len(METRICS)]
     for task, measures in table["tasks"].items():
         for measure, row in measures.items():
-            penalised = " (penalised)" if row["penalty"] else ""
-            lines.append(f"| {task} | {table['measures'][measure]}{penalised} | "
-                         + " | ".join(f"{row[name]:.3f}" for name in metrics) + " |")
+            lines.append(f"| {task} | {table['measures'][measure]} | "
+                         + " | ".join(_cells(row)) + " |")
     return "\n".join(lines)
 
 
@@ -92,10 +111,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None,
                         help="the table's file (default: baseline_results.json next to the "
                              "spec, where the builder reads it)")
+    parser.add_argument(KEEP_GOING, action="store_true", help=KEEP_GOING_HELP)
     args = parser.parse_args(argv)
     spec = baselines_spec(args.config, args.data_root, "pgdl2020")
     out = args.out or results_file(spec)
-    return write_baseline_table(out, lambda: collect(spec, args.budget), markdown)
+    return write_baseline_table(out, lambda: collect(spec, args.budget), markdown,
+                                args.keep_going)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,8 @@ trains on their training patients) through the phase's starting kit, built as th
 builds it with the phase's hidden references added (bundle/local_run.py, ``--score-hidden``),
 with that kit's own run_local, scores it against those references, and writes ``baseline_results.json`` next to the spec (the
 default spec's: next to this file), which the builder shows on the overview page. Prints the
-table in Markdown.
+table in Markdown. A method that fails a task makes the command exit 1 naming each failure,
+without writing the table, unless ``--keep-going`` (kinds/baseline_table.py).
 """
 from __future__ import annotations
 
@@ -23,6 +24,8 @@ sys.path.insert(0, str(REPO))
 
 from bundle.local_run import (baseline_details, baselines_spec, build_kit,  # noqa: E402
                               organizer_spec, write_baseline_table)
+from kinds.baseline_table import (KEEP_GOING, KEEP_GOING_HELP, failed, failed_cell,  # noqa: E402
+                                  failed_row)
 
 METHODS = {"map": "MAP (one network)", "mc_dropout": "MC dropout (50 passes)",
            "deep_ensemble": "Deep ensemble (5 networks)", "small_cnn": "Small CNN (numpy)",
@@ -78,14 +81,28 @@ def collect(config: Path, data_root: Path | None) -> dict:
                 tasks = baseline_details(kits[phase.key], Path(scratch) / f"{method}-{phase.key}",
                                          method, f"{method} on {phase.key}")["tasks"]
                 for task, result in tasks.items():
-                    row = {name: result["metrics"][name]["value"] for name in SHOWN}
-                    row |= {name: result["extras"].get(name) for name in SET_FIGURES}
-                    row["penalty"] = result["penalty"]
-                    row["se"] = {name: result["metrics"][name]["se"] for name in SHOWN}
+                    row = _row(result)
                     table["tasks"].setdefault(task, {})[method] = row
-                    print(f"{method:14s} {task:16s} " + " ".join(
-                        f"{name}={row[name]:.3f}" for name in SHOWN), flush=True)
+                    print(f"{method:14s} {task:16s} {_progress(row)}", flush=True)
     return table
+
+
+def _row(result: dict) -> dict:
+    """A method's row of one task: its figures with their standard errors, or why it failed
+    (and no figure)."""
+    failure = failed_row(result)
+    if failure:
+        return failure
+    row = {name: result["metrics"][name]["value"] for name in SHOWN}
+    row |= {name: result["extras"].get(name) for name in SET_FIGURES}
+    return {**row, "penalty": None,
+            "se": {name: result["metrics"][name]["se"] for name in SHOWN}}
+
+
+def _progress(row: dict) -> str:
+    if failed(row):
+        return f"{failed_cell(row)} ({row['penalty']})"
+    return " ".join(f"{name}={row[name]:.3f}" for name in SHOWN)
 
 
 def markdown(table: dict) -> str:
@@ -93,8 +110,8 @@ def markdown(table: dict) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for task, methods in table["tasks"].items():
         for method, row in methods.items():
-            cells = [("-" if row[name] is None else f"{row[name]:.3f}")
-                     for name in (*SHOWN, *SET_FIGURES)]
+            cells = [failed_cell(row) if failed(row) else "-" if row[name] is None
+                     else f"{row[name]:.3f}" for name in (*SHOWN, *SET_FIGURES)]
             lines.append(f"| {task} | {method} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -105,9 +122,11 @@ def main(argv: list[str] | None = None) -> int:
                         default=DEFAULT_SPEC)
     parser.add_argument("--data-root", type=Path, default=None)
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument(KEEP_GOING, action="store_true", help=KEEP_GOING_HELP)
     args = parser.parse_args(argv)
     out = args.out or results_file(baselines_spec(args.config, args.data_root, "retina"))
-    return write_baseline_table(out, lambda: collect(args.config, args.data_root), markdown)
+    return write_baseline_table(out, lambda: collect(args.config, args.data_root), markdown,
+                                args.keep_going)
 
 
 if __name__ == "__main__":
