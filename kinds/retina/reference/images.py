@@ -4,14 +4,15 @@
 
 The task folder holds ``<task>_task.json`` with an ``images`` section naming label files and
 image folders in their original layouts (Kaggle EyePACS, APTOS 2019, or a plain csv). Every
-listed image is decoded with Pillow, its black border cropped, padded to a square, resized
-to ``size`` x ``size`` and written, with the tables that describe it, into the task folder:
+listed image is decoded with Pillow, cropped to its retina's disc (``disc_box``), padded to a
+square, resized to ``size`` x ``size`` and written, with the tables that describe it, into the
+task folder:
 
     train_images.npy, train.csv, test_images.npy, test_reference.csv, test_sources.csv,
     images_converted.json
 
 All problems are collected, one line each naming the file and the row, before anything is
-put in place; the files are written in a temporary folder inside the task folder and moved
+put in place (the images' modes are read from their headers before any image is decoded); the files are written in a temporary folder inside the task folder and moved
 into place only when every check passed, so a failed convert leaves the folder as it was.
 The build reads back only headers and row counts (``converted_problems``), never pixels.
 ``docs/retina_images.md`` is the organizer's guide.
@@ -22,6 +23,7 @@ import csv
 import hashlib
 import io
 import json
+import math
 import multiprocessing
 import os
 import re
@@ -47,7 +49,7 @@ MODES = {3: "RGB", 1: "L"}
 DEFAULTS = {"channels": 3, "crop_border": True, "border_threshold": 10, "unreadable": "stop",
             "referable_from_grade": 2, "seed": 0}
 SECTION_KEYS = ("size", *DEFAULTS, "train", "test")
-SOURCE_KEYS = ("layout", "labels", "folder", "grades", "shifted")
+SOURCE_KEYS = ("layout", "labels", "folder", "grades", "shifted", "share")
 # JPEG's DCT scaling keeps the shorter side at least this many times the target side, so
 # the retina (most of the shorter side) is still downscaled, never blown up, by the resize.
 DRAFT_MARGIN = 2
@@ -59,6 +61,26 @@ REDUCING_GAP = 3.0
 CHUNK = 8
 IN_FLIGHT = 4
 COPY_BLOCK = 64
+# EyePACS names a patient's photographs <patient>_left and <patient>_right
+EYE = re.compile(r"(?P<patient>.+)_(left|right)", re.IGNORECASE)
+# Images named one per line in a refusal of bad headers, and patients in the eye-pair warning
+HEADERS_SHOWN = 20
+# The disc is searched on a copy reduced to at most this many pixels a side: pixel noise
+# averages out, and the search costs a few milliseconds whatever the photograph's size.
+DISC_SEARCH_SIDE = 320
+# The disc's edge is where the brightness rises this share of the way from the background to
+# the disc's middle: well below a retina's dim rim, well above faint noise or a grey frame.
+DISC_LEVEL = 0.25
+# Square opening, as a share of the reduced copy's shorter side: removes a camera's notch or a
+# label's strokes joined to the disc, keeps the disc (a disc is unchanged by a smaller square).
+DISC_OPENING = 0.03
+# Reduced pixels either side of the region's edge searched at full resolution for the disc's
+# edge: covers the reduced copy's rounding and the blur.
+DISC_MARGIN = 2
+# At least this many full-resolution pixels either side of the region's edge are searched
+# for the disc's own edge: JPEG's ringing, which the crop always kept, stays within the
+# 8 x 8 block of the edge.
+EDGE_PIXELS = 8
 
 
 def _rerun(folder: Path) -> str:
@@ -140,7 +162,19 @@ def _source_settings(where: str, source, split: str) -> tuple[dict, list[str]]:
         problems.append(f"{where}.shifted: {shifted!r} is not true or false")
     filled = {"layout": source.get("layout"), "labels": source.get("labels"),
               "folder": source.get("folder"), "grades": sorted(set(grades)), "shifted": shifted}
+    share = source.get("share", [0, 1])
+    problems += _share_problem(f"{where}.share", share)
+    if share != [0, 1]:      # the whole file: left out, as if not given
+        filled["share"] = share
     return filled, problems
+
+
+def _share_problem(where: str, share) -> list[str]:
+    if isinstance(share, list) and len(share) == 2 and all(
+            isinstance(end, (int, float)) and not isinstance(end, bool) for end in share) \
+            and 0 <= share[0] < share[1] <= 1:
+        return []
+    return [f"{where}: {share!r} is not [from, to] with 0 <= from < to <= 1"]
 
 
 def images_settings(declaration: dict) -> tuple[dict, list[str]]:
@@ -306,11 +340,27 @@ def _row(values: dict, place: str, source: dict, settings: dict,
     folders.name(folder, file_name)
     targets, wrong = _row_targets(layout, values, settings, source["shifted"])
     problems = [f"{place}: image {image}: {what}" for what in wrong]
-    if targets is None or targets[1] not in source["grades"]:
+    if targets is None or targets[1] not in source["grades"] or not _in_share(image, source):
         return None, problems
     if not folders.exists(folder, file_name):
         return None, [f"{place}: image {image}: {folder / file_name} does not exist"]
     return (file_name, *targets), problems
+
+
+def _in_share(image: str, source: dict) -> bool:
+    """Whether the row of ``image`` falls in its source's ``share``: its patient (the name
+    without ``_left``/``_right`` and extension, so that both eyes fall together) hashed to a
+    point of [0, 1). The point depends on the name alone, not on the file's order or its other
+    rows, so that sources that read one label file with shares that do not overlap never
+    share a patient."""
+    start, stop = source.get("share", (0, 1))
+    if (start, stop) == (0, 1):
+        return True
+    stem = Path(image).name.split(".")[0]
+    eye = EYE.fullmatch(stem)
+    patient = str(Path(image).parent / (eye["patient"] if eye else stem))
+    point = int.from_bytes(hashlib.sha256(patient.encode("utf-8")).digest()[:8], "big") / 2 ** 64
+    return start <= point < stop
 
 
 def _source_rows(task: Path, source: dict, where: str, settings: dict,
@@ -406,6 +456,60 @@ def list_sources(task: Path, settings: dict) -> Listing:
     return Listing(found["train"], [found["test"][index] for index in order])
 
 
+def header_problems(listing: Listing, channels: int) -> list[str]:
+    """A line for each image whose header shows it cannot be converted (``header_problem``),
+    the first HEADERS_SHOWN of them, then one line with the count of the rest: read before
+    any image is decoded, so that a folder of RGBA PNGs is refused in seconds."""
+    bad = []
+    for row in listing.train + listing.test:
+        why = header_problem(row.path, channels)
+        if why:
+            bad.append(f"{row.path} ({row.where}): {why}")
+    if len(bad) <= HEADERS_SHOWN:
+        return bad
+    return bad[:HEADERS_SHOWN] + [
+        f"... and {len(bad) - HEADERS_SHOWN:,} more images like these ({len(bad):,} in all): "
+        f"channels {channels} needs mode {MODES[channels]} images that Pillow can read; "
+        "convert them first, or leave them out with \"unreadable\": \"skip\""]
+
+
+# --- the two eyes of a patient -------------------------------------------------------------
+
+def _patient(row: Row) -> tuple[Path, str] | None:
+    """(folder, patient) of an image named ``<patient>_left`` or ``<patient>_right`` (any
+    extension), as EyePACS names its photographs; None for other names. The folder is part
+    of the patient: another folder may be another dataset numbering its patients anew."""
+    eye = EYE.fullmatch(Path(row.image).name.split(".")[0])
+    return (row.path.parent, eye["patient"]) if eye else None
+
+
+def _split_part(row: Row, training: bool) -> str:
+    return "training" if training else ("shifted test" if row.shifted else "in-domain test")
+
+
+def eye_pair_warning(listing: Listing) -> str:
+    """One line naming the patients whose two eyes fall on both sides of a split (training and
+    test, or in-domain and shifted test), "" when none do: the eyes of one patient look
+    alike and share the patient's disease, so the test would score a model partly on
+    patients it trained on."""
+    parts: dict[tuple[Path, str], set[str]] = {}
+    for training, rows in ((True, listing.train), (False, listing.test)):
+        for row in rows:
+            patient = _patient(row)
+            if patient:
+                parts.setdefault(patient, set()).add(_split_part(row, training))
+    split = sorted(((folder, name), found) for (folder, name), found in parts.items()
+                   if len(found) > 1)
+    if not split:
+        return ""
+    named = [f"{name} in {folder} ({', '.join(sorted(found))})"
+             for (folder, name), found in split[:HEADERS_SHOWN]]
+    more = f" and {len(split) - HEADERS_SHOWN:,} more" if len(split) > HEADERS_SHOWN else ""
+    return (f"warning: {len(split):,} patients have one eye on each side of a split, so the "
+            f"test partly scores a model on patients it trained on: {'; '.join(named)}{more}. "
+            "Split by patient to avoid it (a source's \"share\" does).")
+
+
 # --- decoding ------------------------------------------------------------------------------
 
 class Decoding(NamedTuple):
@@ -415,18 +519,119 @@ class Decoding(NamedTuple):
     border_threshold: int
 
 
+UNIDENTIFIED = "cannot decode: Pillow cannot identify it as an image"
+
+
 class Decoded(NamedTuple):
     sha256: str               # "" when the file could not be read
     pixels: np.ndarray | None  # (size, size, channels) uint8, None on failure
     why: str                  # "" on success
 
 
+def _brightness(image, factor: int) -> np.ndarray:
+    """The brightest channel of ``image`` box-reduced by ``factor``, lightly blurred: pixel
+    noise averages out, the disc's edge stays within a reduced pixel."""
+    from scipy.ndimage import gaussian_filter
+    small = np.asarray(image.reduce(factor) if factor > 1 else image, dtype=np.float32)
+    return gaussian_filter(small.max(axis=2) if small.ndim == 3 else small, sigma=1.0)
+
+
+def _levels(brightness: np.ndarray, border_threshold: int) -> tuple[float, float]:
+    """(background, disc edge) levels: the background is the median of the outermost rows and
+    columns, the disc the median of the middle half each way, and its edge lies DISC_LEVEL of
+    the way between, never below ``border_threshold``. A frame as bright as half the disc is
+    no background (the disc fills the picture): it counts as black."""
+    height, width = brightness.shape
+    disc = float(np.median(brightness[height // 4:height - height // 4,
+                                      width // 4:width - width // 4]))
+    frame = np.concatenate([brightness[0], brightness[-1], brightness[:, 0], brightness[:, -1]])
+    background = float(np.median(frame))
+    if background >= 0.5 * disc:
+        background = 0.0
+    return background, max(float(border_threshold),
+                           background + DISC_LEVEL * (disc - background))
+
+
+def _largest_region(mask: np.ndarray) -> tuple[np.ndarray, int, int] | None:
+    """The largest connected region of ``mask`` once opened by a square (which cuts a notch or
+    a thin stroke off the disc): its own mask within its bounding box, and the box's top row
+    and left column; None when the mask is empty."""
+    from scipy.ndimage import find_objects, label, maximum_filter, minimum_filter
+    side = round(DISC_OPENING * min(mask.shape))
+    if side >= 2:
+        opened = maximum_filter(minimum_filter(mask.astype(np.uint8), size=side), size=side)
+        mask = opened.astype(bool) if opened.any() else mask
+    regions, count = label(mask, structure=np.ones((3, 3)))
+    if count == 0:
+        return None
+    largest = int(np.argmax(np.bincount(regions.ravel())[1:])) + 1
+    rows, columns = find_objects(regions)[largest - 1]
+    return regions[rows, columns] == largest, rows.start, columns.start
+
+
+def _box_above(image, box: tuple[int, int, int, int], threshold: float):
+    """The box of the pixels in ``box`` with a channel above ``threshold`` (None if none)."""
+    level = min(255, int(threshold))
+    table = [0] * (level + 1) + [255] * (255 - level)
+    inside = image.crop(box).point(table * len(image.getbands())).getbbox()
+    return inside and (box[0] + inside[0], box[1] + inside[1], box[0] + inside[2],
+                       box[1] + inside[3])
+
+
+def _edge_strips(region: np.ndarray, top: int, left: int, band: int):
+    """Per side of the region (left, top, right, bottom), the strip of the reduced copy, as a
+    (left, top, right, bottom) box, that holds the disc's edge there: ``band`` pixels either
+    side of the region's edge, along the stretch where the region comes within ``band`` of
+    it. A label in a corner of the region's box lies outside every strip."""
+    height, width = region.shape
+    near_left, near_right = region[:, :band].any(axis=1), region[:, -band:].any(axis=1)
+    near_top, near_bottom = region[:band].any(axis=0), region[-band:].any(axis=0)
+
+    def span(near):
+        found = np.flatnonzero(near)
+        return found[0] - band, found[-1] + 1 + band
+
+    return [(left - band, top + span(near_left)[0], left + band, top + span(near_left)[1]),
+            (left + span(near_top)[0], top - band, left + span(near_top)[1], top + band),
+            (left + width - band, top + span(near_right)[0], left + width + band,
+             top + span(near_right)[1]),
+            (left + span(near_bottom)[0], top + height - band, left + span(near_bottom)[1],
+             top + height + band)]
+
+
+def disc_box(image, threshold: int) -> tuple[int, int, int, int]:
+    """(left, top, right, bottom) of the retina's disc in a decoded picture: the largest bright
+    region of a reduced, blurred copy, thresholded relative to the disc's own brightness (so
+    that faint noise, a grey frame, a corner label or a notch do not count), its edges then
+    found at full resolution in a strip along each side: the outermost pixel with a channel
+    above ``threshold`` on a black background (on a clean disc, the box of every such pixel,
+    as the crop always was), above the disc's relative level on a brighter one. The whole
+    picture when nothing is bright."""
+    width, height = image.size
+    factor = max(1, math.ceil(max(width, height) / DISC_SEARCH_SIDE))
+    brightness = _brightness(image, factor)
+    background, level = _levels(brightness, threshold)
+    found = _largest_region(brightness > level)
+    if found is None:
+        return 0, 0, width, height
+    region, top, left = found
+    edge_level = threshold if background < threshold else level
+    band = max(DISC_MARGIN, math.ceil(EDGE_PIXELS / factor))
+    box = [left * factor, top * factor, (left + region.shape[1]) * factor,
+           (top + region.shape[0]) * factor]
+    for side, strip in enumerate(_edge_strips(region, top, left, band)):
+        strip = (max(0, strip[0] * factor), max(0, strip[1] * factor),
+                 min(width, strip[2] * factor), min(height, strip[3] * factor))
+        edge = _box_above(image, strip, edge_level)
+        if edge:
+            box[side] = edge[side]
+    return box[0], box[1], min(box[2], width), min(box[3], height)
+
+
 def _crop_border(image, threshold: int):
-    """The smallest box holding every pixel with a channel above ``threshold`` (the whole
-    image when none is)."""
-    table = [0] * (threshold + 1) + [255] * (255 - threshold)
-    box = image.point(table * len(image.getbands())).getbbox()
-    return image.crop(box) if box else image
+    """The picture cropped to its retina's disc (``disc_box``)."""
+    box = disc_box(image, threshold)
+    return image if box == (0, 0, *image.size) else image.crop(box)
 
 
 def _square(image):
@@ -448,7 +653,7 @@ def pixels(stream, decoding: Decoding) -> np.ndarray:
     mode = MODES[decoding.channels]
     with Image.open(stream) as image:
         if image.mode != mode:
-            raise ValueError(f"mode {image.mode}, channels {decoding.channels} needs mode {mode}")
+            raise ValueError(_mode_problem(image.mode, decoding.channels))
         if image.format == "JPEG":
             image.draft(mode, (DRAFT_MARGIN * decoding.size,) * 2)
         image.load()
@@ -458,6 +663,30 @@ def pixels(stream, decoding: Decoding) -> np.ndarray:
                                       Image.Resampling.BILINEAR, reducing_gap=REDUCING_GAP)
     return np.asarray(image, dtype=np.uint8).reshape(decoding.size, decoding.size,
                                                      decoding.channels)
+
+
+def _mode_problem(mode: str, channels: int) -> str:
+    return "" if mode == MODES[channels] else \
+        f"mode {mode}, channels {channels} needs mode {MODES[channels]}"
+
+
+def header_problem(path: Path, channels: int) -> str:
+    """What is wrong with an image file that its header shows ("" when nothing): a file that
+    cannot be read, that Pillow cannot identify, or of another mode than ``channels`` asks.
+    Pillow's ``open`` reads the header only, never the pixels."""
+    from PIL import Image, UnidentifiedImageError
+    try:
+        handle = open(path, "rb")
+    except OSError as error:
+        return f"cannot read: {error.strerror or error}"
+    with handle:
+        try:
+            with Image.open(handle) as image:
+                return _mode_problem(image.mode, channels)
+        except UnidentifiedImageError:
+            return UNIDENTIFIED
+        except Exception as error:  # Pillow raises OSError, SyntaxError, its own errors...
+            return f"cannot decode: {error}"
 
 
 def decode_file(path: str, decoding: Decoding) -> Decoded:
@@ -473,7 +702,7 @@ def decode_file(path: str, decoding: Decoding) -> Decoded:
     try:
         return Decoded(digest, pixels(io.BytesIO(data), decoding), "")
     except UnidentifiedImageError:
-        return Decoded(digest, None, "cannot decode: Pillow cannot identify it as an image")
+        return Decoded(digest, None, UNIDENTIFIED)
     except ValueError as error:
         if str(error).startswith("mode "):
             return Decoded(digest, None, str(error))
@@ -718,6 +947,13 @@ def convert(task: Path, workers: int | None = None, log=sys.stderr) -> dict:
     if problems:
         raise ConvertError(problems)
     listing = list_sources(task, settings)
+    if settings["unreadable"] == "stop":
+        problems = header_problems(listing, settings["channels"])
+        if problems:
+            raise ConvertError(problems)
+    warning = eye_pair_warning(listing)
+    if warning:
+        print(warning, file=log, flush=True)
     problems = _room_problems(task, settings, listing)
     if problems:
         raise ConvertError(problems)

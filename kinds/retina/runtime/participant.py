@@ -60,7 +60,10 @@ class Task:
 
     def standardise(self, batch):
         """float32 (n, H, W, C): (batch / 255 - mean) / sd, per channel, the mean and sd of
-        the training images (estimated once on up to 2,048 of them)."""
+        the training images (estimated once on up to 2,048 of them): one affine map per
+        channel, the same for every pixel. It subtracts no local mean: Ben Graham's
+        preprocessing (a blurred copy subtracted), on which RETINA's figures were made, is
+        left to the submission."""
         if self._statistics is None:
             self._statistics = images.channel_statistics(self._x_train)
         return images.standardise(batch, *self._statistics)
