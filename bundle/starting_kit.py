@@ -25,6 +25,7 @@ from kinds.kind import kind
 
 from . import competition_rules
 from .phase_data import stage_input_data, stage_reference_data
+from .kit_requirements import kit_requirements, write_requirements
 from .leaderboard import written_keys
 from .phase_plan import PhasePlan, phase_plan
 from .programs import assemble_ingestion_program, assemble_scoring_program
@@ -167,7 +168,6 @@ def stage_starting_kit(plan: PhasePlan, destination: Path, code_plan: PhasePlan,
     shutil.copyfile(WORKER_MODEL, destination / "worker.py")
     if image_requirements(image):
         shutil.copyfile(image_requirements(image), destination / IMAGE_REQUIREMENTS.name)
-    (destination / "README.md").write_text(render_guide(guide, definition.KIT), encoding="utf-8")
     if guide["phase"]["results_file"]:
         (destination / RESULTS_FILE).write_text(json.dumps(baseline_results, indent=1) + "\n")
     definition.stage_kit(plan, destination)
@@ -185,6 +185,11 @@ def stage_starting_kit(plan: PhasePlan, destination: Path, code_plan: PhasePlan,
         sample = definition.sample_code_submission(sample_folder)
     else:
         sample = definition.sample_results(plan, sample_folder)
+    # the guide's first command installs what the staged kit's files import
+    install = kit_requirements(destination, definition.EXAMPLE_BASELINE, IMAGE_REQUIREMENTS)
+    write_requirements(destination, install)
+    (destination / "README.md").write_text(render_guide({**guide, "install": install},
+                                                        definition.KIT), encoding="utf-8")
     config = {"platform": platform, "docker_image": image, "phase": plan.name, "code_submission": plan.code_submission,
               "entry_file": definition.entry_file,
               "tasks": [task.name for task in plan.tasks], "leaderboard_keys": leaderboard_keys,

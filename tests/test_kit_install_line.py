@@ -1,0 +1,120 @@
+"""A starting kit's guide starts with the one command that installs what the kit needs
+(issue 48, item 7), and that command is enough: from a bare virtual environment (pip and
+nothing else), the guide's install line, then its commands up to the first local run, run as
+written, for every kind's kit. A framework only some baselines use (PyTorch: several GB) has an
+optional line of its own, which the basic line does not pull in."""
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from test_guide_commands import INSTALL_PREFIX, build, guide_commands, phase_kits
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text))
+
+
+def test_the_record_names_what_the_kit_imports(tmp_path):
+    """The basic line: the image's packages that any kit file imports (yaml as pyyaml), and
+    all the guide's baseline needs; the standard library and the kit's own modules are left
+    out. A framework outside the image that other baselines need, directly or through a
+    baseline they import, is an optional line naming those baselines; one the programs import
+    (tried where the image has it) is neither."""
+    from bundle.kit_requirements import kit_requirements, write_requirements
+    image = tmp_path / "requirements-image.txt"
+    image.write_text("# the image\nnumpy==1.26.4\npyyaml==6.0.2\nscikit-learn==1.5.1\n")
+    kit = tmp_path / "kit"
+    write(kit / "worker.py", "import json\nimport yaml\n")
+    write(kit / "programs" / "ingestion_program" / "ingest" / "main.py", """\
+        import numpy as np
+        from ingest import supervisor
+        from . import config
+        def to_torch():
+            import torch
+        """)
+    write(kit / "programs" / "ingestion_program" / "ingest" / "supervisor.py", "import os\n")
+    write(kit / "baselines" / "shared_network.py", "import torch\nimport numpy\n")
+    write(kit / "baselines" / "torch_net.py", "from shared_network import Net\n")
+    write(kit / "baselines" / "forest.py", "from sklearn.ensemble import RandomForestClassifier\n")
+    write(kit / "baselines" / "jax_model.py", "import jax.numpy as jnp\n")
+    write(kit / "baselines" / "example.py", "import scipy.stats\nfrom forest import fit\n")
+    record = kit_requirements(kit, "example.py", image)
+    # torch is an import of the programs too, but only the baselines make it a line of its own
+    assert record["packages"] == ["numpy", "pyyaml", "scikit-learn", "scipy"]
+    assert record["optional"] == [
+        {"package": "jax", "files": ["baselines/jax_model.py"]},
+        {"package": "torch", "files": ["baselines/shared_network.py", "baselines/torch_net.py"]}]
+    assert record["command"] == "python -m pip install -r requirements.txt"
+    assert record["image_versions"] == ""          # the kit has no copy of the image's versions
+    write_requirements(kit, record)
+    lines = (kit / record["file"]).read_text().splitlines()
+    assert [line for line in lines if not line.startswith("#")] == record["packages"]
+
+
+def bare_environment(folder: Path) -> dict[str, str]:
+    """A new virtual environment with pip only, as the environment its ``python`` runs in:
+    first on PATH, no packages of this user or of another environment."""
+    subprocess.run([sys.executable, "-m", "venv", str(folder)], check=True, timeout=600)
+    env = {name: value for name, value in os.environ.items()
+           if name not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
+    env.update(PATH=f"{folder / 'bin'}{os.pathsep}{os.environ['PATH']}", VIRTUAL_ENV=str(folder),
+               PYTHONNOUSERSITE="1", PIP_DISABLE_PIP_VERSION_CHECK="1")
+    return env
+
+
+def importable(module: str, env: dict[str, str]) -> bool:
+    return subprocess.run(["python", "-c", f"import {module}"], env=env,
+                          capture_output=True).returncode == 0
+
+
+def run_in(command: str, kit: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run(["bash", "-c", command], cwd=kit, env=env, capture_output=True,
+                          text=True, timeout=900)
+
+
+def first_commands(commands: list[str]) -> list[str]:
+    """The guide's commands up to its first local run, less the optional install lines."""
+    first_run = next(index for index, command in enumerate(commands)
+                     if command.startswith("python run_local.py"))
+    return [command for command in commands[:first_run + 1]
+            if not command.startswith(INSTALL_PREFIX) or "-r " in command]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["bdl2021", "label_accuracy", "pgdl2020", "retina"])
+def test_a_bare_environment_runs_each_kit_after_its_install_line(kind, tmp_path):
+    bundles = build("--config", str(REPO / "kinds" / kind / "default_spec.yaml"), "--platform",
+                    "codabench", out=tmp_path / "dist")
+    environments = {}           # one bare environment per distinct install line and file
+    for phase, kit in phase_kits(bundles, tmp_path / "kits"):
+        guide = (kit / "README.md").read_text()
+        commands = guide_commands(guide)
+        installs = [command for command in commands if command.startswith(INSTALL_PREFIX)]
+        requirements = b"".join((kit / name).read_bytes() for name in sorted(
+            set(re.findall(r"-r (\S+)", " ".join(installs)))) if (kit / name).is_file())
+        key = (tuple(installs), requirements)
+        if key not in environments:
+            environments[key] = bare_environment(tmp_path / f"venv-{len(environments)}")
+            assert not importable("yaml", environments[key]) and \
+                not importable("numpy", environments[key]), "the environment is not bare"
+        env = environments[key]
+        for command in first_commands(commands):
+            result = run_in(command, kit, env)
+            log = result.stdout + result.stderr
+            assert result.returncode == 0 and "Traceback" not in log, (phase, command,
+                                                                      log[-3000:])
+        # the guide starts with its install line, and the heavy frameworks stay out of it
+        assert commands[0].startswith(INSTALL_PREFIX), (phase, commands[0])
+        optional = [command.split()[-1] for command in installs[1:]]
+        for package in optional:
+            assert not importable(package, env), (phase, package)
+        for command in installs[1:]:
+            assert re.fullmatch(rf"{INSTALL_PREFIX} [\w.-]+", command), (phase, command)
