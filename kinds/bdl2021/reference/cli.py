@@ -111,33 +111,41 @@ def _gate_failed(problems: list[str], failed: list, kept: list[Path], declared: 
     return 1
 
 
+def _load_organizer_tasks(args) -> dict:
+    """{name: (declaration, arrays)} of the task folders under --data-root, keyed by name: a
+    declaration that holds its network's ``model`` dict cannot be a dict key itself."""
+    from .organizer import load_task, task_names
+    overrides = {key: value for key, value in (("num_warmup", args.warmup),
+                 ("num_samples", args.samples), ("num_chains", args.chains)) if value is not None}
+    return {name: load_task(args.data_root, name, overrides)
+            for name in _names(args, task_names(args.data_root))}
+
+
 def _generate_organizer(args) -> int:
     """References for the task folders under --data-root, written next to their inputs."""
     from runtime.formats import FormatError
     from .generate import ProgressPrinter, run_chains_nuts, write_organizer_references
     from .gate import gate_summary
-    from .organizer import load_task, task_names
     from .references import build_references
     if args.engine != "nuts":
         print("error: --data-root runs NUTS only (--engine nuts)", file=sys.stderr)
         return 2
-    overrides = {key: value for key, value in (("num_warmup", args.warmup),
-                 ("num_samples", args.samples), ("num_chains", args.chains)) if value is not None}
     try:
-        names = _names(args, task_names(args.data_root))
-        loaded = dict(load_task(args.data_root, name, overrides) for name in names)
+        loaded = _load_organizer_tasks(args)
     except (FormatError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     if not loaded:
         print(f"error: {args.data_root}: no task folder (<task>/<task>_task.json)", file=sys.stderr)
         return 2
-    tasks = list(loaded)
-    results, _ = run_chains_nuts(tasks, ProgressPrinter(tasks), prepared_of=loaded.get,
+    tasks = [task for task, _ in loaded.values()]
+    prepared = {name: arrays for name, (_, arrays) in loaded.items()}
+    results, _ = run_chains_nuts(tasks, ProgressPrinter(tasks),
+                                 prepared_of=lambda task: prepared[task.name],
                                  shard_data=args.shard_data)
     problems, failed, kept = [], [], []
     for task in tasks:
-        references = build_references(task, loaded[task], results[task.name])
+        references = build_references(task, prepared[task.name], results[task.name])
         task_problems, folder = write_organizer_references(args.data_root, task, references)
         print(gate_summary(task.name, references.diagnostics))
         if task_problems:
