@@ -30,8 +30,9 @@ REASON = "training run raised: ValueError: the baseline broke"
 TITLES = "|".join(re.escape(failure.title) for failure in failures.FAILURES)
 
 
-def one_task_spec(root: Path) -> tuple[Path, Path]:
-    """(spec file, data root): one code phase on one small task of the organizer's own."""
+def one_task_spec(root: Path, sandbox: dict | None = None) -> tuple[Path, Path]:
+    """(spec file, data root): one code phase on one small task of the organizer's own;
+    ``sandbox``: spec keys of the phase's sandbox to change."""
     import shutil
 
     import numpy as np
@@ -45,6 +46,7 @@ def one_task_spec(root: Path) -> tuple[Path, Path]:
                 phases={"final": {"label": "Final", "start": "2027-04-01 00:00:00",
                                   "submission": "code", "tasks": ["moons"],
                                   "execution_time_limit": 300}})
+    spec["sandbox"] = {**spec.get("sandbox", {}), **(sandbox or {})}
     (root / "spec").mkdir()
     shutil.copyfile(default_spec.parent / spec["logo"], root / "spec" / spec["logo"])
     spec_file = root / "spec" / "spec.yaml"
@@ -53,9 +55,12 @@ def one_task_spec(root: Path) -> tuple[Path, Path]:
 
 
 @pytest.mark.slow
-def test_a_baseline_that_times_out_fails_the_command_unless_told_to_keep_going(tmp_path):
-    """A budget of a millisecond: the baseline cannot deliver, the scorer penalises it."""
-    spec_file, data = one_task_spec(tmp_path)
+def test_a_baseline_that_fails_fails_the_command_unless_told_to_keep_going(tmp_path):
+    """10 MiB of address space: the baseline's process cannot even load numpy, at any speed
+    of the machine (a tiny budget was not enough: a fast run delivered a checkpoint in it),
+    and the scorer penalises the task."""
+    spec_file, data = one_task_spec(tmp_path, {"memory_gib": 0.01,
+                                               "memory_limit": "address_space"})
     table_file = spec_file.parent / "baseline_results.json"
     command = [sys.executable, str(REPO / "kinds" / "bdl2021" / "kit" / "baseline_results.py"),
                "--config", str(spec_file), "--data-root", str(data), "--methods", "sgld",
@@ -63,7 +68,7 @@ def test_a_baseline_that_times_out_fails_the_command_unless_told_to_keep_going(t
     run = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=600)
     assert run.returncode == 1, run.stdout[-3000:] + run.stderr[-3000:]
     assert "Traceback" not in run.stderr
-    assert re.search(rf"^error: sgld on moons: ({TITLES}): training run ", run.stderr,
+    assert re.search(rf"^error: sgld on moons: ({TITLES}): ", run.stderr,
                      re.MULTILINE), run.stderr
     assert "--keep-going" in run.stderr and not table_file.exists()
 

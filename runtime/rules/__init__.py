@@ -335,6 +335,13 @@ def runs_instead(config, submission) -> RunInstead | None:
     return _first("runs_instead", config, submission)
 
 
+def output_folders(config) -> list[str]:
+    """The folders of the ingestion's output that the phase's rules may write (a rule's tasks
+    run instead of the phase's go to one): names a submission must not hold where the worker
+    copies it over that output."""
+    return _listed("output_folders", config)
+
+
 def scoring_configs(raw: dict, where: str, parse_config) -> dict:
     """The ``ScoringConfig.rules`` entries that hold scoring configs, read by ``parse_config``."""
     return _merged("scoring_configs", raw, where, parse_config)

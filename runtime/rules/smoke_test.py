@@ -83,6 +83,11 @@ def runs_instead(config, submission: Path):
                       {"smoke_test": {"tasks": [task.name for task in smoke.tasks]}})
 
 
+def output_folders(config) -> list[str]:
+    """Where a phase with a smoke test writes its outputs, when one is asked for."""
+    return [FOLDER] if config.rules.get("smoke_test") is not None else []
+
+
 def record_entries(raw: dict, where: str) -> dict:
     smoke = raw.get("smoke_test")
     if smoke is None:

@@ -185,7 +185,7 @@ def _with_notes(result, record):
 def _not_scored(config, refusal: str | None, record) -> tuple[int, SubmissionFailed] | None:
     """Where nothing is scored and the submission fails: the exit status and why, or None.
     A phase's rule may fail a submission whose code never ran; the ingestion may have refused
-    it (nothing ran); a rule may fail it by the run record (its gate not passed)."""
+    it (nothing ran); a rule may fail it by the run record (the tasks it ran first fell short)."""
     unrun_failure = rules.unrun_failure(config) if refusal else None
     if unrun_failure:
         return rules.RULE_FAILED, SubmissionFailed(
@@ -209,8 +209,8 @@ def _not_scored(config, refusal: str | None, record) -> tuple[int, SubmissionFai
 
 
 def _rules_runs(record) -> list[tuple[str, dict]]:
-    """The task runs a rule keeps in its record entry (the gate's, run before the phase's),
-    as (task, run) in the record's order."""
+    """The task runs a rule keeps in its record entry (tasks it ran before the phase's), as
+    (task, run) in the record's order."""
     return [(task, run) for entry in record.rules.values() if isinstance(entry, dict)
             and isinstance(entry.get("tasks"), dict)
             for task, run in entry["tasks"].items() if isinstance(run, dict)]
@@ -218,7 +218,7 @@ def _rules_runs(record) -> list[tuple[str, dict]]:
 
 def _failure_of(run: dict) -> str | None:
     """The category of a run a rule kept, None where it ended ok (the rule may still have
-    found it wanting: the kind's own test of the gate)."""
+    found it wanting: the kind's own test of those runs)."""
     status = run.get("status")
     return None if status == "ok" else failures.of_run(status, failures.known(run.get("failure")))
 
