@@ -168,3 +168,16 @@ class Browser:
                     pass
             self._log.close()
             shutil.rmtree(self.profile, ignore_errors=True)
+
+
+def browser_or_skip() -> "Browser":
+    """A started Chromium for a test's fixture, or the test skipped with what to install."""
+    import pytest
+    executable = find_chromium()
+    if executable is None:
+        pytest.skip("no Chromium found (looked for $CHROMIUM, chromium, chromium-browser, "
+                    "google-chrome): run scripts/bootstrap.sh as root, or apt-get install chromium")
+    try:
+        return Browser(executable)
+    except (OSError, BrowserError) as error:
+        pytest.skip(f"Chromium at {executable} could not be started: {error}")

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from bundle.programs import assemble_scoring_program
-from browser import Browser, BrowserError, find_chromium
+from browser import Browser, browser_or_skip
 from conftest import ARTIFACTS, report_artifacts
 from ingestion_harness import new_run as new_ingestion_run, prepare as prepare_ingestion
 from ingestion_harness import run_ingestion
@@ -285,14 +285,7 @@ def test_a_planted_page_is_replaced_not_written_through(any_record, tmp_path, pl
 
 @pytest.fixture(scope="module")
 def browser():
-    executable = find_chromium()
-    if executable is None:
-        pytest.skip("no Chromium found (looked for $CHROMIUM, chromium, chromium-browser, "
-                    "google-chrome): run scripts/bootstrap.sh as root, or apt-get install chromium")
-    try:
-        instance = Browser(executable)
-    except (OSError, BrowserError) as error:
-        pytest.skip(f"Chromium at {executable} could not be started: {error}")
+    instance = browser_or_skip()
     yield instance
     instance.close()
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from browser import Browser, BrowserError, find_chromium
+from browser import Browser, browser_or_skip
 from runtime.formats import write_matrix
 from kinds.bdl2021.runtime.formats import read_chain_probs, read_chain_samples
 from conftest import ARTIFACTS, REPO, report_artifacts
@@ -46,14 +46,7 @@ DATE = re.compile(r"\b(\d{4}-\d{2}-\d{2} \d{2}:\d{2}(?::\d{2})?) UTC\b")
 
 @pytest.fixture(scope="session")
 def browser():
-    executable = find_chromium()
-    if executable is None:
-        pytest.skip("no Chromium found (looked for $CHROMIUM, chromium, chromium-browser, "
-                    "google-chrome): run scripts/bootstrap.sh as root, or apt-get install chromium")
-    try:
-        instance = Browser(executable)
-    except (OSError, BrowserError) as error:
-        pytest.skip(f"Chromium at {executable} could not be started: {error}")
+    instance = browser_or_skip()
     yield instance
     instance.close()
 
