@@ -6,7 +6,9 @@ PGDL shipped each task as::
     <task>/dataset_1/train/shard_*.tfrecord [, test/shard_*.tfrecord]    (tf.train.Example)
     reference_data/<task>/model_configs.json                             (elsewhere)
 
-and this kind reads (``docs/pgdl_data.md``)::
+(a model folder may hold what current Keras writes instead: ``*.weights.h5``,
+``model.keras``, ``model.h5``, Keras's model JSON; ``keras_model.py`` says which names), and
+this kind reads (``docs/pgdl_data.md``)::
 
     <task>/model_<id>/config.json, weights.npz [, weights_init.npz]
     <task>/dataset_1/train.npz [, test.npz]        inputs float32 (n, *shape), outputs int32 (n,)
@@ -32,7 +34,8 @@ from runtime.formats import FormatError
 
 from ..runtime.formats import read_model_configs
 from .checks import data_problem, output_units, shared_problem
-from .keras_hdf5 import ModelError, layer_weights, read_config
+from .keras_hdf5 import ModelError
+from .keras_model import read_network
 from .npz import write_npz
 from .tfrecord import ProtoError, TFRecordError, parse_example, parse_tensor, read_records
 
@@ -152,17 +155,13 @@ def _model_folders(source: Path) -> list[str]:
 
 def _convert_model(source: Path, target: Path) -> tuple[dict, int]:
     """Write one model's config.json and npz weights; (config, whether init weights exist)."""
-    config_path = source / "config.json"
-    config = read_config(config_path)
-    weights = layer_weights(config_path, config, source / "weights.hdf5")
-    init_path = source / "weights_init.hdf5"
-    initial = layer_weights(config_path, config, init_path) if init_path.exists() else None
+    network = read_network(source)
     target.mkdir(parents=True)
-    (target / "config.json").write_text(json.dumps(config, indent=1) + "\n")
-    write_npz(target / "weights.npz", weights)
-    if initial is not None:
-        write_npz(target / "weights_init.npz", initial)
-    return config, int(initial is not None)
+    (target / "config.json").write_text(json.dumps(network.config, indent=1) + "\n")
+    write_npz(target / "weights.npz", network.weights)
+    if network.initial is not None:
+        write_npz(target / "weights_init.npz", network.initial)
+    return network.config, int(network.initial is not None)
 
 
 def _convert_models(source: Path, target: Path, ids: tuple[str, ...],
