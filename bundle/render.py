@@ -194,8 +194,12 @@ def _standard_error_text(kind_name: str) -> str:
 def _rank_intervals(plans: list[PhasePlan]) -> list[str]:
     """The evaluation page's account of the rank intervals and tie groups the organizers
     publish after the final phase (``scoring_program/ranks.py``, whose defaults it states)."""
-    resampled = (" (where the scores carry none, by resampling the tasks)"
-                 if any(len(plan.tasks) > 1 for plan in plans) else "")
+    across_tasks = (
+        " Where the scores carry no standard errors, entries are compared across the tasks "
+        "instead, by an exact sign-flip test of every pair with Holm's correction: the "
+        "intervals are then about tasks like these, not these tasks' scores, and with too few "
+        "tasks for any such test to reach the level none are published."
+        if any(len(plan.tasks) > 1 for plan in plans) else "")
     return [
         "After the final phase the organizers can publish, next to the final leaderboard, each "
         "entry's rank interval and tie group, computed from that leaderboard by the scoring "
@@ -205,10 +209,11 @@ def _rank_intervals(plans: list[PhasePlan]) -> list[str]:
         f"with probability at least {1 - DEFAULT_ALPHA:.0%}. A tie group holds the entries "
         "that cannot be told apart from the group's best entry at that level: within a group, "
         "a higher place on the leaderboard is no evidence of a better method.",
-        f"Method: {DEFAULT_REPLICATES} seeded replicates of every entry's ranking statistic "
-        f"(seed {DEFAULT_SEED}, unless the published table states another), drawn from each "
-        f"score's standard error{resampled}; simultaneous confidence intervals for every "
-        f"pairwise difference, with a max-|t| critical value over all pairs ({REFERENCE}).",
+        f"Method: from each score's standard error, simultaneous confidence intervals for every "
+        f"pairwise difference, with a max-|t| critical value over all pairs ({REFERENCE}), "
+        f"from {DEFAULT_REPLICATES} seeded draws (seed {DEFAULT_SEED}, unless the published "
+        f"table states another); an average rank is bounded through each column's pairs, "
+        f"which holds where entries tie exactly.{across_tasks}",
     ]
 
 

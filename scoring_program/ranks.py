@@ -19,29 +19,54 @@ and ``.se``; the entry is the folder's name). The config's ``ranking`` entry say
 leaderboard ranks (``bundle/leaderboard.py`` ``ranking_entry``): one column, the average over
 columns of each column's rank, or the weighted loss sum_c w_c loss_c / sum_c w_c.
 
-Method. The ranking statistic T_j of every entry j is recomputed from the value columns, then
-B seeded replicates T*_bj of it are drawn:
+What an interval claims. Entry j's rank interval [a, b] contains its true rank, and every
+entry's does at once, with probability at least 1 - alpha (simultaneous coverage); tied true
+values count as covered where the interval holds all their tied places. "True" depends on
+what the leaderboard carries:
 
-- with standard errors: parametric draws v*_jc ~ N(v_jc, se_jc^2), independent across entries
-  and columns, and T* recomputed from them. Submissions scored on the same test rows are
-  positively correlated, so the variance of a difference, var_j + var_k - 2 cov_jk, is
-  overstated by independent draws: the intervals are conservative (wider);
-- without standard errors but with several tasks: a paired bootstrap over tasks (every entry
-  gets the same resampled task set, drawn with replacement, and T* is recomputed on it);
-- with neither, no method applies and the tool refuses.
+- with standard errors, the ranks the scores of these tasks would give without measurement
+  noise (another draw of the test rows): these tasks, not other tasks;
+- without them, the ranks of each entry's expected per-task contribution (its rank among these
+  entries, or its weighted loss) on tasks like these: the m tasks are taken as a random sample
+  of a population of such tasks, and the claim is about that population, not these m tasks.
 
-Rank intervals with simultaneous coverage 1 - alpha (Mogstad, Romano, Shaikh and Wilhelm,
-2024, "Inference for ranks with applications to mobility across neighbourhoods and academic
-achievement across countries", Review of Economic Studies): with s_jk the replicates' standard
-deviation of T*_j - T*_k, the critical value c is the (1 - alpha) quantile over replicates of
-max over pairs of |(T*_bj - T*_bk) - (T_j - T_k)| / s_jk, and (T_j - T_k) +- c s_jk are
-simultaneous confidence intervals for every pairwise difference. k is significantly better
-than j when its whole interval lies on the better side; entry j's rank interval is
-[1 + #{k significantly better than j}, n - #{k significantly worse than j}]. Tie groups, in
-the order of the observed statistic (ties by name): an entry joins the current group while
-its difference from the group's first entry is not significant under the same intervals. The
-max-t test controls the familywise error over all n(n-1)/2 pairs, a stronger correction than
-Holm's.
+Method. From simultaneous claims "k is better than j", all correct at once with probability
+at least 1 - alpha, entry j's rank interval is [1 + #{k better than j}, n - #{k worse than j}]
+(Mogstad, Romano, Shaikh and Wilhelm, 2024, "Inference for ranks with applications to mobility
+across neighbourhoods and academic achievement across countries", Review of Economic Studies).
+A critical value read from B draws is their ceil((1 - alpha)(B + 1))-th smallest. The claims:
+
+- standard errors, a column or the weighted loss (linear in the scores): B seeded parametric
+  draws v*_jc ~ N(v_jc, se_jc^2), independent across entries and columns, and T* recomputed.
+  s_jk, the standard deviation of T*_j - T*_k, comes from a first set of draws; c, from a
+  second, is the critical value of max over pairs of |(T*_j - T*_k) - (T_j - T_k)| / s_jk; k
+  is better than j where (T_k - T_j) + c s_jk < 0 (max-|t| over all pairs, stronger than
+  Holm's correction). Submissions scored on the same test rows are positively correlated, so
+  independent draws overstate var(T_j - T_k): conservative.
+- standard errors and the average rank: a bootstrap of the average rank fails at exact ties
+  (a rank is a step function of the scores: 12 tied entries on 4 tasks were covered 0.77 of
+  the time), so the claims come from the columns. Simultaneous intervals for every pair of
+  entries on every column, (v_jc - v_kc) +- c sqrt(se_jc^2 + se_kc^2), c from B draws of the
+  Gaussian pivot (its law does not depend on the true values), settle the pairs whose
+  interval excludes 0; each column's r_kc - r_jc is then bounded over every order agreeing
+  with them, and k is better than j where the mean of those bounds is below 0. Valid at
+  ties, conservative with several columns.
+- no standard errors, several tasks: an exact sign-flip test of every pair over the m tasks
+  (d_t its per-task differences; p = #{signs s: |sum_t s_t d_t| >= |sum_t d_t|} / 2^m, every
+  pattern counted up to EXACT_SIGN_FLIP_TASKS tasks, seeded random patterns above), with Holm's
+  step-down over the n(n - 1)/2 pairs. It assumes tasks drawn independently and, for two
+  entries of equal quality, a per-task difference as likely to favour either (symmetric about
+  0, as where the two are interchangeable on a task). m tasks give p >= 2 / 2^m: where that
+  exceeds Holm's first threshold alpha / #pairs no pair could be told apart, and the tool
+  refuses, naming the tasks needed. (The bootstrap over tasks this replaced has m - 1 degrees
+  of freedom, 35 distinct resamples of 4 tasks, and covered 12 equal entries on 4 tasks 0.015
+  of the time.)
+- one task and no standard errors: nothing to compare; the tool refuses.
+
+Tie groups, in the order of the observed statistic (ties by name): an entry joins the current
+group while it is not significantly different from the group's first entry under the same
+claims. tests/test_rank_coverage.py checks each method's coverage by simulation and
+docs/intervals.md tabulates it.
 
 Exit status: 0 done; 2 bad input (one line on stderr naming the file, row or column).
 """
@@ -80,12 +105,32 @@ REFERENCE = ("Mogstad, Romano, Shaikh & Wilhelm (2024), Inference for ranks, "
              "Review of Economic Studies")
 TEST_TEXT = ("simultaneous max-|t| over all pairs of entries (controls the familywise error "
              "over every pair; stronger than Holm's correction)")
-CONSERVATIVE_TEXT = ("draws are independent across entries; submissions scored on the same "
-                     "test rows are positively correlated, so the intervals are conservative")
+COLUMN_BOUNDS_TEXT = ("simultaneous max-|t| intervals for every pair of entries on every column "
+                      "settle the pairs they can; k is better than j where, over every order "
+                      "agreeing with them, k's average rank stays below j's (valid at exact "
+                      "ties, conservative)")
+CONSERVATIVE_TEXT = ("each score ~ N(true value, se^2), independent across entries; submissions "
+                     "scored on the same test rows are positively correlated, so the intervals "
+                     "are conservative")
+THESE_TASKS = ("these tasks: the ranks their scores would give without measurement noise "
+               "(another draw of the test rows), not other tasks")
+SIGN_FLIP_ASSUMES = ("tasks drawn independently; two entries of equal quality as likely to win "
+                     "a task by a margin as to lose it by that margin (a symmetric difference)")
 # A pairwise spread this small relative to the statistic is rounding, not randomness.
 EXACT_TOLERANCE = 1e-12
 # Elements per block of the pairwise rank comparisons (bounds their memory).
 BLOCK_ELEMENTS = 4_000_000
+# Relative size of a sum's rounding: sign patterns whose sums tie the observed one in exact
+# arithmetic must count as reaching it.
+ROUNDING = 1e-9
+# Up to this many tasks every sign pattern is counted (two halves of 2^12 sums per pair).
+EXACT_SIGN_FLIP_TASKS = 24
+# Above it, random patterns: so many that 1 / (1 + draws) is this many times below the
+# smallest level Holm's procedure tests at, alpha / #pairs.
+SAMPLED_P_RESOLUTION = 20
+# Pairs whose sorted sums are searched at once, each row shifted by 4: shifts up to 4e4 round
+# sums by about 1e-11, well inside ROUNDING.
+SHIFTED_ROWS = 10_000
 
 
 class InputError(ValueError):
@@ -179,28 +224,42 @@ def midranks(losses: np.ndarray) -> np.ndarray:
     return ranks.reshape(losses.shape)
 
 
-def ranking_statistic(rule: RankingRule, values: np.ndarray,
-                      multiplicity: np.ndarray | None = None) -> np.ndarray:
-    """T_j for every entry, from values of shape (..., n, m) to (..., n).
+def column_terms(rule: RankingRule, values: np.ndarray) -> np.ndarray:
+    """Each column's part of T (..., n, m): the mid-rank r_jc for the average rank, w_c
+    loss_c(v_jc) for the weighted loss (loss_c the score type's ``as_loss``: maximum - v where
+    higher is better, else v); T_j is their sum over columns divided by ``normaliser``."""
+    if rule.statistic == "average_rank":
+        return midranks(oriented(rule, values))
+    weights = np.array([c.weight for c in rule.criteria])
+    return np.stack([c.score_type.as_loss(values[..., i]) * weights[i]
+                     for i, c in enumerate(rule.criteria)], axis=-1)
 
-    ``multiplicity`` (..., m): how often each column's task was drawn (bootstrap over tasks;
-    None: once each). column: T_j = v_j; average_rank: T_j = sum_c u_c r_jc / sum_c u_c with
-    r the mid-ranks; weighted_loss: T_j = sum_c u_c w_c loss_c(v_jc) / sum_c u_c w_c, loss_c
-    the score type's ``as_loss`` (maximum - v where higher is better, else v)."""
-    m = len(rule.criteria)
-    counts = np.ones(m) if multiplicity is None else np.asarray(multiplicity, dtype=float)
+
+def normaliser(rule: RankingRule) -> float:
+    """The average rank is a mean over the m columns, the weighted loss over their weights."""
+    if rule.statistic == "average_rank":
+        return float(len(rule.criteria))
+    return float(sum(c.weight for c in rule.criteria))
+
+
+def ranking_statistic(rule: RankingRule, values: np.ndarray) -> np.ndarray:
+    """T_j for every entry, from values of shape (..., n, m) to (..., n). column: T_j = v_j;
+    average_rank: T_j = sum_c r_jc / m with r the mid-ranks; weighted_loss: T_j = sum_c w_c
+    loss_c(v_jc) / sum_c w_c."""
     if rule.statistic == "column":
         return values[..., 0] * 1.0
-    if rule.statistic == "average_rank":
-        ranks = midranks(oriented(rule, values))
-        return (ranks * counts[..., None, :]).sum(-1) / counts.sum(-1)[..., None]
-    weights = np.array([c.weight for c in rule.criteria]) * counts
-    losses = np.stack([c.score_type.as_loss(values[..., i]) for i, c in enumerate(rule.criteria)],
-                      axis=-1)
-    return (losses * weights[..., None, :]).sum(-1) / weights.sum(-1)[..., None]
+    return column_terms(rule, values).sum(-1) / normaliser(rule)
 
 
-# ------------------------------------------------------------------------------ replicates
+def task_contributions(rule: RankingRule, values: np.ndarray) -> np.ndarray:
+    """(n, tasks): each task's part of T, its columns' terms summed, so that T_j is the sum
+    over tasks divided by ``normaliser``: the unit a task population is sampled in."""
+    terms = column_terms(rule, values)
+    return np.stack([terms[..., [c.task == task for c in rule.criteria]].sum(-1)
+                     for task in rule.tasks], axis=-1)
+
+
+# ------------------------------------------------------ with standard errors: the parametric
 
 def parametric_replicates(rule: RankingRule, values: np.ndarray, se: np.ndarray,
                           replicates: int, rng: np.random.Generator) -> np.ndarray:
@@ -209,47 +268,63 @@ def parametric_replicates(rule: RankingRule, values: np.ndarray, se: np.ndarray,
     return ranking_statistic(rule, draws)
 
 
-def task_bootstrap_replicates(rule: RankingRule, values: np.ndarray, replicates: int,
-                              rng: np.random.Generator) -> np.ndarray:
-    """(B, n): T recomputed on B task sets drawn with replacement, the same set for every
-    entry (paired): a column counts as often as its task was drawn."""
-    tasks = rule.tasks
-    counts = rng.multinomial(len(tasks), np.full(len(tasks), 1 / len(tasks)), size=replicates)
-    column_task = [tasks.index(c.task) for c in rule.criteria]
-    return ranking_statistic(rule, values, counts[:, column_task])
+def pair_indices(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The n(n - 1)/2 pairs j < k, as two index arrays."""
+    return np.triu_indices(n, 1)
 
 
-# ------------------------------------------------------------------------------- inference
+def pair_blocks(pairs: int, rows: int) -> list[slice]:
+    """Blocks of pairs whose (rows, block) arrays stay within BLOCK_ELEMENTS."""
+    step = max(1, BLOCK_ELEMENTS // max(1, rows))
+    return [slice(start, start + step) for start in range(0, pairs, step)]
+
 
 def pairwise_sd(replicates: np.ndarray) -> np.ndarray:
     """s_jk = standard deviation over b of T*_bj - T*_bk (n, n); computed from the
     differences themselves, so identical entries get exactly 0."""
     n = replicates.shape[1]
+    j, k = pair_indices(n)
     sd = np.zeros((n, n))
-    for j in range(n - 1):
-        spread = (replicates[:, j:j + 1] - replicates[:, j + 1:]).std(axis=0, ddof=1)
-        sd[j, j + 1:] = sd[j + 1:, j] = spread
+    for block in pair_blocks(len(j), len(replicates)):
+        spread = (replicates[:, j[block]] - replicates[:, k[block]]).std(axis=0, ddof=1)
+        sd[j[block], k[block]] = sd[k[block], j[block]] = spread
     return sd
 
 
 def exact_pairs(sd: np.ndarray, observed: np.ndarray) -> np.ndarray:
-    """Pairs whose difference does not vary over the replicates (s_jk ~ 0): known exactly."""
+    """Pairs whose difference does not vary (s_jk ~ 0): known exactly."""
     return sd <= EXACT_TOLERANCE * max(1.0, float(np.abs(observed).max()))
+
+
+def largest_standardised_deviation(deviation: np.ndarray, sd: np.ndarray,
+                                   exact: np.ndarray) -> np.ndarray:
+    """(B,): M_b = max over pairs j < k not known exactly of |e_bj - e_bk| / s_jk, for
+    deviations e (B, n) of the draws from what they are centred on (0 when no pair varies)."""
+    j, k = pair_indices(deviation.shape[1])
+    varying = ~exact[j, k]
+    j, k = j[varying], k[varying]
+    largest = np.zeros(len(deviation))
+    for block in pair_blocks(len(j), len(deviation)):
+        t = np.abs(deviation[:, j[block]] - deviation[:, k[block]]) / sd[j[block], k[block]]
+        largest = np.maximum(largest, t.max(axis=1))
+    return largest
+
+
+def monte_carlo_quantile(draws: np.ndarray, level: float) -> float:
+    """The ceil(level (B + 1))-th smallest of B draws: a new draw of the same law falls at or
+    below it with probability at least ``level`` (numpy's interpolated 0.95 quantile of
+    B = 200 draws is on average the law's 0.9455); infinite where B is too small for it."""
+    rank = math.ceil(level * (len(draws) + 1) - ROUNDING)
+    return float(np.sort(draws)[rank - 1]) if rank <= len(draws) else math.inf
 
 
 def max_t_critical_value(replicates: np.ndarray, observed: np.ndarray, sd: np.ndarray,
                          alpha: float) -> float:
-    """c = (1 - alpha) quantile over b of M_b = max_{j<k, s_jk>0}
+    """c = the (1 - alpha) Monte Carlo quantile over b of max_{j<k, s_jk>0}
     |(T*_bj - T*_bk) - (T_j - T_k)| / s_jk (0 when no pair varies)."""
-    deviation = replicates - observed
-    exact = exact_pairs(sd, observed)
-    largest = np.zeros(len(replicates))
-    for j in range(len(observed) - 1):
-        varying = ~exact[j, j + 1:]
-        if varying.any():
-            t = np.abs(deviation[:, j:j + 1] - deviation[:, j + 1:][:, varying]) / sd[j, j + 1:][varying]
-            largest = np.maximum(largest, t.max(axis=1))
-    return float(np.quantile(largest, 1 - alpha))
+    largest = largest_standardised_deviation(replicates - observed, sd,
+                                             exact_pairs(sd, observed))
+    return monte_carlo_quantile(largest, 1 - alpha)
 
 
 def significantly_better(losses: np.ndarray, sd: np.ndarray, critical: float) -> np.ndarray:
@@ -259,6 +334,171 @@ def significantly_better(losses: np.ndarray, sd: np.ndarray, critical: float) ->
     exact = exact_pairs(sd, losses)
     return np.where(exact, difference < 0, difference + critical * sd < 0)
 
+
+# --------------------------------------- with standard errors: the average rank from its columns
+
+def column_pair_sd(se: np.ndarray) -> np.ndarray:
+    """(m, n, n): sqrt(se_jc^2 + se_kc^2), the standard deviation of v_jc - v_kc."""
+    variance = (se ** 2).T
+    return np.sqrt(variance[:, :, None] + variance[:, None, :])
+
+
+def column_pair_critical_value(se: np.ndarray, replicates: int, alpha: float,
+                               rng: np.random.Generator) -> float:
+    """c = (1 - alpha) quantile of the Gaussian pivot max over columns c and pairs j < k of
+    |se_jc z_jc - se_kc z_kc| / sqrt(se_jc^2 + se_kc^2), z independent N(0, 1), from B draws:
+    the pivot's law is known, so c holds whatever the true values (ties included)."""
+    sd = column_pair_sd(se)
+    noise = se * rng.standard_normal((replicates, *se.shape))
+    largest = np.zeros(replicates)
+    for c in range(se.shape[1]):
+        largest = np.maximum(largest, largest_standardised_deviation(
+            noise[:, :, c], sd[c], sd[c] <= EXACT_TOLERANCE))
+    return monte_carlo_quantile(largest, 1 - alpha)
+
+
+def column_orders(losses: np.ndarray, se: np.ndarray,
+                  critical: float) -> tuple[np.ndarray, np.ndarray]:
+    """(m, n, n) for every column c: surely[c, j, k], j surely better than k (the interval
+    (l_jc - l_kc) +- c sqrt(se_jc^2 + se_kc^2) lies below 0), and tied[c, j, k], both scores
+    exact and equal. A pair known exactly is ordered by its observed difference."""
+    sd = column_pair_sd(se)
+    difference = (losses.T[:, :, None] - losses.T[:, None, :])        # l_jc - l_kc
+    exact = sd <= EXACT_TOLERANCE * max(1.0, float(np.abs(losses).max()))
+    surely = np.where(exact, difference < 0, difference + critical * sd < 0)
+    return surely, exact & (difference == 0)
+
+
+def rank_difference_bounds(surely: np.ndarray, tied: np.ndarray) -> np.ndarray:
+    """(n, n): upper[j, k] >= r_j - r_k for one column's mid-ranks, whatever true order agrees
+    with its settled pairs. r_j - r_k = (2 h_jk - 1) + sum over the others i of
+    (h_ji - h_ki), h_ab the share of a's rank b adds (1 b better, 1/2 tied, 0 worse): each
+    share lies between what the settled pairs allow, and where j is surely better than k,
+    any i better than j is better than k too (transitivity): no other i adds more to j's rank
+    than to k's."""
+    n = len(surely)
+    own = np.eye(n, dtype=bool)
+    lowest_share = np.where(own, 0.0, np.where(surely.T, 1.0, np.where(tied, 0.5, 0.0)))
+    highest_share = np.where(own, 0.0, np.where(surely, 0.0, np.where(tied, 0.5, 1.0)))
+    gap = highest_share[:, None, :] - lowest_share[None, :, :]         # [j, k, i]
+    others = ~(own[:, None, :] | own[None, :, :])                     # i neither j nor k
+    most = np.where(others, np.maximum(gap, 0.0), 0.0).sum(axis=2)
+    least = np.where(others, np.minimum(gap, 0.0), 0.0).sum(axis=2)
+    return np.where(surely, least - 1, np.where(tied, 0.0, most + 1))
+
+
+def average_rank_better(rule: RankingRule, values: np.ndarray, se: np.ndarray,
+                        critical: float) -> np.ndarray:
+    """better[k, j]: the upper bound of T_k - T_j, the mean over columns of each column's
+    bound on r_kc - r_jc, lies below 0. Wherever every column interval covers (probability
+    >= 1 - alpha, whatever the true values, ties included), every such claim is true."""
+    losses = oriented(rule, values)
+    surely, tied = column_orders(losses, se, critical)
+    upper = sum(rank_difference_bounds(surely[c], tied[c]) for c in range(losses.shape[1]))
+    return upper < -EXACT_TOLERANCE
+
+
+# ---------------------------------------------------- without standard errors: over the tasks
+
+def sign_patterns(count: int) -> np.ndarray:
+    """(2^count, count): every pattern of +-1 signs."""
+    bits = (np.arange(2 ** count)[:, None] >> np.arange(count)) & 1
+    return 1.0 - 2.0 * bits
+
+
+def exact_sign_flip_p_values(differences: np.ndarray) -> np.ndarray:
+    """Two-sided p of each row d (pairs, m): #{s in {-1, 1}^m: |sum_t s_t d_t| >=
+    |sum_t d_t|} / 2^m. Every pattern is counted, by halves: the 2^(m/2) signed sums of the
+    first half of the tasks against the sorted ones of the second, so 2^m patterns cost
+    2^(m/2) searches per pair."""
+    pairs, m = differences.shape
+    half = m // 2
+    scale = np.abs(differences).sum(axis=1)
+    p = np.ones(pairs)
+    varying = np.flatnonzero(scale > 0)
+    step = max(1, min(SHIFTED_ROWS, BLOCK_ELEMENTS // 2 ** (m - half)))
+    for start in range(0, len(varying), step):
+        rows = varying[start:start + step]
+        p[rows] = _counted_halves(differences[rows] / scale[rows, None], half) / 2.0 ** m
+    return p
+
+
+def _counted_halves(unit: np.ndarray, half: int) -> np.ndarray:
+    """#{patterns: |first + second| >= |observed|} for rows scaled to sum_t |d_t| = 1, so
+    every signed sum lies in [-1, 1]. The patterns come in pairs s, -s, so the count is twice
+    #{first + second >= |observed|}. One search over all rows at once: row i's sorted sums
+    are shifted by 4 i, apart from every other row's, and so are its queries."""
+    rows, m = unit.shape
+    first = unit[:, :half] @ sign_patterns(half).T
+    second = np.sort(unit[:, half:] @ sign_patterns(m - half).T, axis=1)
+    width = second.shape[1]
+    shift = 4.0 * np.arange(rows)[:, None]
+    observed = np.abs(unit.sum(axis=1))
+    # a pattern's sum equal to the observed one in exact arithmetic may round either way
+    queries = (observed[:, None] - ROUNDING - first + shift).ravel()
+    reached = (np.arange(1, rows + 1)[:, None] * width
+               - np.searchsorted((second + shift).ravel(), queries).reshape(first.shape))
+    # observed 0 (up to rounding): every pattern reaches it
+    return np.where(observed > ROUNDING, 2 * reached.sum(axis=1), 2 ** m)
+
+
+def sampled_sign_flip_p_values(differences: np.ndarray, draws: int,
+                               rng: np.random.Generator) -> np.ndarray:
+    """Two-sided p of each row d from ``draws`` random sign patterns (too many tasks to count
+    them all): (1 + #{|sum_t s_t d_t| >= |sum_t d_t|}) / (1 + draws), a valid p-value."""
+    observed = np.abs(differences.sum(axis=1))
+    slack = ROUNDING * np.abs(differences).sum(axis=1)
+    exceed = np.zeros(len(differences))
+    step = max(1, BLOCK_ELEMENTS // max(1, differences.size))
+    for start in range(0, draws, step):
+        signs = rng.choice((-1.0, 1.0), size=(min(step, draws - start), differences.shape[1]))
+        exceed += (np.abs(signs @ differences.T) >= observed - slack).sum(axis=0)
+    return (1 + exceed) / (1 + draws)
+
+
+def holm_rejections(p: np.ndarray, alpha: float) -> np.ndarray:
+    """Holm's step-down: the i-th smallest p is rejected while every p up to it is at most
+    alpha / (K - i + 1); familywise error <= alpha whatever the tests' dependence."""
+    order = np.argsort(p, kind="stable")
+    passes = p[order] <= alpha / (len(p) - np.arange(len(p)))
+    stop = len(p) if passes.all() else int(np.argmin(passes))
+    rejected = np.zeros(len(p), dtype=bool)
+    rejected[order[:stop]] = True
+    return rejected
+
+
+def tasks_needed(entries: int, alpha: float) -> int:
+    """The fewest tasks whose smallest sign-flip p, 2 / 2^m, reaches Holm's first threshold
+    alpha / #pairs: with fewer, no pair can ever be told apart."""
+    pairs = entries * (entries - 1) // 2
+    return max(1, math.ceil(math.log2(2 * pairs / alpha) - ROUNDING))
+
+
+def sign_flip_better(contributions: np.ndarray, alpha: float, draws: int,
+                     rng: np.random.Generator) -> np.ndarray:
+    """better[k, j] from each pair's sign-flip test over the tasks (per-task differences of
+    the contributions, a loss), Holm over all pairs; the direction is the observed one."""
+    n, tasks = contributions.shape
+    j, k = pair_indices(n)
+    differences = contributions[j] - contributions[k]
+    p = (exact_sign_flip_p_values(differences) if tasks <= EXACT_SIGN_FLIP_TASKS
+         else sampled_sign_flip_p_values(differences, draws, rng))
+    rejected = holm_rejections(p, alpha)
+    total = differences.sum(axis=1)
+    better = np.zeros((n, n), dtype=bool)
+    better[k[rejected & (total > 0)], j[rejected & (total > 0)]] = True
+    better[j[rejected & (total < 0)], k[rejected & (total < 0)]] = True
+    return better
+
+
+def sign_flip_draws(entries: int, replicates: int, alpha: float) -> int:
+    """Random patterns where too many tasks to count them: enough that the smallest
+    attainable p, 1 / (1 + draws), lies well below Holm's first threshold alpha / #pairs."""
+    pairs = entries * (entries - 1) // 2
+    return max(replicates, math.ceil(SAMPLED_P_RESOLUTION * pairs / alpha))
+
+
+# ------------------------------------------------------------------------------ rank intervals
 
 def rank_intervals(better: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """[1 + #{k better than j}, n - #{k worse than j}] for every entry j."""
@@ -552,6 +792,19 @@ def _add_config(found: dict, data: bytes, where: str) -> None:
 # ------------------------------------------------------------------------------ the analysis
 
 @dataclass(frozen=True)
+class Inference:
+    """The simultaneous claims better[k, j] ("k is better than j") and how they were made."""
+    method: str                   # parametric, column_rank_bounds or sign_flip
+    better: np.ndarray
+    critical_value: float | None  # None: sign flips have p-values, not a critical value
+    draws: str                    # what was drawn or counted, for the report
+    seeded: bool                  # whether the draws depend on the seed
+    test: str
+    population: str
+    assumes: str
+
+
+@dataclass(frozen=True)
 class Analysis:
     names: list[str]
     statistic: np.ndarray         # T_j as the leaderboard shows it
@@ -560,11 +813,94 @@ class Analysis:
     upper: np.ndarray
     group: np.ndarray
     order: list[int]
-    method: str                   # parametric or task_bootstrap
-    critical_value: float
+    inference: Inference
     replicates: int
     alpha: float
     seed: int
+
+    @property
+    def method(self) -> str:
+        return self.inference.method
+
+    @property
+    def critical_value(self) -> float | None:
+        return self.inference.critical_value
+
+
+def parametric_inference(rule: RankingRule, table: Table, losses: np.ndarray, sign: float,
+                         replicates: int, alpha: float, rng: np.random.Generator) -> Inference:
+    """Standard errors and a linear statistic: max-|t| over the parametric draws' pairs. The
+    s_jk come from draws of their own: the draws the critical value is read from are then
+    independent of them, as the leaderboard is, so the max-|t| of both has one law (from
+    the same draws, the coverage at equal entries was 0.94 with B = 200)."""
+    sd = pairwise_sd(sign * parametric_replicates(rule, table.values, table.se, replicates, rng))
+    draws = sign * parametric_replicates(rule, table.values, table.se, replicates, rng)
+    critical = max_t_critical_value(draws, losses, sd, alpha)
+    return Inference("parametric", significantly_better(losses, sd, critical), critical,
+                     f"B = {replicates} parametric draws value ~ N(value, se^2) per entry and "
+                     f"column", True, TEST_TEXT, THESE_TASKS, CONSERVATIVE_TEXT)
+
+
+def column_bounds_inference(rule: RankingRule, table: Table, replicates: int, alpha: float,
+                            rng: np.random.Generator) -> Inference:
+    """Standard errors and the average rank: bounds from every column's pairs (exact ties
+    break a bootstrap of the average rank, not these bounds)."""
+    critical = column_pair_critical_value(table.se, replicates, alpha, rng)
+    return Inference("column_rank_bounds",
+                     average_rank_better(rule, table.values, table.se, critical), critical,
+                     f"B = {replicates} Gaussian draws of the column pivot", True,
+                     COLUMN_BOUNDS_TEXT, THESE_TASKS, CONSERVATIVE_TEXT)
+
+
+def sign_flip_refusal(rule: RankingRule, table: Table, alpha: float) -> str | None:
+    """Why no sign-flip test over the tasks can tell any pair apart, or None."""
+    n, tasks = len(table.names), len(rule.tasks)
+    se_names = f"{rule.criteria[0].se_names[0]!r} or {rule.criteria[0].se_names[1]!r}"
+    if tasks < 2:
+        return (f"{table.source}: no standard errors and a single task ({rule.tasks[0]}): "
+                f"nothing to compare across tasks. Give SE columns ({se_names}) or scoring "
+                "outputs with metrics.<metric>.se")
+    needed = tasks_needed(n, alpha)
+    if tasks >= needed:
+        return None
+    pairs = n * (n - 1) // 2
+    return (f"{table.source}: no standard errors, so entries are compared across the "
+            f"{tasks} tasks, where the smallest p-value a sign-flip test can reach is "
+            f"2/2^{tasks} = {2 / 2 ** tasks:.3g}, above alpha/pairs = {alpha:g}/{pairs} = "
+            f"{alpha / pairs:.3g}: no two of the {n} entries could be told apart, and a "
+            f"bootstrap over so few tasks would claim differences that are not there. Give "
+            f"standard errors (SE columns {se_names}) or at least {needed} tasks")
+
+
+def sign_flip_inference(rule: RankingRule, table: Table, replicates: int, alpha: float,
+                        rng: np.random.Generator) -> Inference:
+    """No standard errors, enough tasks: exact sign-flip tests over the tasks, Holm."""
+    n, tasks = len(table.names), len(rule.tasks)
+    exact = tasks <= EXACT_SIGN_FLIP_TASKS
+    draws = replicates if exact else sign_flip_draws(n, replicates, alpha)
+    better = sign_flip_better(task_contributions(rule, table.values), alpha, draws, rng)
+    counted = (f"every one of the 2^{tasks} sign patterns (exact)" if exact else
+               f"{draws} random sign patterns of the {tasks} tasks")
+    unit = "rank among these entries" if rule.statistic == "average_rank" else "weighted loss"
+    return Inference("sign_flip", better, None, counted, not exact,
+                     f"each pair's sign-flip test over the {tasks} tasks, Holm's step-down over "
+                     f"the {n * (n - 1) // 2} pairs (familywise error <= alpha)",
+                     f"tasks like these: each entry's expected {unit} on a task drawn from the "
+                     f"population these {tasks} are a sample of; not these {tasks} tasks' "
+                     "scores", SIGN_FLIP_ASSUMES)
+
+
+def infer(rule: RankingRule, table: Table, losses: np.ndarray, sign: float, replicates: int,
+          alpha: float, rng: np.random.Generator) -> Inference:
+    """The claims by the method the table allows (see the module docstring)."""
+    if table.se is not None and rule.statistic == "average_rank":
+        return column_bounds_inference(rule, table, replicates, alpha, rng)
+    if table.se is not None:
+        return parametric_inference(rule, table, losses, sign, replicates, alpha, rng)
+    refusal = sign_flip_refusal(rule, table, alpha)
+    if refusal:
+        raise InputError(refusal)
+    return sign_flip_inference(rule, table, replicates, alpha, rng)
 
 
 def analyse(rule: RankingRule, table: Table, replicates: int = DEFAULT_REPLICATES,
@@ -574,43 +910,30 @@ def analyse(rule: RankingRule, table: Table, replicates: int = DEFAULT_REPLICATE
     if n < 2:
         raise InputError(f"{table.source}: {n} entr{'y' if n == 1 else 'ies'} with every "
                          "ranking column; expected at least 2 to rank")
-    rng = np.random.default_rng(seed)
     observed = ranking_statistic(rule, table.values)
-    if table.se is not None:
-        method, draws = "parametric", parametric_replicates(rule, table.values, table.se,
-                                                             replicates, rng)
-    elif len(rule.tasks) >= 2:
-        method, draws = "task_bootstrap", task_bootstrap_replicates(rule, table.values,
-                                                                    replicates, rng)
-    else:
-        raise InputError(
-            f"{table.source}: no standard errors and a single task ({rule.tasks[0]}): nothing "
-            f"to resample. Give SE columns ({rule.criteria[0].se_names[0]!r} or "
-            f"{rule.criteria[0].se_names[1]!r}) or scoring outputs with metrics.<metric>.se")
     sign = -1.0 if rule.higher_is_better else 1.0
-    losses, loss_draws = sign * observed, sign * draws
-    sd = pairwise_sd(loss_draws)
-    critical = max_t_critical_value(loss_draws, losses, sd, alpha)
-    better = significantly_better(losses, sd, critical)
-    lower, upper = rank_intervals(better)
+    losses = sign * observed
+    inference = infer(rule, table, losses, sign, replicates, alpha, np.random.default_rng(seed))
+    lower, upper = rank_intervals(inference.better)
     order = observed_order(losses, table.names)
     observed_rank = np.empty(n, dtype=int)
     observed_rank[order] = np.arange(1, n + 1)
     return Analysis(table.names, observed, observed_rank, lower, upper,
-                    tie_groups(order, better), order, method, critical, replicates, alpha, seed)
+                    tie_groups(order, inference.better), order, inference, replicates, alpha,
+                    seed)
 
 
 def method_text(analysis: Analysis, rule: RankingRule) -> list[str]:
-    draws = ("parametric draws value ~ N(value, se^2) per entry and column; " + CONSERVATIVE_TEXT
-             if analysis.method == "parametric" else
-             f"paired bootstrap over the {len(rule.tasks)} tasks (one resampled task set for "
-             "every entry)")
+    inference = analysis.inference
+    critical = ("" if inference.critical_value is None
+                else f"; critical value c = {inference.critical_value:.3f}")
     return [f"ranking statistic: {rule.label} = {rule.describe()}",
-            f"replicates: B = {analysis.replicates}, seed {analysis.seed}; {draws}",
+            f"about: {inference.population}",
+            f"draws: {inference.draws}" + (f", seed {analysis.seed}" if inference.seeded else ""),
+            f"assumes: {inference.assumes}",
             f"rank intervals: simultaneous coverage {1 - analysis.alpha:g} ({REFERENCE}); "
-            f"critical value c = {analysis.critical_value:.3f}",
-            f"pairwise test: {TEST_TEXT}; tie group: not significantly different from the "
-            "group's first entry"]
+            f"{inference.test}{critical}",
+            "tie group: not significantly different from the group's first entry"]
 
 
 def report_lines(analysis: Analysis, rule: RankingRule) -> list[str]:
@@ -624,13 +947,15 @@ def report_lines(analysis: Analysis, rule: RankingRule) -> list[str]:
 
 
 def as_json(analysis: Analysis, rule: RankingRule, table: Table) -> dict:
+    inference = analysis.inference
     return {"statistic": {"key": rule.key, "label": rule.label, "kind": rule.statistic,
                           "columns": [c.key for c in rule.criteria],
                           "higher_is_better": rule.higher_is_better},
-            "method": {"draws": analysis.method, "reference": REFERENCE, "test": TEST_TEXT,
-                       "text": method_text(analysis, rule)},
+            "method": {"draws": inference.method, "reference": REFERENCE,
+                       "test": inference.test, "population": inference.population,
+                       "assumes": inference.assumes, "text": method_text(analysis, rule)},
             "seed": analysis.seed, "B": analysis.replicates, "alpha": analysis.alpha,
-            "critical_value": analysis.critical_value, "warnings": list(table.warnings),
+            "critical_value": inference.critical_value, "warnings": list(table.warnings),
             "entries": [{"name": analysis.names[j], "statistic": float(analysis.statistic[j]),
                          "observed_rank": int(analysis.observed_rank[j]),
                          "rank_interval": [int(analysis.lower[j]), int(analysis.upper[j])],

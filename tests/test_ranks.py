@@ -1,7 +1,7 @@
 """scoring_program/ranks.py: rank intervals with simultaneous coverage and tie groups.
 
-The coverage test simulates leaderboards whose true order is known and holds the tool to its
-stated rate, and shows on the same draws that unadjusted pairwise intervals fall below it.
+Their coverage, simulated for each method, is tests/test_rank_coverage.py's; here the
+statistics, the sign-flip tests, the refusals, the inputs and the command line.
 """
 import json
 import subprocess
@@ -36,39 +36,6 @@ def _names(n):
     return [f"entry{i:02d}" for i in range(n)]
 
 
-def _covers(lower, upper, true_rank) -> bool:
-    return bool(np.all((lower <= true_rank) & (true_rank <= upper)))
-
-
-def test_simultaneous_coverage_holds_where_unadjusted_intervals_fail():
-    """12 entries in three clusters of near-ties (0.05 apart, standard errors 0.3 to 0.6);
-    each Monte Carlo replication observes truth + N(0, se^2), and the event counted is that
-    every entry's true rank lies in its interval at once. B = 200 inside the loop: the max-t
-    quantile is then estimated from 200 draws, a noisier critical value, which moves the
-    coverage by far less than the margins asserted (with B = 400 it changed by 0.001)."""
-    truth = np.array([0, .05, .1, .15, 2, 2.05, 2.1, 2.15, 4, 4.05, 4.1, 4.15])
-    se = np.linspace(0.3, 0.6, len(truth))
-    true_rank = len(truth) - np.argsort(np.argsort(truth))        # higher is better
-    rule, names, alpha, replications = _column_rule(), _names(len(truth)), 0.05, 1000
-    rng = np.random.default_rng(20240531)
-    covered = naive_covered = 0
-    for replication in range(replications):
-        observed = (truth + se * rng.standard_normal(len(truth)))[:, None]
-        table = ranks.Table(names, observed, se[:, None], "simulation")
-        analysis = ranks.analyse(rule, table, replicates=200, alpha=alpha, seed=replication)
-        covered += _covers(analysis.lower, analysis.upper, true_rank)
-        # the same draws, each pair tested on its own at 1.96: no correction for many pairs
-        draws = ranks.parametric_replicates(rule, observed, se[:, None], 200,
-                                            np.random.default_rng(replication))
-        losses = -observed[:, 0]
-        naive = ranks.significantly_better(losses, ranks.pairwise_sd(-draws), 1.959964)
-        naive_covered += _covers(*ranks.rank_intervals(naive), true_rank)
-    stated = 1 - alpha
-    monte_carlo_se = np.sqrt(stated * alpha / replications)
-    assert covered / replications >= stated - 3 * monte_carlo_se, covered / replications
-    assert naive_covered / replications < stated - 3 * monte_carlo_se, naive_covered / replications
-
-
 def test_well_separated_entries_get_singleton_intervals_and_their_own_groups():
     values = np.array([[0.9], [0.1], [0.5], [0.7], [0.3]])
     table = ranks.Table(_names(5), values, np.full((5, 1), 0.001), "separated")
@@ -92,15 +59,115 @@ def test_identical_entries_share_a_group_and_their_whole_interval():
     assert [analysis.names[j] for j in analysis.order] == ["top", "twin_a", "twin_b", "last"]
 
 
-def test_identical_entries_under_the_task_bootstrap_differ_by_exactly_nothing():
-    rule = _average_rank_rule(tasks=4)
-    values = np.array([[0.9, 0.8, 0.9, 0.7], [0.5, 0.6, 0.4, 0.5], [0.5, 0.6, 0.4, 0.5],
-                       [0.1, 0.2, 0.1, 0.3]])
-    analysis = ranks.analyse(rule, ranks.Table(_names(4), values, None, "t"), replicates=500)
-    assert analysis.method == "task_bootstrap"
+def test_identical_entries_under_the_sign_flip_test_differ_by_exactly_nothing():
+    """8 tasks, the fewest for 4 entries: every other pair's per-task difference keeps its
+    sign on all 8, p = 2/2^8 = 0.0078, below Holm's first threshold 0.05/6 = 0.0083."""
+    rule = _average_rank_rule(tasks=8)
+    best, twin, worst = np.linspace(0.9, 0.7, 8), np.linspace(0.5, 0.4, 8), np.full(8, 0.1)
+    values = np.array([best, twin, twin, worst])
+    analysis = ranks.analyse(rule, ranks.Table(_names(4), values, None, "t"))
+    assert analysis.method == "sign_flip" and analysis.critical_value is None
     assert analysis.statistic[1] == analysis.statistic[2] == 2.5
-    assert analysis.group[1] == analysis.group[2]
-    assert list(analysis.lower[[1, 2]]) == [2, 2] and list(analysis.upper[[1, 2]]) == [3, 3]
+    assert analysis.group[1] == analysis.group[2] != analysis.group[0]
+    assert list(analysis.lower) == [1, 2, 2, 4] and list(analysis.upper) == [1, 3, 3, 4]
+
+
+def test_column_orders_settle_only_what_the_intervals_exclude():
+    """Two exact equal scores tie; 0.03 apart with se 0.01 each (half-width 3 x 0.0141) is
+    unsettled; 1.0 below 1.03, and the exact ones below both, are settled."""
+    losses = np.array([[0.0], [0.0], [1.0], [1.03], [1.1]])
+    se = np.array([[0.0], [0.0], [0.01], [0.01], [0.01]])
+    surely, tied = ranks.column_orders(losses, se, critical=3.0)
+    assert tied[0, 0, 1] and not tied[0, 0, 2] and not tied[0, 2, 3]
+    assert surely[0].tolist() == [[False, False, True, True, True],
+                                  [False, False, True, True, True],
+                                  [False, False, False, False, True],
+                                  [False, False, False, False, True],
+                                  [False, False, False, False, False]]
+
+
+def test_rank_difference_bounds_use_the_order_of_a_settled_pair():
+    """Of three entries, 0 surely better than 1 and 2 unsettled against both: apart, 0's
+    rank could be 2 and 1's also 2, but 2 beats 1 wherever it beats 0, so r_0 - r_1 <= -1.
+    r_1 - r_0 may be +2 (0 first, 1 last), r_0 - r_2 and r_2 - r_1 +1; exact ties differ by 0."""
+    surely = np.array([[False, True, False], [False, False, False], [False, False, False]])
+    upper = ranks.rank_difference_bounds(surely, np.zeros((3, 3), dtype=bool))
+    assert upper[0, 1] == -1 and upper[1, 0] == 2 and upper[0, 2] == upper[2, 1] == 1
+    tied = np.array([[False, True, False], [True, False, False], [False, False, False]])
+    assert ranks.rank_difference_bounds(np.zeros((3, 3), dtype=bool), tied)[0, 1] == 0
+
+
+def test_an_average_rank_claim_needs_its_bound_below_zero_over_all_columns():
+    """Entry 0 surely better than 1 on one column, unsettled on the other (bounds -1 and +1):
+    no claim; settled on both, a claim."""
+    rule = _average_rank_rule(tasks=2)
+    values = np.array([[0.9, 0.51], [0.5, 0.5]])
+    se = np.full((2, 2), 0.01)
+    assert not ranks.average_rank_better(rule, values, se, critical=3.0).any()
+    values[0, 1] = 0.9
+    assert ranks.average_rank_better(rule, values, se, critical=3.0).tolist() == [
+        [False, True], [False, False]]
+
+
+def test_monte_carlo_quantile_is_the_order_statistic_a_new_draw_stays_below():
+    draws = np.arange(1.0, 20.0)                        # B = 19: rank ceil(0.95 x 20) = 19
+    assert ranks.monte_carlo_quantile(draws, 0.95) == 19.0
+    assert ranks.monte_carlo_quantile(draws[:10], 0.95) == float("inf")
+
+
+def test_sign_flip_p_values_count_every_pattern():
+    """Brute force over all 2^m patterns, with zero and tied per-task differences among them;
+    the sampled p-values of the many-task case agree within their Monte Carlo error."""
+    import itertools
+    rng = np.random.default_rng(3)
+    for tasks in (1, 2, 5, 9):
+        differences = np.round(rng.standard_normal((5, tasks)), 1)
+        differences[0], differences[1, ::2] = 1.0, 0.0
+        patterns = np.array(list(itertools.product((-1.0, 1.0), repeat=tasks)))
+        sums = np.abs(differences @ patterns.T)
+        brute = (sums >= np.abs(differences.sum(axis=1))[:, None] - 1e-9).mean(axis=1)
+        assert np.allclose(ranks.exact_sign_flip_p_values(differences), brute)
+        sampled = ranks.sampled_sign_flip_p_values(differences, 20_000, rng)
+        assert np.all(np.abs(sampled - brute) <= 4 * np.sqrt(brute * (1 - brute) / 20_000) + 1e-4)
+    assert ranks.exact_sign_flip_p_values(np.ones((1, 6)))[0] == pytest.approx(2 / 2 ** 6)
+
+
+def test_many_tasks_are_tested_with_seeded_random_sign_patterns():
+    """Above EXACT_SIGN_FLIP_TASKS the patterns are drawn: enough that p can reach Holm's
+    thresholds; the same order on every task still separates every pair."""
+    tasks = ranks.EXACT_SIGN_FLIP_TASKS + 2
+    values = np.array([np.full(tasks, 0.9), np.full(tasks, 0.5), np.full(tasks, 0.1)])
+    rule = _average_rank_rule(tasks=tasks)
+    analysis = ranks.analyse(rule, ranks.Table(_names(3), values, None, "t"), seed=5)
+    assert analysis.inference.seeded and "random sign patterns" in analysis.inference.draws
+    assert list(analysis.lower) == list(analysis.upper) == [1, 2, 3]
+
+
+def test_holm_steps_down_and_stops_at_the_first_p_above_its_threshold():
+    # sorted: 0.005 <= 0.05/4, 0.01 <= 0.05/3, 0.03 > 0.05/2: the last two stay
+    assert list(ranks.holm_rejections(np.array([0.01, 0.04, 0.03, 0.005]), 0.05)) == [
+        True, False, False, True]
+    assert ranks.holm_rejections(np.array([0.01, 0.02, 0.03, 0.012]), 0.05).all()
+    assert not ranks.holm_rejections(np.array([0.02, 0.001]), 0.001).any()
+
+
+@pytest.mark.parametrize("entries, tasks", [(2, 6), (4, 8), (5, 9), (12, 12)])
+def test_tasks_needed_is_the_fewest_whose_smallest_p_reaches_holms_first_threshold(entries,
+                                                                                    tasks):
+    pairs = entries * (entries - 1) / 2
+    assert ranks.tasks_needed(entries, 0.05) == tasks
+    assert 2 / 2 ** tasks <= 0.05 / pairs < 2 / 2 ** (tasks - 1)
+
+
+def test_too_few_tasks_without_standard_errors_are_refused_in_one_line():
+    """The BDL evaluation phase's 4 tasks: a bootstrap over them claimed differences between
+    identical entries in most leaderboards; no test over 4 tasks can reach the level."""
+    values = np.random.default_rng(0).standard_normal((7, 4))
+    with pytest.raises(ranks.InputError) as refused:
+        ranks.analyse(_average_rank_rule(tasks=4), ranks.Table(_names(7), values, None, "b.csv"))
+    message = str(refused.value)
+    assert "\n" not in message and "2/2^4 = 0.125" in message and "0.05/21" in message
+    assert "at least 10 tasks" in message and "SE columns" in message
 
 
 def _average_rank_rule(tasks: int) -> ranks.RankingRule:
@@ -110,7 +177,8 @@ def _average_rank_rule(tasks: int) -> ranks.RankingRule:
 
 
 def test_statistics_follow_their_formulas():
-    """Mid-ranks for ties; the weighted loss with each score type's as_loss; a column as is."""
+    """Mid-ranks for ties; the weighted loss with each score type's as_loss; each task's
+    contribution sums its columns' terms, so the statistic is their sum over the normaliser."""
     values = np.array([[0.9, 0.2], [0.9, 0.4], [0.5, 0.1]])
     # column 0: the tied 0.9s share positions 1 and 2 (1.5 each); column 1: 2, 1, 3
     assert list(ranks.ranking_statistic(_average_rank_rule(2), values)) == [1.75, 1.25, 3.0]
@@ -120,13 +188,18 @@ def test_statistics_follow_their_formulas():
         ranks.Criterion("b_err", "b error", "b", loss_type, 1.0)))
     expected = [(3 * (1 - 0.9) + 0.2) / 4, (3 * (1 - 0.9) + 0.4) / 4, (3 * (1 - 0.5) + 0.1) / 4]
     assert np.allclose(ranks.ranking_statistic(rule, values), expected)
-    doubled = ranks.ranking_statistic(rule, values, np.array([2.0, 0.0]))
-    assert np.allclose(doubled, 1 - values[:, 0])             # only task a drawn
+    assert np.allclose(ranks.task_contributions(rule, values).sum(axis=1) / 4, expected)
+    two_columns_one_task = ranks.RankingRule("average_rank", "r", "r", (
+        ranks.Criterion("a_acc", "a accuracy", "a", _score_type(), 1.0),
+        ranks.Criterion("a_err", "a error", "a", loss_type, 1.0)))
+    # task a's two columns: ranks 1.5 + 2, 1.5 + 3, 3 + 1 (the error ranks ascending)
+    assert np.allclose(ranks.task_contributions(two_columns_one_task, values)[:, 0],
+                       [3.5, 4.5, 4.0])
 
 
 def test_one_task_without_standard_errors_is_refused():
     table = ranks.Table(_names(3), np.array([[0.1], [0.2], [0.3]]), None, "board.csv")
-    with pytest.raises(ranks.InputError, match="nothing to resample"):
+    with pytest.raises(ranks.InputError, match="nothing to compare across tasks"):
         ranks.analyse(_column_rule(), table)
 
 
@@ -196,7 +269,7 @@ def test_leaderboard_csv_with_labels_keys_and_both_se_forms(config_file, tmp_pat
     assert status == 0, err
     result = json.loads((tmp_path / "out.json").read_text())
     assert (result["seed"], result["B"], result["alpha"]) == (7, 500, 0.05)
-    assert result["method"]["draws"] == "parametric"
+    assert result["method"]["draws"] == "column_rank_bounds"
     by_name = {e["name"]: e for e in result["entries"]}
     # mid-ranks over digits_agreement, digits_cnn_agreement, iris_agreement (higher better)
     assert by_name["alice"]["statistic"] == pytest.approx((2 + 1 + 1) / 3)
@@ -206,6 +279,7 @@ def test_leaderboard_csv_with_labels_keys_and_both_se_forms(config_file, tmp_pat
         [1, 1], [2, 2], [3, 3], [4, 4]]
     assert [by_name[n]["group"] for n in ("alice", "bob", "carol", "dan")] == [1, 2, 3, 4]
     assert "seed 7" in out and "B = 500" in out and "max-|t|" in out and "conservative" in out
+    assert "about: these tasks" in out
 
 
 def test_missing_cells_leave_the_entry_out_with_a_warning(config_file, tmp_path):
@@ -216,17 +290,25 @@ def test_missing_cells_leave_the_entry_out_with_a_warning(config_file, tmp_path)
     assert "erin" not in out and "4 entries" in out
 
 
-def test_without_standard_errors_several_tasks_are_resampled(config_file, tmp_path):
+def test_without_standard_errors_three_tasks_are_too_few(config_file, tmp_path):
+    """The same order on all three tasks is still p = 2/2^3 = 0.25 for a sign-flip test:
+    the bootstrap over tasks this replaced called every rank here known."""
     header = ["name", "iris_agreement", "digits_agreement", "digits_cnn_agreement"]
     rows = [["a", 0.9, 0.9, 0.9], ["b", 0.5, 0.5, 0.5], ["c", 0.1, 0.1, 0.1]]
-    status, out, err = _run(_csv(tmp_path / "board.csv", rows, header), "--config", config_file,
-                            "--json", tmp_path / "out.json")
-    assert status == 0, err
-    result = json.loads((tmp_path / "out.json").read_text())
-    assert result["method"]["draws"] == "task_bootstrap"
-    assert "paired bootstrap over the 3 tasks" in out
-    # the same order on every task: every resample agrees, so each rank is known
-    assert [e["rank_interval"] for e in result["entries"]] == [[1, 1], [2, 2], [3, 3]]
+    status, out, err = _run(_csv(tmp_path / "board.csv", rows, header), "--config", config_file)
+    assert status == 2 and err.count("\n") == 1, err
+    assert "3 tasks" in err and "2/2^3 = 0.25" in err and "at least 7 tasks" in err
+
+
+def test_without_standard_errors_the_report_names_the_population_of_tasks():
+    rule = _average_rank_rule(tasks=8)
+    values = np.array([np.full(8, 0.9), np.full(8, 0.5), np.full(8, 0.1)])
+    analysis = ranks.analyse(rule, ranks.Table(_names(3), values, None, "t"))
+    text = "\n".join(ranks.report_lines(analysis, rule))
+    assert "about: tasks like these" in text and "not these 8 tasks' scores" in text
+    assert "2^8 sign patterns (exact)" in text and "seed" not in text
+    assert [list(pair) for pair in zip(analysis.lower, analysis.upper)] == [[1, 1], [2, 2],
+                                                                             [3, 3]]
 
 
 def _scoring_output(folder: Path, values: dict, se: dict | None) -> Path:
@@ -251,12 +333,13 @@ def test_runs_read_values_and_standard_errors_of_scoring_outputs(config_file, tm
                             tmp_path / "out.json")
     assert status == 0, err
     result = json.loads((tmp_path / "out.json").read_text())
-    assert result["method"]["draws"] == "parametric"
+    assert result["method"]["draws"] == "column_rank_bounds"
     entries = {e["name"]: e for e in result["entries"]}
     assert entries["first"]["group"] == entries["second"]["group"] != entries["third"]["group"]
-    # the average rank is discrete: where first and second swap on every task, second's
-    # difference from third doubles, so that pair is not significant (conservative)
-    assert entries["third"]["observed_rank"] == entries["third"]["rank_interval"][1] == 3
+    # first and second (0.01 apart, se 0.02) may rank 1 or 2 on every column, third is surely
+    # 3rd on each: intervals [1, 2], [1, 2], [3, 3]
+    assert [entries[name]["rank_interval"] for name in ("first", "second", "third")] == [
+        [1, 2], [1, 2], [3, 3]]
 
 
 @pytest.mark.parametrize("case, expected", [
@@ -333,9 +416,11 @@ def test_runs_from_the_unzipped_scoring_program_and_from_the_bundle(built, tmp_p
 def test_codalab_csv_headers_and_cells_are_read(config_file, tmp_path):
     """CodaLab v1.5 writes header cells as b'<label>' (codalab_v1.md G17) and may show a
     cell as 'value (rank)'; a name column found by its values, not its title."""
-    header = ["b'team'", "b'iris agreement'", "b'digits agreement'", "b'digits_cnn agreement'"]
-    rows = [["x", "0.9 (1)", "0.9 (1)", "0.9 (1)"], ["y", "0.5 (2)", "0.5 (2)", "0.5 (2)"],
-            ["z", "0.1 (3)", "0.1 (3)", "0.1 (3)"]]
+    labels = ["iris agreement", "digits agreement", "digits_cnn agreement"]
+    header = ["b'team'", *(f"b'{label}'" for label in labels), *(f"b'{l} SE'" for l in labels)]
+    rows = [["x", "0.9 (1)", "0.9 (1)", "0.9 (1)", *["0.01"] * 3],
+            ["y", "0.5 (2)", "0.5 (2)", "0.5 (2)", *["0.01"] * 3],
+            ["z", "0.1 (3)", "0.1 (3)", "0.1 (3)", *["0.01"] * 3]]
     status, out, err = _run(_csv(tmp_path / "board.csv", rows, header), "--config", config_file,
                             "--json", tmp_path / "out.json")
     assert status == 0, err
