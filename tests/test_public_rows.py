@@ -21,11 +21,16 @@ BDL_SPEC = REPO / "kinds" / "bdl2021" / "default_spec.yaml"
 PUBLIC = {"wine": 24, "breast_cancer": 76}          # of 60 and 190 test rows
 
 
-def spec_with(tmp_path, public=PUBLIC, **top_level):
+def spec_with(tmp_path, public=PUBLIC, evaluation_tasks=None, **top_level):
+    """``evaluation_tasks``: the evaluation phase's (and its tracks') tasks, if not all."""
     raw = yaml.safe_load(BDL_SPEC.read_text())
     shutil.copyfile(BDL_SPEC.parent / raw["logo"], tmp_path / raw["logo"])
     for task, rows in public.items():
         raw["tasks"][task]["public_rows"] = rows
+    if evaluation_tasks is not None:
+        raw["phases"]["evaluation"]["tasks"] = list(evaluation_tasks)
+        for track in raw["tracks"].values():
+            track["tasks"] = [task for task in track["tasks"] if task in evaluation_tasks]
     raw.update(top_level)
     path = tmp_path / "spec.yaml"
     path.write_text(yaml.safe_dump(raw, sort_keys=False))
@@ -59,6 +64,11 @@ def _scores(path) -> dict:
             (line.split(": ") for line in path.read_text().splitlines())}
 
 
+# The local runs train sgld on the tasks with a public part only. sgld trains for a share of
+# the 2 s budget and then predicts, which takes milliseconds on these tasks: room for a machine
+# many times slower. digits_shift's predictive (100 passes over 2,995 rows) ran past the budget
+# on a loaded machine, before its first checkpoint: penalised, the run failed, which says
+# nothing of public rows.
 def _local_run(tmp_path, spec):
     run = tmp_path / "run"
     result = run_local("--config", str(spec), "--phase", "evaluation", "--budget", "2",
@@ -68,7 +78,7 @@ def _local_run(tmp_path, spec):
 
 
 def test_the_leaderboard_shows_the_public_part_and_the_full_figures_stay_private(tmp_path):
-    result, run, output = _local_run(tmp_path, spec_with(tmp_path))
+    result, run, output = _local_run(tmp_path, spec_with(tmp_path, evaluation_tasks=PUBLIC))
     public, full = _scores(output / "scores.txt"), _scores(output / "private" / "full_scores.txt")
     assert not [key for key in public if key.endswith("_full")]
     assert sorted(full) == sorted([f"{task}_{metric}_full" for task in PUBLIC
@@ -96,7 +106,8 @@ def test_the_leaderboard_shows_the_public_part_and_the_full_figures_stay_private
 
 
 def test_revealing_scores_every_row_in_the_usual_columns(tmp_path):
-    _, run, output = _local_run(tmp_path, spec_with(tmp_path, reveal_full_scores=True))
+    _, run, output = _local_run(tmp_path, spec_with(tmp_path, evaluation_tasks=PUBLIC,
+                                                  reveal_full_scores=True))
     scores = _scores(output / "scores.txt")
     agreement, tv = _hand_scores(run, "wine", None)
     assert scores["wine_agreement"] == pytest.approx(agreement, abs=1e-9)

@@ -280,6 +280,12 @@ def test_an_organizers_broken_task_is_refused_with_the_file_named(change, expect
 
 
 def test_the_embedded_tasks_are_what_the_generator_makes():
+    """Byte for byte on any machine: no float of the generation depends on a summation order
+    or a SIMD width. The tables are scikit-learn's values printed, grades by percentiles
+    (sorting, one interpolation); the images are integer scans scaled, blurred and noised by
+    elementwise IEEE operations in a fixed order, rounded to uint8 and resized by Pillow's
+    fixed-point bilinear filter (checked with numpy's AVX/AVX2/FMA dispatch off and
+    OpenBLAS's Prescott kernels)."""
     result = subprocess.run([sys.executable, "-m", "reference_data", "--kind", "retina",
                              "verify"], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0 and "retina tasks: ok" in result.stdout, result.stderr

@@ -4,9 +4,10 @@ Adam on augmented, standardised batches read from the memory-mapped images; the 
 is the predictive entropy of its probability (one network: aleatoric only, as MAP).
 
 It trains epoch after epoch while the budget lasts, keeping back the time that predicting
-the test images takes (measured on the first batches), and saves its predictions after each
-epoch from the second on, so a run cut short still scores. ``layers.py`` is the numpy layers
-of the PGDL kind (forward and backward of each layer), which the kit ships beside it.
+the test images takes (from its mean time per training image so far), and saves its
+predictions after each epoch from the second on, so a run cut short still scores.
+``layers.py`` is the numpy layers of the PGDL kind (forward and backward of each layer),
+which the kit ships beside it.
 """
 import time
 
@@ -96,7 +97,23 @@ def probabilities(task, layers, params, images):
     return out
 
 
-def train_epoch(task, model, x_train, y_train, weights, rng, n_test):
+class Pace:
+    """Seconds per training image: the mean over every step so far. One step's time alone
+    misled: an epoch's last batch (its fixed costs on a few images) or one pause of a busy
+    machine made an image look ten times slower, and training stopped epochs early."""
+
+    def __init__(self):
+        self.seconds, self.images = 0.0, 0
+
+    def add(self, seconds, images):
+        self.seconds += seconds
+        self.images += images
+
+    def per_image(self):
+        return self.seconds / self.images
+
+
+def train_epoch(task, model, x_train, y_train, weights, rng, n_test, pace):
     """One pass over the training images in a random order; False when it stopped early to
     keep the time that predicting ``n_test`` images takes (about a third of a training step
     per image: twice that is kept)."""
@@ -107,8 +124,8 @@ def train_epoch(task, model, x_train, y_train, weights, rng, n_test):
             batch = task.augment(batch, rng)
         train_step(layers, params, optimiser, task.standardise(batch), y_train[indices],
                    weights[indices])
-        seconds_per_image = (time.monotonic() - started) / len(indices)
-        if task.time_left() < 2 * seconds_per_image * n_test + 1.0:
+        pace.add(time.monotonic() - started, len(indices))
+        if task.time_left() < 2 * pace.per_image() * n_test + 1.0:
             return False
     return True
 
@@ -122,8 +139,9 @@ def predict(task, x_train, y_train, x_test):
     model = (layers, params, Adam(params, LEARNING_RATE))
     y_train = np.asarray(y_train)
     weights = class_weights(y_train)
+    pace = Pace()
     for epoch in range(MAX_EPOCHS):
-        if not train_epoch(task, model, x_train, y_train, weights, rng, len(x_test)):
+        if not train_epoch(task, model, x_train, y_train, weights, rng, len(x_test), pace):
             break
         if epoch >= 1:                   # saved as it goes: a run cut short still scores
             p = probabilities(task, layers, params, x_test)
