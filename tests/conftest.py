@@ -1,4 +1,7 @@
 """Shared by several test modules: the default spec's bundles, built once per session."""
+import fcntl
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -13,16 +16,29 @@ RUN_TEMPORARY_FOLDER = "BUNDLE_TESTS_TMPDIR"     # the test run's own (pytest_co
 
 @pytest.fixture(scope="session")
 def default_bundles(tmp_path_factory) -> dict[str, Path]:
-    """{platform: folder} with every phase and track of the default spec, built by the CLI."""
-    folders = {}
-    for platform in ("codalab", "codabench"):
-        out = tmp_path_factory.mktemp(f"dist-{platform}")
+    """{platform: folder} with every phase and track of the default spec, built by the CLI
+    once per test run: pytest-xdist's workers share the first one's build (the folder above
+    each worker's own is the run's; pytest-xdist's documented recipe). Read only."""
+    run = tmp_path_factory.getbasetemp()
+    # a worker's folder is popen-gw<N> inside the run's; without xdist, the run's is its own
+    shared = (run.parent if os.environ.get("PYTEST_XDIST_WORKER") else run) / "default-bundles"
+    shared.mkdir(exist_ok=True)
+    with open(shared / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)      # the others wait for the first build
+        return {platform: _built_once(shared / platform, platform)
+                for platform in ("codalab", "codabench")}
+
+
+def _built_once(folder: Path, platform: str) -> Path:
+    done = folder / ".built"
+    if not done.exists():
+        shutil.rmtree(folder, ignore_errors=True)     # a build that failed part-way
         result = subprocess.run([sys.executable, str(REPO / "build_bundle.py"), "--platform",
-                                 platform, "--phase", "all", "--out", str(out)], cwd=REPO,
+                                 platform, "--phase", "all", "--out", str(folder)], cwd=REPO,
                                 capture_output=True, text=True, timeout=900)
         assert result.returncode == 0, result.stdout + result.stderr
-        folders[platform] = out
-    return folders
+        done.touch()
+    return folder
 
 
 def report_artifacts(config: pytest.Config, folder: Path) -> None:
