@@ -437,11 +437,18 @@ def _keras_layer_unsupported(folder):
             "not supported")
 
 
+def store_kernel_in_torch_order(path: Path, key: str) -> None:
+    """Rewrites a Keras kernel (kh, kw, in, out) in place as PyTorch stores one (out, in, kh,
+    kw): the mistake of an organizer who exported from the wrong framework."""
+    with h5py.File(path, "r+") as handle:
+        kernel = np.array(handle[key])
+        del handle[key]
+        handle[key] = kernel.transpose(3, 2, 0, 1)
+
+
 def _keras_kernel_in_torch_order(folder):
-    with h5py.File(folder / "model_0" / "weights.hdf5", "r+") as handle:
-        kernel = np.array(handle["conv2d_1/conv2d_1/kernel:0"])
-        del handle["conv2d_1/conv2d_1/kernel:0"]
-        handle["conv2d_1/conv2d_1/kernel:0"] = kernel.transpose(3, 2, 0, 1)
+    store_kernel_in_torch_order(folder / "model_0" / "weights.hdf5",
+                                "conv2d_1/conv2d_1/kernel:0")
     return ("model_0/weights.hdf5: layer 'conv2d_1' (Conv2D conv2d_1): kernel has shape "
             "(8, 6, 3, 3); config.json says (3, 3, 6, 8) (stored (out, in, kh, kw) as PyTorch")
 

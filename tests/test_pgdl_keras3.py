@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from kinds.pgdl2020.runtime.participant import Model
+from test_pgdl_convert import store_kernel_in_torch_order
 
 REPO = Path(__file__).resolve().parents[1]
 KERAS3 = REPO / "tests" / "fixtures" / "pgdl_keras3"
@@ -138,10 +139,8 @@ def _array_dropped(folder):
 
 
 def _kernel_in_torch_order(folder):
-    with h5py.File(folder / "model_0" / "weights_init.weights.h5", "r+") as handle:
-        kernel = np.array(handle["layers/conv2d/vars/0"])
-        del handle["layers/conv2d/vars/0"]
-        handle["layers/conv2d/vars/0"] = kernel.transpose(3, 2, 0, 1)
+    store_kernel_in_torch_order(folder / "model_0" / "weights_init.weights.h5",
+                                "layers/conv2d/vars/0")
     return ("model_0/weights_init.weights.h5: layer 'layers/conv2d' (Conv2D conv2d_0): kernel "
             "has shape (4, 3, 3, 3); config.json says (3, 3, 3, 4) (stored (out, in, kh, kw)")
 
