@@ -18,6 +18,7 @@ from kinds.bdl2021.reference.task_files import (DEFAULT_ROOT, MANIFEST_NAME, UNL
                                        task_files)
 from kinds.bdl2021.reference.tasks import REGRESSION_SAMPLES, TASKS
 from kinds.bdl2021.reference.verify import verify
+from bdl_expectation_rounding import assert_same_document
 
 
 def test_manifest_matches_committed_files():
@@ -81,12 +82,31 @@ def test_every_reference_quantity_has_its_monte_carlo_standard_error(task):
 
 @pytest.mark.parametrize("task", TASKS, ids=lambda t: t.name)
 def test_the_committed_expectation_is_current(task):
-    """The file the builder ships is what the references give now."""
+    """The file the builder ships is what the references give now, on this machine: to the
+    rounding of another CPU (bdl_expectation_rounding: 1e-12 relative)."""
     files = task_files(DEFAULT_ROOT, task.name, task.kind)
     committed = json.loads(files.expectation.read_text())
     parse_expectation_document(committed, task.name, task.kind, files.expectation.name)
     width = None if task.kind == "classification" else REGRESSION_SAMPLES
-    assert compute_expectation(files, width) == committed
+    assert_same_document(compute_expectation(files, width), committed)
+
+
+def test_a_document_that_differs_beyond_rounding_is_not_the_same():
+    """The comparison above passes rounding and nothing more: a figure moved by 1e-9 of
+    itself, a changed string or a missing key fails it."""
+    committed = {"format": "f/2", "splits": 400, "metrics": {"tv": {"value": 0.0016,
+                                                                    "spread": 0.0}}}
+    rounded = json.loads(json.dumps(committed))
+    rounded["metrics"]["tv"]["value"] = float(np.nextafter(0.0016, 1.0))
+    assert_same_document(rounded, committed)
+    for change in (lambda d: d["metrics"]["tv"].update(value=0.0016 * (1 + 1e-9)),
+                   lambda d: d["metrics"]["tv"].update(spread=1e-14),
+                   lambda d: d.update(format="f/1"), lambda d: d.update(splits=400.0),
+                   lambda d: d["metrics"]["tv"].pop("spread")):
+        changed = json.loads(json.dumps(committed))
+        change(changed)
+        with pytest.raises(AssertionError):
+            assert_same_document(changed, committed)
 
 
 @pytest.mark.slow

@@ -13,6 +13,7 @@ from kinds.bdl2021.runtime.exact_posterior import (
     COVERAGE, FILE_FORMAT, exact_posterior_expectation, expectation_document,
     parse_expectation_document, regression_blocks, size_factor)
 from kinds.bdl2021.kind import files
+from bdl_expectation_rounding import EXPECTATION_ABSOLUTE, EXPECTATION_RELATIVE
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -217,7 +218,9 @@ def test_scorer_reports_the_shipped_expectation_and_computes_one_without_it(tmp_
                              for metric, m in result["metrics"].items()}
                       for task, result in details["tasks"].items()})
     shipped, computed = found
-    assert shipped["diabetes_gap"] == computed["diabetes_gap"]
+    for metric, figures in shipped["diabetes_gap"].items():     # made on another CPU: rounding
+        assert computed["diabetes_gap"][metric] == pytest.approx(
+            figures, rel=EXPECTATION_RELATIVE, abs=EXPECTATION_ABSOLUTE), metric
     assert 0.05 < shipped["diabetes_gap"]["w2"][0] < 0.07
     for task in ("breast_cancer", "wine", "digits_shift"):
         (value, spread), (rough, _) = shipped[task]["total_variation"], \

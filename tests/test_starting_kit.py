@@ -17,7 +17,7 @@ sys.path[:0] = [str(KIT), str(REPO / "bundle" / "platforms"), str(BDL_KIT)]
 from baseline_results import METHODS, RESULTS_FILE  # noqa: E402
 from submission_zip import SubmissionLayoutError, check_zip, make_zip  # noqa: E402
 
-from local_runs import run_local, scores_of  # noqa: E402
+from local_runs import assert_scored_as_the_platform_would, run_local, scores_of  # noqa: E402
 
 
 @pytest.mark.slow
@@ -26,18 +26,17 @@ from local_runs import run_local, scores_of  # noqa: E402
     ("development", ["digits", "iris"]),
     ("evaluation", ["breast_cancer", "diabetes_gap", "digits_shift", "wine"])])
 def test_baselines_run_end_to_end_with_finite_scores(baseline, phase, tasks, tmp_path):
-    """The README's command, with a short budget to keep CI fast."""
+    """The README's command, with a short budget to keep CI fast: every task scored as the
+    platform would score it (``local_runs.assert_scored_as_the_platform_would``: within the
+    budget where the predictive is quick, from the last checkpoint if a slow one ran past
+    it on a loaded machine). What the baselines learn is tested on a virtual clock
+    (test_bdl_more_baselines)."""
     result = run_local("--baseline", baseline, "--phase", phase, "--budget", "4",
                        "--out", str(tmp_path))
-    assert result.returncode == 0, result.stderr
-    scores = scores_of(result.stdout)
-    for task in tasks:
-        primary = f"{task}_w2" if task == "diabetes_gap" else f"{task}_agreement"
-        assert np.isfinite(scores[primary]) and f"task {task} penalised" not in result.stderr
-        if phase == "evaluation":
-            assert 0 < scores[f"{task}_train_seconds"] < 4
-        else:       # a results phase: its leaderboard has no training time
-            assert f"{task}_train_seconds" not in scores
+    code_phase = phase == "evaluation"
+    assert_scored_as_the_platform_would(result, tasks, 4, training_time=code_phase)
+    if not code_phase:          # a results phase: its leaderboard has no training time
+        assert not any(key.endswith("_train_seconds") for key in scores_of(result.stdout))
     assert "detailed results: " in result.stdout
     assert (tmp_path / "scoring" / "run" / "output" / "detailed_results.html").is_file()
 

@@ -23,8 +23,11 @@ are, so the baseline spends its time on drawing as many as it can.
   MLP too), or for regression at most ``2 * task.num_samples`` evenly spaced parameter draws
   (when full, every other one is dropped), of which ``task.num_samples`` evenly spaced ones
   give the samples of y. So stopping costs nothing, and the baseline uses TIME_SHARE of its
-  budget: it starts no transition it could not finish by then (the last one's time is the
-  guide). A checkpoint follows every CHECKPOINT_SECONDS of sampling.
+  budget: it starts no transition it could not finish by then. The guide is the longest
+  transition yet, not the last one: a transition's leapfrog steps are drawn anew each time,
+  so one may take up to MAX_LEAPFROG times as long as the one before it, and the last
+  one's time let a long one start too late to end within the budget on a slower machine.
+  A checkpoint follows every CHECKPOINT_SECONDS of sampling.
 """
 import math
 import time
@@ -64,17 +67,17 @@ def predict(task, x_train, y_train, x_test, checkpoint):
     state, step_size, inverse_mass = warm_up(state, potential_fn, step_size,
                                              np.ones_like(theta), warmup_end, rng)
     draws = Draws(task, model, x_test, rng)
-    last_checkpoint = ended = time.monotonic()
-    while ended < deadline:
-        began = time.monotonic()
+    last_checkpoint = began = time.monotonic()
+    longest = 0.0
+    while began + longest < deadline:               # the next one, if it is the longest yet
         state, _ = transition(state, potential_fn, step_size, inverse_mass, rng)
         draws.add(state.position)
         ended = time.monotonic()
-        if ended + (ended - began) > deadline:      # the next one would end past it
-            break
+        longest = max(longest, ended - began)
         if ended - last_checkpoint > CHECKPOINT_SECONDS:
             checkpoint(draws.predictive())
             last_checkpoint = time.monotonic()
+        began = time.monotonic()
     if not draws.count:                             # warm-up took the time: its last point
         draws.add(state.position)
     return draws.predictive()

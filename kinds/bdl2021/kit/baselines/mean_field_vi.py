@@ -12,9 +12,12 @@ The mean starts at a short full-batch Adam MAP run, the log scales at a small va
 narrow q at a good mean, which the ELBO then widens); Adam on (mu, s). The predictive
 samples q: classification averages the softmax probabilities over DRAWS draws, regression
 draws y as ``training.predictive`` does. Training and the final predictive use at most
-half the budget, and training leaves twice the predictive's cost (one draw's pass timed
-before training, then each checkpoint's) before the budget's end; a checkpoint of the
-predictive at every CHECKPOINT_EVERY steps keeps it anytime.
+half the budget, and training leaves twice the predictive's cost (estimated from one draw's
+timed passes before training, then each checkpoint's) before the budget's end; the MAP run
+stops in time for the predictive of its q, a checkpoint, and the final one to fit in that
+share too (on a network whose MAP steps take the share, that checkpoint and the final
+predictive once came after it, and a slower machine overran the budget). A checkpoint of
+the predictive at every CHECKPOINT_EVERY steps keeps it anytime.
 """
 import math
 import time
@@ -53,14 +56,16 @@ def predict(task, x_train, y_train, x_test, checkpoint):
     batch = min(BATCH, n)
     mean = adam(lambda t: potential_and_grad(model, likelihood, prior_variance, t,
                                              x_train, y_train),
-                start, MAP_STEPS, MAP_LEARNING_RATE, deadline, time.monotonic)
+                start, MAP_STEPS, MAP_LEARNING_RATE, deadline - 2 * cost, time.monotonic)
     log_scale = np.full_like(mean, min(INITIAL_LOG_SCALE, 0.5 * math.log(prior_variance)))
     variational = np.concatenate([mean, log_scale])
     first, second = np.zeros_like(variational), np.zeros_like(variational)
     size = len(mean)
     last_good = variational.copy()
-    if task.time_left() > 2 * cost:     # the MAP's q, at once: the warm start may take the share
+    started = time.monotonic()
+    if started + cost < deadline:       # the MAP's q, at once: it and the final one fit
         checkpoint(sample_predictive(task, model, mean, log_scale, x_test, rng))
+        cost = time.monotonic() - started
     for step in range(1, STEPS + 1):
         mean, log_scale = variational[:size], variational[size:]
         noise = rng.standard_normal(size)

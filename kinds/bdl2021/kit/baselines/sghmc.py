@@ -12,7 +12,9 @@ every task; eta / alpha is then the equivalent Langevin step. A short full-batch
 towards the MAP is the warm start, the first BURN_IN steps are discarded, and a sample is
 kept every KEEP_EVERY steps after that (at most MAX_SAMPLES are held: when full, every
 other one is dropped and the thinning doubles, so the kept samples stay evenly spaced). At most half of the remaining budget is spent;
-a checkpoint follows every block of CHECKPOINT_EVERY steps once there are samples.
+a checkpoint follows every block of CHECKPOINT_EVERY steps once there are samples, and the
+last one is the answer when no sample was kept after it (computing it again after the
+deadline doubled the time spent past it).
 """
 import math
 import time
@@ -51,6 +53,7 @@ def predict(task, x_train, y_train, x_test, checkpoint):
     noise_scale = math.sqrt(2 * FRICTION * eta)
     velocity = np.zeros_like(theta)
     samples, keep_every = [], KEEP_EVERY
+    kept, saved = 0, (None, None)     # samples kept so far; (that count, prediction) when saved
     for step in range(1, STEPS + 1):
         rows = rng.choice(n, batch, replace=False)
         _, grad = potential_and_grad(model, likelihood, prior_variance, theta,
@@ -65,12 +68,16 @@ def predict(task, x_train, y_train, x_test, checkpoint):
                 break
         if step > BURN_IN and (step - BURN_IN) % keep_every == 0:
             samples.append(theta.copy())
+            kept += 1
             if len(samples) >= MAX_SAMPLES:
                 samples, keep_every = samples[1::2], 2 * keep_every
         if samples and step % CHECKPOINT_EVERY == 0:
-            checkpoint(predictive(task, model, samples, x_test, rng))
+            saved = (kept, predictive(task, model, samples, x_test, rng))
+            checkpoint(saved[1])
         if time.monotonic() > deadline:
             break
+    if saved[0] == kept:            # nothing kept since the last checkpoint: it is the answer
+        return saved[1]
     if not samples:
         samples = [theta] if np.all(np.isfinite(theta)) else [
             initial_parameters(model, likelihood, rng)]
