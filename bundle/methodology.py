@@ -17,6 +17,7 @@ from pathlib import Path
 
 from kinds.baseline_table import category, failed, task_rows
 from kinds.kind import KINDS
+from runtime.rules.se_columns import unmeasured_se
 
 from .phase_plan import declaration_path, load_planned_task
 
@@ -162,6 +163,12 @@ def standard_error(score: Score, metric: str, facts: TaskFacts, kind) -> tuple[f
     none, with the reason."""
     if score.se is not None:
         return score.se, "the table's se"
+    score_type = _score_type(metric, facts, kind)
+    if score_type is not None and score.value in (score_type.minimum, score_type.maximum):
+        # The scorer gives no standard error of 0 at an end of the range (n/a): the board
+        # shows the metric's whole range there, and so does this check.
+        return (unmeasured_se(score_type, score.value),
+                "none at an end of the metric's range: its whole range, as on the leaderboard")
     if metric in kind.PROPORTION_METRICS and facts.test_rows:
         n = facts.test_rows
         return (math.sqrt(score.value * (1 - score.value) / n),
@@ -170,6 +177,12 @@ def standard_error(score: Score, metric: str, facts: TaskFacts, kind) -> tuple[f
         return None, "the task's declaration does not say how many test rows it has"
     return None, (f"the table gives no se for {metric}, and {metric} is not a share of test "
                   "rows, whose standard error the build could estimate")
+
+
+def _score_type(metric: str, facts: TaskFacts, kind):
+    task_type = kind.task_types.get(facts.task_type)
+    return next((t for t in task_type.score_types if t.name == metric), None) \
+        if task_type else None
 
 
 def _gap_check(where: str, key: str, file: Path,

@@ -120,3 +120,32 @@ def test_score_types_declare_direction_bounds_and_penalty():
     assert WASSERSTEIN2.worst(cap=3.0) == 3.0 and WASSERSTEIN2.clip(7.0, cap=3.0) == 3.0
     names = [t.name for types in SCORE_TYPES.values() for t in types]
     assert len(names) == len(set(names))
+
+
+def test_an_agreement_of_one_keeps_a_standard_error_and_the_chains_part_is_t_widened():
+    """breast_cancer's HMC baseline agreed with the reference on all 190 rows and on every
+    chain: its standard error read 0. The rows' part is now Wilson's at a share of 1; the
+    chains' part is sd / sqrt(K) times t_(K-1) / 1.96."""
+    import math
+    from kinds.bdl2021.runtime import evaluate
+    from kinds.bdl2021.runtime.references import References
+    from kinds.bdl2021.runtime.score_types import TASK_TYPES
+    from kinds.bdl2021.runtime.settings import Block, TaskSettings
+    from runtime import uncertainty
+    from runtime.scoring import TaskConfig
+    settings = TaskSettings("classification", 190, 2, None, (Block("all", 0, 190),), "s", "r",
+                            "c", None, None)
+    task = TaskConfig("breast_cancer", TASK_TYPES["classification"], {"agreement": 1.0}, None,
+                      settings)
+    reference = np.tile([0.9, 0.1], (190, 1))
+    chains = reference + np.array([0.01, -0.02, 0.0, 0.03])[:, None, None] * [1, -1]
+    result = evaluate._metrics(task, reference + [0.05, -0.05], References(
+        chains.mean(axis=0), chains, None, {}), None)
+    z = uncertainty.Z95
+    assert result["agreement"].value == 1.0
+    assert result["agreement"].se == pytest.approx(z / (190 + z * z))
+    per_chain = [metrics.total_variation(reference + [0.05, -0.05], c) for c in chains]
+    rows = np.std(0.5 * np.abs(reference + [0.05, -0.05] - chains.mean(axis=0)).sum(1), ddof=1)
+    chain_part = np.std(per_chain, ddof=1) / 2 * 3.1824 / z
+    assert result["total_variation"].se == pytest.approx(
+        math.hypot(rows / math.sqrt(190), chain_part), rel=1e-4)

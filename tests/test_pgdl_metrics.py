@@ -426,3 +426,76 @@ def test_the_evaluation_page_says_what_pgdl_did_with_each_failure():
     assert "PGDL scored the whole submission 0 in that case" not in page
     assert ("(marked <code>EXCEEDED</code>) scored the whole submission 0, and a task whose file "
             "could not be scored got -0.999999 and was left out of the average") in page
+
+
+# ---------------------------------------------------------------------- standard errors
+
+def test_reweighing_moves_granulated_tau_on_a_grid_of_two_values():
+    """Each group of a 2 x 2 x 2 x 2 grid is one pair, whose weight cancels from its own tau:
+    counting the groups equally left psi unmoved by any weights (a Bayesian bootstrap's
+    standard error of exactly 0). Each group counts by its pairs' weight instead."""
+    hparams = grid(2, 2, 2, 2)
+    rng = np.random.default_rng(8)
+    gaps, measure = rng.normal(size=16), rng.normal(size=16)
+    plain = granulated_kendall(measure, gaps, hparams)["overall"]
+    weights = rng.exponential(size=16)
+    assert granulated_kendall(measure, gaps, hparams, np.ones(16))["overall"] == \
+        pytest.approx(plain, abs=1e-12)
+    assert abs(granulated_kendall(measure, gaps, hparams, weights)["overall"] - plain) > 0.01
+
+
+def test_the_scores_of_many_zoos_at_once_are_each_zoos_own():
+    from kinds.pgdl2020.runtime.metrics import (cmi_of_draws, granulated_kendall_of_draws,
+                                                kendall_tau_of_draws)
+    hparams = grid(2, 3, 2, 2)
+    rng = np.random.default_rng(9)
+    gaps, measure = rng.random((5, 24)), np.round(rng.random((5, 24)), 1)
+    np.testing.assert_allclose(
+        cmi_of_draws(gaps, measure, hparams),
+        [conditional_mutual_information(g, m, hparams)[0] for g, m in zip(gaps, measure)],
+        rtol=0, atol=1e-15)
+    np.testing.assert_allclose(kendall_tau_of_draws(measure, gaps),
+                               [kendall_tau(m, g) for g, m in zip(gaps, measure)], atol=1e-15)
+    np.testing.assert_allclose(
+        granulated_kendall_of_draws(measure, gaps, hparams),
+        [granulated_kendall(m, g, hparams)["overall"] for g, m in zip(gaps, measure)],
+        atol=1e-12)
+
+
+def test_retrained_zoos_keep_the_zoos_values_and_their_ties():
+    from kinds.pgdl2020.runtime.retraining import normal_scores, retrained_zoos
+    hparams = grid(2, 2, 2, 2)
+    gaps = np.round(np.linspace(0.01, 0.09, 16), 2)
+    gaps[3] = gaps[4]                                     # a tie
+    measure = np.arange(16.0) ** 3
+    drawn_gaps, drawn_measure = retrained_zoos(gaps, measure, hparams, draws=50, seed=1)
+    assert drawn_gaps.shape == (50, 16)
+    assert all(np.array_equal(np.sort(row), np.sort(gaps)) for row in drawn_gaps)
+    assert all(np.array_equal(np.sort(row), measure) for row in drawn_measure)
+    assert not np.all(drawn_gaps == gaps)
+    scores = normal_scores(np.array([3.0, 1.0, 3.0, 2.0]))
+    assert scores[0] == scores[2] and scores[1] < scores[3] < scores[0]
+    assert retrained_zoos(gaps[:4], measure[:4], grid(2, 2), draws=5, seed=1) is None
+
+
+def test_every_embedded_zoo_gives_each_score_a_standard_error_and_none_at_an_end():
+    """Issue 50: every granulated tau of the embedded zoos had a standard error of 0 or 6e-17.
+    A noisy measure now has one for every score; a perfect one has none (n/a) at CMI 1."""
+    from pathlib import Path
+    from kinds.pgdl2020.runtime import scoring
+    types = scoring.TASK_TYPES[scoring.ZOO].score_types
+    rng = np.random.default_rng(10)
+    embedded = Path(__file__).resolve().parents[1] / "kinds/pgdl2020/reference/embedded"
+    for path in sorted(embedded.glob("*/model_configs.json")):
+        zoo = read_model_configs(path)
+        for measure, perfect in ((zoo.gaps + rng.normal(0, 0.01, zoo.gaps.size), False),
+                                 (zoo.gaps, True)):
+            arrays = {"measure": measure, "gaps": zoo.gaps, "hparams": zoo.hparams,
+                      "value_order": zoo.possible_values}
+            values = {t.name: t.clip(t.evaluate(arrays)) for t in types}
+            errors = scoring.retraining_errors(types, values, measure, zoo.gaps, zoo.hparams,
+                                               zoo.possible_values)
+            if perfect:
+                assert values["cmi"] == 1.0 and errors["cmi"] is None, path
+            else:
+                assert all(0.005 < errors[t.name] < 0.5 for t in types), (path, errors)

@@ -94,12 +94,22 @@ def test_a_score_types_per_row_terms_average_to_its_value():
     assert declared == 5
 
 
-def test_independent_sources_add_in_quadrature_and_replicates_give_a_mean_se():
+def test_independent_sources_add_in_quadrature_and_replicates_give_a_t_widened_mean_se():
     assert uncertainty.combined_se(0.3, 0.4) == pytest.approx(0.5)
     assert uncertainty.combined_se(None, 0.4) == pytest.approx(0.4)
     assert uncertainty.combined_se(None, None) is None
-    assert uncertainty.mean_se([1.0, 3.0]) == pytest.approx(math.sqrt(2.0) / math.sqrt(2))
-    assert uncertainty.mean_se([1.0]) is None
+    # sd over 4 replicates / sqrt(4), times t_3 / z = 3.1824 / 1.96
+    replicates = [1.0, 2.0, 3.0, 2.0]
+    assert uncertainty.replicates_se(replicates) == pytest.approx(
+        np.std(replicates, ddof=1) / 2 * 3.1824 / 1.959964, rel=1e-4)
+    assert uncertainty.replicates_se([1.0]) is None
+
+
+def test_students_t_point_is_tabulated_then_expanded():
+    from scipy.stats import t
+    for freedom in (1, 3, 29, 30, 31, 100, 10_000):
+        assert uncertainty.student_t95(freedom) == pytest.approx(t.ppf(0.975, freedom),
+                                                                 abs=1e-4)
 
 
 def test_every_kind_states_how_it_measures_its_standard_errors():
@@ -114,10 +124,28 @@ def _local_run(name: str, out: Path) -> Path:
         [sys.executable, "-m", "bundle.local_run", "--config", str(kind(name).DEFAULT_SPEC),
          "--baseline", Path(kind(name).EXAMPLE_BASELINE).stem, "--budget", "2", "--score-hidden",
          "--out", str(out)], cwd=REPO, capture_output=True, text=True, timeout=900)
-    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    assert result.returncode == 0 or only_budget_overruns(result.stderr), \
+        result.stdout[-2000:] + result.stderr[-2000:]
     report = re.search(r"^detailed results: (.+)$", result.stdout, re.MULTILINE)
     assert report, result.stdout[-2000:]
     return Path(report.group(1)).parent
+
+
+NOT_AS_INTENDED = "the platform would not score this as intended:\n"
+
+
+def only_budget_overruns(stderr: str) -> bool:
+    """Whether run_local failed only because tasks ran out of their budget: on a loaded
+    machine a baseline whose predictive is slow (BDL's on digits_cnn) may not finish in 2 s
+    before its first checkpoint, and the task is penalised. The scored tasks still show their
+    standard errors, which is what is tested here; the baselines' fit to their budgets is
+    tested where they are."""
+    if NOT_AS_INTENDED not in stderr:
+        return False
+    problems = [line.strip() for line in stderr.split(NOT_AS_INTENDED, 1)[1].splitlines()
+                if line.startswith("  ")]
+    return bool(problems) and all(": timed_out (" in line or "training run timed out" in line
+                                  for line in problems)
 
 
 @pytest.mark.slow
@@ -131,8 +159,11 @@ def test_each_default_competition_shows_standard_errors_in_its_detailed_results(
     assert scored, details
     for task, entry in scored.items():
         errors = {metric: figures["se"] for metric, figures in entry["metrics"].items()}
-        assert all(se is not None and 0 <= se < 0.5 for se in errors.values()), (task, errors)
-        assert any(se > 0 for se in errors.values()), (task, errors)
+        # none only at an end of the metric's range (uncertainty.unless_collapsed)
+        assert all(0 <= se < 0.5 if se is not None else
+                   entry["metrics"][metric]["value"] in (-1.0, 0.0, 1.0)
+                   for metric, se in errors.items()), (task, errors)
+        assert any(se and se > 0 for se in errors.values()), (task, errors)
         for metric, figures in entry["metrics"].items():
             chains = figures.get("chain_values") or []
             if len(chains) > 1:           # BDL: the chains' part is in it
@@ -142,8 +173,9 @@ def test_each_default_competition_shows_standard_errors_in_its_detailed_results(
 
 
 def test_pgdl_scores_with_equal_weights_are_the_unweighted_ones_and_a_light_model_fades():
-    """The Bayesian bootstrap reweighs a zoo's networks: equal weights change nothing, and a
-    network of vanishing weight drops out of a pairwise score."""
+    """A Bayesian bootstrap reweighs a zoo's networks (the naive method the coverage tests
+    hold the retrained zoos against): equal weights change nothing, and a network of
+    vanishing weight drops out of a pairwise score."""
     from kinds.pgdl2020.runtime.metrics import (conditional_mutual_information,
                                                 granulated_kendall, kendall_tau)
     rng = np.random.default_rng(3)
@@ -199,3 +231,48 @@ def test_a_penalised_task_gets_each_metrics_whole_range_as_its_standard_error():
             upper - score_type.minimum)
     assert keys.index(f"{task.name}_{task.score_types[0].name}_se") > keys.index(
         f"{task.name}_{task.score_types[0].name}")
+
+
+def test_a_share_of_one_keeps_a_standard_error_and_inside_the_range_the_closed_form_stays():
+    """Wilson's interval holds a share's standard error up where few rows are on one side;
+    with at least 15 on each side the closed form sqrt(p (1 - p) / (n - 1)) is left as it is."""
+    z = uncertainty.Z95
+    assert uncertainty.stratified_mean_se(np.ones(190)) == pytest.approx(z / (190 + z * z))
+    assert uncertainty.stratified_mean_se(np.zeros(50)) == pytest.approx(z / (50 + z * z))
+    one_wrong = np.r_[np.zeros(1), np.ones(599)]
+    assert uncertainty.stratified_mean_se(one_wrong) > math.sqrt(1 / 600 * 599 / 600 / 599)
+    inside = (np.arange(2000) % 10 < 3).astype(float)
+    assert uncertainty.stratified_mean_se(inside) == pytest.approx(
+        math.sqrt(0.3 * 0.7 / 1999), rel=1e-9)
+    # per block: a block of 599 all agreeing keeps a share of its own
+    blocks = np.repeat([0, 1], 599)
+    assert uncertainty.stratified_mean_se(np.ones(1198), blocks) > 0
+
+
+def test_a_zero_at_an_end_of_the_range_is_none_and_a_zero_inside_it_is_exact():
+    always_one = dataclasses.replace(PROPORTION, name="always_one",
+                                     function=lambda correct: 1.0)
+    always_half = dataclasses.replace(PROPORTION, name="always_half",
+                                      function=lambda correct: 0.5)
+    correct = np.ones(100)
+    errors = uncertainty.row_errors([always_one, always_half], {"correct": correct},
+                                    uncertainty.take_rows(["correct"]), 100)
+    assert errors == {"always_one": None, "always_half": 0.0}
+    assert uncertainty.unless_collapsed(0.0, 0.0, 0.0, None) is None
+    assert uncertainty.unless_collapsed(0.0, 3.0, 0.0, None) == 0.0
+    assert uncertainty.unless_collapsed(0.01, 1.0, 0.0, 1.0) == 0.01
+
+
+def test_the_board_shows_a_standard_error_the_scorer_could_not_measure_as_the_range():
+    from runtime.scoring import MetricResult, TaskConfig, TaskResult, TaskType
+    from runtime.rules import se_columns
+    distance = ScoreType("distance", "distance", "a distance", False, 0.0, None, 4, _proportion,
+                         ("correct",))
+    task_type = TaskType("t", (PROPORTION, distance), PROPORTION)
+    task = TaskConfig("task", task_type, {"share": 1.0}, None, None)
+    result = TaskResult(task, {"share": MetricResult("share", 1.0, se=None),
+                               "distance": MetricResult("distance", 0.25, se=None)})
+    assert rules.column_value("se", result, "share") == pytest.approx(1.0)
+    assert rules.column_value("se", result, "distance") == pytest.approx(0.25)
+    measured = TaskResult(task, {"share": MetricResult("share", 0.9, se=0.01)})
+    assert se_columns.column_value("se", measured, "share") == pytest.approx(0.01)

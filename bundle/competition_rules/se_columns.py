@@ -1,6 +1,6 @@
 """Standard-error columns, build side: with ``standard_error_columns: true`` every task
 metric's column is followed by its standard error (how far the figure would move with another
-draw of the test rows, the reference chains or the zoo's networks; each kind says how it
+draw of the test rows, the reference chains or a new training of the zoo; each kind says how it
 measures it, ``STANDARD_ERROR`` in its runtime scoring module). The worker's half, which
 writes the value, is ``runtime/rules/se_columns.py``.
 """
@@ -19,8 +19,10 @@ SPEC_KEYS = {"": {SPEC_KEY: Key(
     {"type": "boolean"},
     "Add a column after each task metric's with its standard error (`<task>_<metric>_se`): "
     "how far the figure would move with another draw of the test rows (and, for BDL, of the "
-    "reference chains; for PGDL, of the zoo's networks). The detailed results always show "
-    "it; `python -m scoring_program.ranks` turns these columns into rank intervals.",
+    "reference chains; for PGDL, of a new training of the zoo). Where the scorer could not "
+    "measure one (the detailed results show n/a), the column holds the metric's whole range. "
+    "The detailed results always show it; `python -m scoring_program.ranks` turns these "
+    "columns into rank intervals.",
     default=False, example=True)}}
 
 

@@ -10,6 +10,12 @@ are written in two formats others read:
   probabilities are not kept). ``predictions`` holds the reference itself and the Monte Carlo
   standard error of every quantity. The attributes hold the reference-posterior standard's
   figures (rank-normalised R-hat, bulk and tail ESS, divergences) and the declaration.
+  Those figures cannot be recomputed from the export: the generator computed them on every
+  draw's predictive (each class probability, or each point's predictive mean) and on the
+  potential energy, none of which the references keep (the draws of y are not the draws of
+  the predictive mean). Keeping them thinned would take a new reference file and a
+  regeneration of every task; until then the figures are checkable only by rerunning
+  ``generate``, whose chains are seeded (``chains.py``), not from the exported files.
 - ``<task>_posteriordb.json``: posteriordb's reference-posterior information (its ``info``
   layout: name, inference method and arguments, diagnostics, the checks made), with the
   reference's mean and Monte Carlo standard error per quantity, as Inference Gym stores its

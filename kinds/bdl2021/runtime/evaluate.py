@@ -6,7 +6,8 @@ standard deviation (ddof=1) over chains says how much the score depends on which
 run is the target. Standard errors (``STANDARD_ERROR``): of the score against the model
 average, from two independent sources, sqrt(se_rows^2 + se_chains^2): a seeded bootstrap over
 test rows (stratified by block) and the chains' spread over their number, sd / sqrt(K) (a
-plug-in: exact for a metric linear in the reference). Exact-posterior expectation: what an
+plug-in: exact for a metric linear in the reference), widened to Student's t on K - 1 degrees
+of freedom. Exact-posterior expectation: what an
 exact sampler's submission of the participant's size is expected to score against this finite
 reference (``exact_posterior.py``); the builder ships it, and it is computed here only if
 absent.
@@ -31,8 +32,11 @@ from .references import References
 from .score_types import CLASSIFICATION, WASSERSTEIN_CAP_IN_REFERENCE_STD
 
 STANDARD_ERROR = ("the standard error of a mean over the test rows (each block's rows weighted "
-                  "by its share), combined with the spread of the score over the HMC chains "
-                  "divided by the square root of their number: sqrt(se_rows^2 + "
+                  "by its share; for agreement, a share of rows, at least the Wilson score "
+                  "interval's half-width, so an agreement of 1 still has one), combined with "
+                  "the spread of the score over the HMC chains divided by the square root of "
+                  "their number and widened by t_(K-1) / 1.96 (Student's t: K chains give a "
+                  "spread of K - 1 degrees of freedom): sqrt(se_rows^2 + (t_(K-1) / 1.96)^2 "
                   "sd_chains^2 / K)")
 COVERAGE_LEVELS = np.round(np.linspace(0.1, 0.9, 9), 2)
 RELIABILITY_BINS = 10
@@ -107,12 +111,24 @@ def _metrics(task: TaskConfig, predictions: np.ndarray, references: References,
                                for chain in chains)
                  for t in types}
     expectation = references.expectation or {}
-    return {name: MetricResult(name, values[name], _std(per_chain[name]),
-                               capped=values[name] != raw[name], details=_details(
-                                   per_chain[name], expectation.get(name)),
-                               se=uncertainty.combined_se(row_errors[name],
-                                                          uncertainty.mean_se(per_chain[name])))
-            for name in values}
+    return {t.name: MetricResult(t.name, values[t.name], _std(per_chain[t.name]),
+                                 capped=values[t.name] != raw[t.name], details=_details(
+                                     per_chain[t.name], expectation.get(t.name)),
+                                 se=_combined_se(t, values[t.name], row_errors[t.name],
+                                                 per_chain[t.name], cap))
+            for t in types}
+
+
+def _combined_se(score_type, value: float, row_error: float | None, chain_values,
+                 cap: float | None) -> float | None:
+    """sqrt(se_rows^2 + se_chains^2), se_chains = sd_chains / sqrt(K) widened to Student's
+    t on K - 1 degrees of freedom (``uncertainty.replicates_se``); None for a 0 at an end of
+    the metric's range (the chains and the rows all agreeing there says nothing of how far
+    it would move)."""
+    upper = score_type.maximum if score_type.maximum is not None else cap
+    return uncertainty.unless_collapsed(
+        uncertainty.combined_se(row_error, uncertainty.replicates_se(chain_values)), value,
+        score_type.minimum, upper)
 
 
 def _blocks(task: TaskConfig, predictions: np.ndarray, references: References):

@@ -15,8 +15,10 @@ from runtime.scoring import (MetricResult, ReferenceDataError, ScoreType, Submis
                            TaskResult, TaskType, penalised, run_failure, submission_file)
 
 REPORT_INTRO = "Submitted labels compared with the hidden test labels, one section per task."
-STANDARD_ERROR = ("for accuracy the standard error of a mean over the test points, for "
-                  f"balanced accuracy a bootstrap over them ({uncertainty.DRAWN})")
+STANDARD_ERROR = ("for accuracy the standard error of a share of the test points, at least "
+                  "the Wilson score interval's half-width (so an accuracy of 1 still has "
+                  "one), for balanced accuracy a bootstrap over them "
+                  f"({uncertainty.DRAWN}; {uncertainty.NONE_AT_BOUND})")
 
 
 def accuracy(predicted: np.ndarray, labels: np.ndarray) -> float:

@@ -98,6 +98,13 @@ def _grid(hparams: Mapping[str, Sequence], n_models: int,
     return names, codes, sizes
 
 
+def hyperparameter_grid(hparams: Mapping[str, Sequence], n_models: int
+                        ) -> tuple[list[str], dict[str, np.ndarray], dict[str, int]]:
+    """The hyperparameters' names, each model's value of each as a code 0..size-1, and their
+    sizes; ValueError unless the grid is complete and unique."""
+    return _grid(hparams, n_models)
+
+
 def _greater(values: np.ndarray) -> np.ndarray:
     """n x n booleans: [v_i > v_j] (strict)."""
     return values[:, None] > values[None, :]
@@ -108,33 +115,69 @@ def _sign_matrix(values: np.ndarray) -> np.ndarray:
     return _greater(values).astype(np.int8) - (values[:, None] < values[None, :]).astype(np.int8)
 
 
-def _cmi_ratio(joint_code: np.ndarray, cell: np.ndarray, n_cells: int,
-               pair_weights: np.ndarray | None = None) -> float:
-    """mean_c MI_c / mean_c H_c for one conditioning set, as PGDL's ``total_mi_from_table``.
+def _cmi_ratios(joint_codes: np.ndarray, cell: np.ndarray, n_cells: int,
+                pair_weights: np.ndarray | None = None) -> np.ndarray:
+    """mean_c MI_c / mean_c H_c for one conditioning set, as PGDL's ``total_mi_from_table``,
+    for each of D zoos at once.
 
-    ``joint_code`` (n x n) is 2*[not A] + [not B] (PGDL's table axes: "+gap" is index 0 and
-    "+measure" index 0); ``cell`` (n x n) the conditioning cell of each ordered pair;
-    ``pair_weights`` (n x n, positive) count each pair by its weight instead of once.
+    ``joint_codes`` (D x n x n) is 2*[not A] + [not B] (PGDL's table axes: "+gap" is index 0
+    and "+measure" index 0); ``cell`` (n x n) the conditioning cell of each ordered pair;
+    ``pair_weights`` (n x n, or D x n x n: positive) count each pair by its weight instead of
+    once.
     """
-    counts = np.bincount((cell * 4 + joint_code).ravel(), minlength=4 * n_cells,
-                         weights=None if pair_weights is None else pair_weights.ravel())
-    counts = counts.reshape(n_cells, 2, 2).astype(np.float64)
-    total = counts.sum(axis=(1, 2))          # pairs in each cell (all > 0: complete grid)
-    joint = counts / total[:, None, None]
-    p_a = counts.sum(axis=2) / total[:, None]            # gap order, marginal
-    p_b = counts.sum(axis=1) / total[:, None]            # measure order, marginal
+    draws = joint_codes.shape[0]
+    slots = (np.arange(draws)[:, None, None] * n_cells + cell) * 4 + joint_codes
+    weights = None if pair_weights is None else np.broadcast_to(pair_weights, slots.shape)
+    counts = np.bincount(slots.ravel(), minlength=4 * n_cells * draws,
+                         weights=None if weights is None else weights.ravel())
+    counts = counts.reshape(draws, n_cells, 2, 2).astype(np.float64)
+    total = counts.sum(axis=(2, 3))          # pairs in each cell (all > 0: complete grid)
+    joint = counts / total[..., None, None]
+    p_a = counts.sum(axis=3) / total[..., None]          # gap order, marginal
+    p_b = counts.sum(axis=2) / total[..., None]          # measure order, marginal
     with np.errstate(divide="ignore", invalid="ignore"):
-        terms = joint * np.log2(joint / (p_a[:, :, None] * p_b[:, None, :]))
+        terms = joint * np.log2(joint / (p_a[..., :, None] * p_b[..., None, :]))
     terms = np.where(joint > 0, terms, 0.0)              # PGDL skips empty joint entries
     # PGDL adds the four terms in the order (+,+), (+,-), (-,+), (-,-) to 0.0.
-    mi = ((terms[:, 0, 0] + terms[:, 0, 1]) + terms[:, 1, 0]) + terms[:, 1, 1]
+    mi = ((terms[..., 0, 0] + terms[..., 0, 1]) + terms[..., 1, 0]) + terms[..., 1, 1]
     logs = np.log2(p_a + ENTROPY_EPSILON)
-    entropy = -(p_a[:, 0] * logs[:, 0] + p_a[:, 1] * logs[:, 1])
+    entropy = -(p_a[..., 0] * logs[..., 0] + p_a[..., 1] * logs[..., 1])
     # PGDL sums the cells one after the other, in cell order: cumsum adds the same way.
-    mean_mi = np.cumsum(mi)[-1] / n_cells
-    mean_entropy = np.cumsum(entropy)[-1] / n_cells
+    mean_mi = np.cumsum(mi, axis=-1)[:, -1] / n_cells
+    mean_entropy = np.cumsum(entropy, axis=-1)[:, -1] / n_cells
     with np.errstate(divide="ignore", invalid="ignore"):
-        return float(mean_mi / mean_entropy)
+        return mean_mi / mean_entropy
+
+
+def _joint_codes(gaps: np.ndarray, measure: np.ndarray) -> np.ndarray:
+    """2*[not g_i > g_j] + [not mu_i > mu_j] for each zoo (rows of ``gaps`` and ``measure``)."""
+    return (2 * (~_greater_rows(gaps)).astype(np.int64)
+            + (~_greater_rows(measure)).astype(np.int64))
+
+
+def _greater_rows(values: np.ndarray) -> np.ndarray:
+    """D x n x n booleans: [v_i > v_j] within each row of ``values`` (D x n)."""
+    return values[:, :, None] > values[:, None, :]
+
+
+def _conditioning_cells(conditioning: Sequence[str], codes: dict[str, np.ndarray],
+                        sizes: dict[str, int], n: int) -> tuple[np.ndarray, int]:
+    """Each ordered pair's cell (h1_i, h1_j, h2_i, h2_j, ...) and the number of cells."""
+    cell = np.zeros((n, n), dtype=np.int64)
+    n_cells = 1
+    for name in conditioning:
+        size, code = sizes[name], codes[name]
+        cell = (cell * size + code[:, None]) * size + code[None, :]
+        n_cells *= size * size
+    return cell, n_cells
+
+
+def _conditionings(names: list[str]) -> list[tuple[str, ...]]:
+    """The sets the score conditions on: every ordered pair of distinct hyperparameters, in
+    the order of ``names``; with fewer than two hyperparameters, all of them at once."""
+    if len(names) < 2:
+        return [tuple(names)]
+    return [(first, second) for first in names for second in names if first != second]
 
 
 def conditional_mutual_information(gaps, measure, hparams: Mapping[str, Sequence], *,
@@ -180,7 +223,9 @@ def conditional_mutual_information(gaps, measure, hparams: Mapping[str, Sequence
     * Ties in the measure count as "not greater" both ways, so a constant measure scores 0.
 
     ``weights`` (one positive number per model): each ordered pair counts w_i w_j in its cell
-    instead of once (the Bayesian bootstrap over the zoo's networks reweighs them so).
+    instead of once (Rubin's Bayesian bootstrap over the networks reweighs them so; the
+    scorer's standard errors retrain the zoo instead, ``retraining.py``: a reweighing of
+    fixed networks misses their training noise).
 
     One hyperparameter: the cells are (h_i, h_j) and the pair returned is None. No
     hyperparameter: one cell (plain MI / H), pair None. Ties between pairs: the first pair in
@@ -189,29 +234,64 @@ def conditional_mutual_information(gaps, measure, hparams: Mapping[str, Sequence
     """
     g, mu = _pair(gaps, measure, ("gaps", "measure"))
     names, codes, sizes = _grid(hparams, g.size, value_order)
-    joint_code = 2 * (~_greater(g)).astype(np.int64) + (~_greater(mu)).astype(np.int64)
+    joint_codes = _joint_codes(g[None], mu[None])
     pair_weights = _pair_weights(weights, g.size)
-
-    def ratio(conditioning: Sequence[str]) -> float:
-        cell = np.zeros((g.size, g.size), dtype=np.int64)
-        n_cells = 1
-        for name in conditioning:
-            size, code = sizes[name], codes[name]
-            cell = (cell * size + code[:, None]) * size + code[None, :]
-            n_cells *= size * size
-        return _cmi_ratio(joint_code, cell, n_cells, pair_weights)
-
+    conditionings = _conditionings(names)
     if len(names) < 2:
-        return ratio(names), None
+        cell, n_cells = _conditioning_cells(conditionings[0], codes, sizes, g.size)
+        return float(_cmi_ratios(joint_codes, cell, n_cells, pair_weights)[0]), None
     best, best_pair = math.nan, None
-    for first in names:
-        for second in names:
-            if first == second:
-                continue
-            score = ratio((first, second))
-            if not math.isnan(score) and (best_pair is None or score < best):
-                best, best_pair = score, (first, second)
+    for pair in conditionings:
+        cell, n_cells = _conditioning_cells(pair, codes, sizes, g.size)
+        score = float(_cmi_ratios(joint_codes, cell, n_cells, pair_weights)[0])
+        if not math.isnan(score) and (best_pair is None or score < best):
+            best, best_pair = score, pair
     return best, best_pair
+
+
+# Zoos scored at once by the functions "of draws" hold at most this many ordered pairs of
+# networks (draws x n x n), about 16 MB in each array of pair codes: large zoos go in chunks.
+PAIRS_AT_ONCE = 2_000_000
+
+
+def _chunks(draws: int, n: int) -> list[slice]:
+    step = max(1, PAIRS_AT_ONCE // (n * n))
+    return [slice(start, min(start + step, draws)) for start in range(0, draws, step)]
+
+
+def _draw_matrices(gaps, measure, names: tuple[str, str]) -> tuple[np.ndarray, np.ndarray]:
+    a = np.asarray(gaps, dtype=np.float64)
+    b = np.asarray(measure, dtype=np.float64)
+    if a.ndim != 2 or a.shape != b.shape or a.shape[1] < 2:
+        raise ValueError(f"{names[0]} and {names[1]}: expected two arrays of the same shape, "
+                         f"draws x models (at least two), found {a.shape} and {b.shape}")
+    return a, b
+
+
+def cmi_of_draws(gaps, measure, hparams: Mapping[str, Sequence], *,
+                 value_order: Mapping[str, Sequence] | None = None,
+                 weights: np.ndarray | None = None) -> np.ndarray:
+    """``conditional_mutual_information``'s score for each of D zoos of the same grid: row d
+    of ``gaps`` and ``measure`` (D x n) is one zoo's, and of ``weights`` (D x n, positive;
+    None: every network once) its networks' weights. The minimum over pairs of
+    hyperparameters skips a NaN ratio, as the single score does (NaN where all are)."""
+    g, mu = _draw_matrices(gaps, measure, ("gaps", "measure"))
+    names, codes, sizes = _grid(hparams, g.shape[1], value_order)
+    if weights is not None:
+        weights = np.asarray(weights, dtype=np.float64)
+        if weights.shape != g.shape or not np.all(weights > 0):
+            raise ValueError(f"weights: expected {g.shape[0]} x {g.shape[1]} positive numbers")
+    cells = [_conditioning_cells(c, codes, sizes, g.shape[1]) for c in _conditionings(names)]
+    scores = np.empty(g.shape[0])
+    for chunk in _chunks(g.shape[0], g.shape[1]):
+        joint_codes = _joint_codes(g[chunk], mu[chunk])
+        pair_weights = (None if weights is None else
+                        weights[chunk, :, None] * weights[chunk, None, :])
+        ratios = [_cmi_ratios(joint_codes, cell, n_cells, pair_weights)
+                  for cell, n_cells in cells]
+        with np.errstate(invalid="ignore"):
+            scores[chunk] = np.fmin.reduce(ratios, axis=0)
+    return scores
 
 
 def _pair_weights(weights: np.ndarray | None, n: int) -> np.ndarray | None:
@@ -257,7 +337,8 @@ def granulated_kendall(measure, gaps, hparams: Mapping[str, Sequence],
     A hyperparameter with a single value has no pairs to rank, so it gets no psi and is left
     out of Psi. A hyperparameter named "overall" is refused (ValueError), as is a grid with no
     hyperparameter of two or more values. With model weights each pair within a group counts
-    w_i w_j, as in ``kendall_tau``.
+    w_i w_j, as in ``kendall_tau``, and each group counts by its pairs' weight
+    (``_group_mean``).
     """
     mu, g = _pair(measure, gaps, ("measure", "gaps"))
     if "overall" in hparams:
@@ -285,8 +366,63 @@ def granulated_kendall(measure, gaps, hparams: Mapping[str, Sequence],
         else:
             pairs = np.bincount(in_group, weights=pair_weights[same], minlength=n_groups)
         ranked = pairs > 0
-        result[name] = float(np.mean(sums[ranked] / pairs[ranked]))
+        result[name] = _group_mean(sums[ranked], pairs[ranked], pair_weights is None)
     if not result:
         raise ValueError("no hyperparameter has two or more values: nothing to rank")
     result["overall"] = float(np.mean(list(result.values())))
     return result
+
+
+def _group_mean(sums: np.ndarray, pairs: np.ndarray, unweighted: bool) -> float:
+    """psi over the groups: the mean of their taus (sums / pairs) unweighted, as Jiang et al.
+    define it; with model weights each group counts by its pairs' weight, sum(sums) /
+    sum(pairs). (A group of two networks holds one pair, whose weight would cancel from its
+    own tau: weighting the groups equally would leave psi unmoved by any reweighing, its
+    Bayesian-bootstrap spread 0. In a complete grid every group has as many pairs, so both
+    agree with equal weights.)"""
+    if unweighted:
+        return float(np.mean(sums / pairs))
+    return float(sums.sum() / pairs.sum())
+
+
+def _sign_products(measure: np.ndarray, gaps: np.ndarray, first: np.ndarray,
+                   second: np.ndarray) -> np.ndarray:
+    """sign(mu_i - mu_j) sign(g_i - g_j) of the pairs (first[k], second[k]), in each row."""
+    return (np.sign(measure[:, first] - measure[:, second])
+            * np.sign(gaps[:, first] - gaps[:, second]))
+
+
+def kendall_tau_of_draws(measure, gaps) -> np.ndarray:
+    """``kendall_tau`` (tau-a) for each of D zoos: row d of ``measure`` and ``gaps`` (D x n)."""
+    mu, g = _draw_matrices(measure, gaps, ("measure", "gaps"))
+    first, second = np.triu_indices(mu.shape[1], 1)
+    return np.concatenate([_sign_products(mu[chunk], g[chunk], first, second).mean(axis=1)
+                           for chunk in _chunks(*mu.shape)])
+
+
+def granulated_kendall_of_draws(measure, gaps, hparams: Mapping[str, Sequence]) -> np.ndarray:
+    """``granulated_kendall``'s "overall" for each of D zoos of the same grid (rows of
+    ``measure`` and ``gaps``, D x n). In a complete grid every group of one hyperparameter
+    holds as many pairs, so psi_k is the mean over all its groups' pairs."""
+    mu, g = _draw_matrices(measure, gaps, ("measure", "gaps"))
+    if "overall" in hparams:
+        raise ValueError('a hyperparameter named "overall" clashes with the key of the mean')
+    names, codes, sizes = _grid(hparams, mu.shape[1])
+    pairs = [_within_groups(name, names, codes, sizes) for name in names if sizes[name] >= 2]
+    if not pairs:
+        raise ValueError("no hyperparameter has two or more values: nothing to rank")
+    return np.concatenate([
+        np.mean([_sign_products(mu[chunk], g[chunk], *pair).mean(axis=1) for pair in pairs],
+                axis=0)
+        for chunk in _chunks(*mu.shape)])
+
+
+def _within_groups(name: str, names: list[str], codes: dict[str, np.ndarray],
+                   sizes: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
+    """The pairs (i < j) of networks that differ in ``name`` only."""
+    group = np.zeros(len(codes[name]), dtype=np.int64)
+    for other in names:
+        if other != name:
+            group = group * sizes[other] + codes[other]
+    same = np.triu(group[:, None] == group[None, :], 1)
+    return np.nonzero(same)

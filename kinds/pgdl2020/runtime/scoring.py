@@ -20,41 +20,45 @@ from runtime.scoring import (MetricResult, ReferenceDataError, ScoreType, Submis
                            submission_file)
 
 from .formats import read_model_configs, read_predict
-from .metrics import conditional_mutual_information, granulated_kendall, kendall_tau
+from .metrics import (cmi_of_draws, conditional_mutual_information, granulated_kendall,
+                      granulated_kendall_of_draws, kendall_tau, kendall_tau_of_draws)
+from .retraining import retrained_zoos
 
 REPORT_INTRO = ("The ordering of the submitted complexities compared with the ordering of "
                 "the networks' generalisation gaps (train accuracy minus test accuracy), one "
                 "section per model zoo.")
-STANDARD_ERROR = ("a Bayesian bootstrap over the networks of the zoo (the scores recomputed "
-                  "with each network counted by a random weight, so the grid of "
-                  f"hyperparameters stays complete; {uncertainty.DRAWN})")
+STANDARD_ERROR = ("the zoo trained again: each network's gap and measure (as normal scores "
+                  "of their ranks) split into the hyperparameters' main effects and a "
+                  "residual, the residual pairs resampled over the networks, the scores "
+                  "recomputed on each such zoo; the root mean square of their distance from "
+                  "the zoo's own score, so a bias of the score (CMI is a minimum) counts too "
+                  f"({uncertainty.DRAWN})")
 ZOO = "zoo"
 GRANULATED_PREFIX = "granulated tau: "
 PREDICT_SUFFIX = ".predict"
 ARRAY_SUFFIX = ".npy"
 
 
-def _cmi(measure, gaps, hparams, value_order, weights) -> float:
+def _cmi(measure, gaps, hparams, value_order) -> float:
     """PGDL's task score, its cells summed in PGDL's order of the possible values."""
-    return conditional_mutual_information(gaps, measure, hparams, value_order=value_order,
-                                          weights=weights)[0]
+    return conditional_mutual_information(gaps, measure, hparams, value_order=value_order)[0]
 
 
-def _granulated(measure, gaps, hparams, weights) -> float:
-    return float(granulated_kendall(measure, gaps, hparams, weights)["overall"])
+def _granulated(measure, gaps, hparams) -> float:
+    return float(granulated_kendall(measure, gaps, hparams)["overall"])
 
 
 CMI = ScoreType("cmi", "CMI", "Conditional mutual information between the ordering of the "
                 "measure and of the generalisation gaps, minimum over pairs of hyperparameters "
                 "(PGDL's task score)", True, 0.0, 1.0, 4, _cmi,
-                ("measure", "gaps", "hparams", "value_order", "weights"))
+                ("measure", "gaps", "hparams", "value_order"))
 KENDALL = ScoreType("kendall_tau", "Kendall tau", "Kendall's rank correlation between the "
                     "measure and the generalisation gaps", True, -1.0, 1.0, 4, kendall_tau,
-                    ("measure", "gaps", "weights"))
+                    ("measure", "gaps"))
 GRANULATED = ScoreType("granulated_kendall", "granulated tau", "Mean over hyperparameters of "
                        "Kendall's tau among networks that differ in that hyperparameter only "
                        "(Jiang et al. 2019)", True, -1.0, 1.0, 4, _granulated,
-                       ("measure", "gaps", "hparams", "weights"))
+                       ("measure", "gaps", "hparams"))
 TASK_TYPES = {ZOO: TaskType(ZOO, (CMI, KENDALL, GRANULATED), CMI)}
 
 
@@ -155,17 +159,16 @@ def score_task(task: TaskConfig, ref: Path, res: Path, run: TaskRun | None) -> T
     problem = _unscored(measure, zoo.ids, run)
     if problem:
         return penalised(task, problem, seconds, failure=_unscored_failure(run))
-    # weights None: every network once (PGDL's own scores, to the bit)
     arrays = {"measure": measure, "gaps": zoo.gaps, "hparams": zoo.hparams,
-              "value_order": zoo.possible_values, "weights": None}
+              "value_order": zoo.possible_values}
     worst_pair = conditional_mutual_information(zoo.gaps, measure, zoo.hparams,
                                                 value_order=zoo.possible_values)[1]
     per_hparam = granulated_kendall(measure, zoo.gaps, zoo.hparams)
     # clipped: PGDL adds 1e-12 inside the entropy only, so a perfect measure gets 1 + 3e-12
-    errors = uncertainty.bootstrap_errors(
-        {t.name: _reweighed(t, arrays) for t in task.score_types},
-        uncertainty.bayesian_weights(len(zoo.ids)))
-    metrics = {t.name: MetricResult(t.name, t.clip(t.evaluate(arrays)), se=errors[t.name])
+    values = {t.name: t.clip(t.evaluate(arrays)) for t in task.score_types}
+    errors = retraining_errors(task.score_types, values, measure, zoo.gaps, zoo.hparams,
+                               zoo.possible_values)
+    metrics = {t.name: MetricResult(t.name, values[t.name], se=errors[t.name])
                for t in task.score_types}
     metrics[CMI.name].details["worst_pair"] = list(worst_pair) if worst_pair else None
     extras = {f"{GRANULATED_PREFIX}{name}": float(value) for name, value in per_hparam.items()
@@ -175,9 +178,33 @@ def score_task(task: TaskConfig, ref: Path, res: Path, run: TaskRun | None) -> T
                       figures={"measure": measure, "worst_pair": worst_pair})
 
 
-def _reweighed(score_type: ScoreType, arrays: dict):
-    """The score type, clipped as on the leaderboard, with the networks reweighed."""
-    return lambda weights: score_type.clip(score_type.evaluate({**arrays, "weights": weights}))
+# Each score type on many zoos at once (rows of gaps and measure): the retrained zoos.
+OF_DRAWS = {
+    CMI.name: lambda gaps, measure, hparams, order: cmi_of_draws(gaps, measure, hparams,
+                                                                 value_order=order),
+    KENDALL.name: lambda gaps, measure, hparams, order: kendall_tau_of_draws(measure, gaps),
+    GRANULATED.name: lambda gaps, measure, hparams, order: granulated_kendall_of_draws(
+        measure, gaps, hparams),
+}
+
+
+def retraining_errors(score_types, values: dict, measure, gaps, hparams, value_order,
+                      draws: int = uncertainty.DRAWS, seed: int = uncertainty.SEED
+                      ) -> dict[str, float | None]:
+    """Each score type's standard error over retrainings of the zoo (``retraining.py``): the
+    root mean square distance of its clipped value on each retrained zoo from ``values``
+    (the zoo's own); None where the grid leaves no noise to resample, or where the error is
+    0 at an end of the metric's range (``uncertainty.unless_collapsed``)."""
+    zoos = retrained_zoos(gaps, measure, hparams, draws, seed)
+    if zoos is None:
+        return {t.name: None for t in score_types}
+    errors = {}
+    for t in score_types:
+        drawn = np.clip(OF_DRAWS[t.name](*zoos, hparams, value_order), t.minimum, t.maximum)
+        error = uncertainty.root_mean_square_deviation(drawn, values[t.name])
+        errors[t.name] = uncertainty.unless_collapsed(error, values[t.name], t.minimum,
+                                                      t.maximum)
+    return errors
 
 
 def task_summary(result: TaskResult) -> str:

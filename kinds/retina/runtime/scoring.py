@@ -24,7 +24,7 @@ REPORT_INTRO = ("Each patient's predicted probability of referable disease and i
                 "patients and both together; one section per task.")
 STANDARD_ERROR = ("a bootstrap over the patients, stratified by evaluation set (in-domain and "
                   "shifted patients each resampled to their own number; "
-                  f"{uncertainty.DRAWN})")
+                  f"{uncertainty.DRAWN}); {uncertainty.NONE_AT_BOUND}")
 DIAGNOSIS = "diagnosis"
 # RETINA's joint sets weigh the shifted rows as much as the in-domain rows: the draw that
 # completes them is seeded, so a submission's score never depends on chance.
