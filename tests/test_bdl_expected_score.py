@@ -264,6 +264,14 @@ def test_the_pages_say_how_the_line_is_made_and_show_its_range():
         or "holds an exact submission's score 95% of the time" in evaluation
     overview = " ".join(pages["overview.html"].split())
     assert "(95%: " in overview
+    # breast_cancer's agreement: every half scored 1, which is no range of width 0
+    assert "1.000 to 1.000" not in overview and "(every half: 1.000; no spread seen)" in overview
+
+
+def test_a_range_no_half_moved_is_not_printed_as_a_95_percent_range():
+    from kinds.bdl2021.runtime.report import expectation_text
+    assert expectation_text(1.0, (1.0, 1.0), 3) == "1.000 (every half: 1.000; no spread seen)"
+    assert expectation_text(0.9944, (0.9903, 0.997), 3) == "0.9944 (95%: 0.9903 to 0.9970)"
 
 
 def test_the_baseline_tables_carry_the_committed_line():

@@ -26,7 +26,8 @@ EXPECTATION_NOTE = (
     "exact posterior does not score perfectly. Estimated from the reference's own draws, cut "
     "into batches: in each of 400 random halves, the reference is scored against half of its "
     "batches (regression: draws of one half against draws of the other). The range after it "
-    "holds an exact submission's score 95% of the time (a simulation test checks that rate). "
+    "holds an exact submission's score 95% of the time (a simulation test checks that rate); "
+    "where every half scored the same, no range is given, since none was seen. "
     "A submission can land on either side of the value; well beyond the range on the good side "
     "is luck or a match to HMC's own Monte Carlo noise, not a better posterior.")
 
@@ -45,6 +46,10 @@ def expectation_text(value, interval, precision: int) -> str:
     if value is None:
         return DASH
     decimals = precision
+    if interval and interval[1] == interval[0]:
+        # Every half scored the same (an agreement of 1 on a small test set): a range of
+        # width 0 would read as certainty; it only says no half differed.
+        return f"{value:.{decimals}f} (every half: {interval[0]:.{decimals}f}; no spread seen)"
     if interval:
         decimals = decimals_showing(interval[1] - interval[0], precision, significant=2)
         return (f"{value:.{decimals}f} (95%: {interval[0]:.{decimals}f} to "
