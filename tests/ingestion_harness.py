@@ -30,7 +30,7 @@ TEST_LIMITS = {"memory_bytes": 2 * 2**30, "max_file_bytes": 16 * 2**20, "disk_by
 
 
 def prepare(root: Path, phase: str = "development", budget=BUDGET_SECONDS, limits=None):
-    plan = embedded_phase(phase, code_submission=True, budget_seconds=budget)
+    plan = embedded_phase(phase, code_submission=True, budget_seconds=budget, kind="bdl2021")
     assemble_ingestion_program(plan, root / "ingestion_program", {**TEST_LIMITS, **(limits or {})})
     stage_input_data(plan, root / "input")
     stage_reference_data(plan, root / "hidden_ref")

@@ -31,7 +31,7 @@ def prepare_phase(root: Path, phase: str, budget_seconds=60.0, tasks=None, recor
     ``record``: what the scorer requires besides predictions. Most scorer tests put prediction
     files straight into res/, so by default it requires nothing, as in a results phase; the
     builder's own rule for code phases is kept with ``record=None``."""
-    plan = embedded_phase(phase, budget_seconds=budget_seconds)
+    plan = embedded_phase(phase, budget_seconds=budget_seconds, kind="bdl2021")
     if tasks is not None:
         plan = dataclasses.replace(plan, tasks=tuple(t for t in plan.tasks if t.name in tasks))
     assemble_scoring_program(plan, root / "program")

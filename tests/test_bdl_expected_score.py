@@ -163,7 +163,7 @@ def test_builder_ships_a_valid_expectation_for_every_task(tmp_path):
     from plans import embedded_phase
     from kinds.bdl2021.kind import reference_names
     for phase in ("development", "evaluation"):
-        plan = embedded_phase(phase, budget_seconds=30.0)
+        plan = embedded_phase(phase, budget_seconds=30.0, kind="bdl2021")
         ref = stage_reference_data(plan, tmp_path / phase)
         for task in plan.tasks:
             name = reference_names(task)["exact_posterior_expectation"]

@@ -28,20 +28,15 @@ REFUSAL = "Codabench copies your submission over the ingestion's output before s
 pytestmark = pytest.mark.slow
 
 
-def build(out: Path, phase: str, site: str) -> Path:
-    done = subprocess.run([sys.executable, str(REPO / "build_bundle.py"), "--config", str(SPEC),
-                           "--phase", phase, "--platform", site, "--out", str(out)], cwd=REPO,
-                          capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    return next(out.glob("*.zip"))
-
-
 @pytest.fixture(scope="module")
-def bundles(tmp_path_factory) -> dict[str, Path]:
-    root = tmp_path_factory.mktemp("worker-v127")
-    return {"code": build(root / "code", "evaluation", "codabench"),
-            "results": build(root / "results", "development", "codabench"),
-            "codalab": build(root / "codalab", "evaluation", "codalab")}
+def bundles(built_bundles) -> dict[str, Path]:
+    """One phase's bundle each, built once a test run (conftest.py); read only."""
+    def build(phase: str, site: str) -> Path:
+        bundles = list(built_bundles(SPEC, site, phase).glob("*.zip"))
+        assert len(bundles) == 1, (phase, site, bundles)
+        return bundles[0]
+    return {"code": build("evaluation", "codabench"), "results": build("development", "codabench"),
+            "codalab": build("evaluation", "codalab")}
 
 
 @pytest.fixture(scope="module")

@@ -96,7 +96,7 @@ def test_a_rules_words_stand_only_in_its_modules_and_the_kind_records(words, all
 @pytest.fixture(scope="module")
 def config():
     """The default competition's development phase: BDL, whose tasks have per-chain sds."""
-    return scoring_config(embedded_phase("development"))
+    return scoring_config(embedded_phase("development", kind="bdl2021"))
 
 
 def test_the_rule_adds_an_sd_column_after_each_metric_and_the_scorer_accepts_it(config):
@@ -132,7 +132,7 @@ def _with_public_part(plan, rows: int):
 
 
 def test_a_public_part_adds_hidden_full_columns_that_only_the_private_output_gets():
-    plan = _with_public_part(embedded_phase("development"), 5)
+    plan = _with_public_part(embedded_phase("development", kind="bdl2021"), 5)
     raw = scoring_config(plan)
     task = plan.tasks[0].name
     private = [c for c in raw["columns"] if c["statistic"] in rules.private_statistics()]
@@ -151,7 +151,7 @@ def test_a_public_part_adds_hidden_full_columns_that_only_the_private_output_get
 
 
 def test_the_scorer_refuses_a_malformed_public_part_or_one_its_kind_cannot_score():
-    raw = scoring_config(_with_public_part(embedded_phase("development"), 5))
+    raw = scoring_config(_with_public_part(embedded_phase("development", kind="bdl2021"), 5))
     raw["tasks"][0]["public_rows"] = 0
     with pytest.raises(ConfigError, match=r"tasks\[0\]\.public_rows: expected a positive integer"):
         parse_config(raw)

@@ -34,11 +34,16 @@ from scoring_program.scorer.main import NOTHING_SCORED
 
 pytestmark = pytest.mark.slow
 
-KIND_NAMES = ("bdl2021", "label_accuracy", "pgdl2020", "retina")
-CODE_PHASES = {"bdl2021": "development", "label_accuracy": "evaluation", "pgdl2020": "phase1",
-               "retina": "final"}
-RESULTS_PHASES = {"bdl2021": "development", "label_accuracy": "development",
-                  "pgdl2020": "public", "retina": "development"}
+KIND_NAMES = tuple(sorted(KINDS))
+
+
+def _first_phase(kind: str, code: bool) -> str:
+    """The key of the kind's default competition's first phase of code (``code``) or of
+    prediction files, read from its spec: every default competition has one of each."""
+    spec = load_spec(KINDS[kind].DEFAULT_SPEC)
+    return next(phase.key for phase in spec.phases if phase.code_submission == code)
+
+
 # What a run of code can end in; wrong phase's files is the scorer's alone (below).
 RUN_CATEGORIES = (failures.TIMED_OUT, failures.DID_NOT_START, failures.IMPORT_ERROR,
                   failures.RAISED, failures.MEMORY, failures.SANDBOX, failures.INVALID_OUTPUT,
@@ -85,7 +90,7 @@ def _all_tasks(kind: str):
     plans = [phase_plan(spec, phase.key, code_submission=True) for phase in spec.phases]
     tasks = {task.name: task for plan in plans for task in plan.tasks}
     base = next(plan for plan, phase in zip(plans, spec.phases)
-                if phase.key == CODE_PHASES[kind])
+                if phase.key == _first_phase(kind, code=True))
     return base, [tasks[name] for name in sorted(tasks)]
 
 
@@ -184,7 +189,7 @@ def test_prediction_files_in_a_code_phase_are_the_wrong_phases(kind, tmp_path):
 
 def _results_phase(root: Path, kind: str):
     spec = load_spec(KINDS[kind].DEFAULT_SPEC)
-    plan = phase_plan(spec, RESULTS_PHASES[kind], code_submission=False)
+    plan = phase_plan(spec, _first_phase(kind, code=False), code_submission=False)
     assemble_scoring_program(plan, root / "program")
     stage_reference_data(plan, root / "ref")
     config = load_config(root / "program" / CONFIG_NAME)

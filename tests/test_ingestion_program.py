@@ -385,7 +385,8 @@ def test_scorer_reads_what_ingestion_wrote(prepared, tmp_path):
     import shutil
     run, result, record = ingest(prepared, tmp_path / "ingest",
                                  submission("raise RuntimeError('diverged')"))
-    plan = embedded_phase("development", code_submission=True, budget_seconds=BUDGET_SECONDS)
+    plan = embedded_phase("development", code_submission=True, budget_seconds=BUDGET_SECONDS,
+                          kind="bdl2021")
     scoring_root = tmp_path / "scoring"
     assemble_scoring_program(plan, scoring_root / "program")
     shutil.copytree(prepared / "hidden_ref", scoring_root / "ref")
@@ -440,7 +441,8 @@ def test_scorer_refuses_output_that_is_not_the_ingestions(prepared, tmp_path, ta
     run, _, record = ingest(prepared, tmp_path / "ingest", submission("return uniform(task)"))
     assert record.signature and set(record.files) == {f"{task}_probs.npy"
                                                       for task in DEVELOPMENT_TASKS}
-    plan = embedded_phase("development", code_submission=True, budget_seconds=BUDGET_SECONDS)
+    plan = embedded_phase("development", code_submission=True, budget_seconds=BUDGET_SECONDS,
+                          kind="bdl2021")
     assemble_scoring_program(plan, tmp_path / "scoring" / "program")
     shutil.copytree(prepared / "hidden_ref", tmp_path / "scoring" / "ref")
     scoring = new_scoring_run(tmp_path / "scoring", tmp_path / "score")

@@ -15,7 +15,7 @@ import yaml
 
 import kinds
 from bundle.build import bundle_name, competition_targets
-from bundle.spec import DEFAULT_SPEC, load_spec
+from bundle.spec import load_spec
 from kinds.kind import (KINDS, Kind, KindDefinitionError, copy_inputs_file, ingestion_runtime,
                         kind, scoring_runtime)
 from scoring_program.scorer.config import CONFIG_FORMAT, ConfigError, parse_config
@@ -184,10 +184,17 @@ def core_files():
                     and "__pycache__" not in f.parts)
 
 
+# A row of a package README's generated module table (scripts/module_index.py) repeats the
+# first sentence of that module's docstring: it stands where the module stands.
+MODULE_ROW = re.compile(r"^\| `([^`]+\.py)` \|")
+
+
 def _lines(paths):
     for path in paths:
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            yield f"{path.relative_to(REPO)}:{number}", line
+            row = MODULE_ROW.match(line) if path.name == "README.md" else None
+            where = (path.parent / row.group(1)) if row else path
+            yield f"{where.relative_to(REPO)}:{number}", line
 
 
 def test_core_files_include_those_without_a_suffix():
@@ -286,19 +293,15 @@ def _dry_runs(stdout: str) -> dict[str, str]:
 
 @pytest.fixture(scope="module", params=[(name, platform) for name in sorted(KINDS)
                                         for platform in PLATFORMS], ids="-".join)
-def built(request, tmp_path_factory) -> Built:
-    """The kind's default competition, built and dry-run by the command line. The default
-    spec's bundles are built once a session; each phase is dry-run once (not each track)."""
+def built(request) -> Built:
+    """The kind's default competition, built once a test run (built_bundles, which the other
+    files running its kits share) and dry-run by the command line (`--check` of each bundle);
+    each phase is dry-run once (not each track)."""
     name, platform = request.param
     record, spec = kind(name), load_spec(kind(name).DEFAULT_SPEC)
-    if record.DEFAULT_SPEC.resolve() == DEFAULT_SPEC.resolve():
-        folder = request.getfixturevalue("default_bundles")[platform]
-        built = Built(record, platform, spec, folder, {})
-        outputs = [_passed(_cli("--check", str(bundle))) for bundle in built.per_phase()]
-    else:
-        folder = tmp_path_factory.mktemp(f"{name}-{platform}")
-        outputs = [_passed(_cli("--config", str(record.DEFAULT_SPEC), "--platform", platform,
-                                "--phase", "all", "--check", "--out", str(folder)))]
+    folder = request.getfixturevalue("built_bundles")(record.DEFAULT_SPEC, platform)
+    built = Built(record, platform, spec, folder, {})
+    outputs = [_passed(_cli("--check", str(bundle))) for bundle in built.per_phase()]
     return Built(record, platform, spec, folder,
                  {bundle: part for output in outputs for bundle, part in _dry_runs(output).items()})
 

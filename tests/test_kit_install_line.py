@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from test_guide_commands import INSTALL_PREFIX, build, guide_commands, phase_kits
-
-REPO = Path(__file__).resolve().parents[1]
+from kinds.kind import KINDS
+from test_guide_commands import INSTALL_PREFIX, guide_commands, phase_kits
 
 
 def write(path: Path, text: str) -> None:
@@ -89,10 +88,9 @@ def first_commands(commands: list[str]) -> list[str]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kind", ["bdl2021", "label_accuracy", "pgdl2020", "retina"])
-def test_a_bare_environment_runs_each_kit_after_its_install_line(kind, tmp_path):
-    bundles = build("--config", str(REPO / "kinds" / kind / "default_spec.yaml"), "--platform",
-                    "codabench", out=tmp_path / "dist")
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_a_bare_environment_runs_each_kit_after_its_install_line(kind, tmp_path, built_bundles):
+    bundles = sorted(built_bundles(KINDS[kind].DEFAULT_SPEC, "codabench").glob("*.zip"))
     environments = {}           # one bare environment per distinct install line and file
     for phase, kit in phase_kits(bundles, tmp_path / "kits"):
         guide = (kit / "README.md").read_text()

@@ -7,7 +7,6 @@ the real scoring program of a built bundle, once per targeted point, and reads t
 import json
 import re
 import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
@@ -22,13 +21,10 @@ TARGETS = (0, 7, 19, 30)
 
 
 @pytest.fixture(scope="module")
-def scorer(tmp_path_factory):
+def scorer(tmp_path_factory, built_bundles):
     """The evaluation phase's scoring program and references, taking prediction files."""
     out = tmp_path_factory.mktemp("label-accuracy")
-    subprocess.run([sys.executable, str(REPO / "build_bundle.py"), "--config", str(SPEC),
-                    "--phase", "evaluation", "--out", str(out)], cwd=REPO, check=True,
-                   capture_output=True, timeout=600)
-    (bundle,) = out.glob("*.zip")
+    (bundle,) = built_bundles(SPEC, phase="evaluation").glob("*.zip")     # read only
     with zipfile.ZipFile(bundle) as archive:
         archive.extractall(out / "bundle")
     for part, folder in (("scoring_program", "program"), ("reference_data", "ref")):

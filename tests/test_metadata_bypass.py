@@ -208,17 +208,12 @@ STARTED = "import sys; print('STARTED BY THE WORKER', sys.argv[1:])\n"
 
 
 @pytest.fixture(scope="module")
-def bundles(tmp_path_factory) -> dict[str, Path]:
-    """{platform: bundle zip} of one phase of the default spec, built by the CLI."""
-    found = {}
-    for site in BOTH:
-        out = tmp_path_factory.mktemp(f"bundle-{site}")
-        built = subprocess.run([sys.executable, str(REPO / "build_bundle.py"), "--platform", site,
-                                "--phase", "evaluation", "--track", "light", "--out", str(out)],
-                               cwd=REPO, capture_output=True, text=True, timeout=600)
-        assert built.returncode == 0, built.stdout + built.stderr
-        found[site] = next(out.glob("*evaluation-light*.zip"))
-    return found
+def bundles(default_bundles) -> dict[str, Path]:
+    """{platform: bundle zip} of one phase and track of the default spec (its bundles are
+    built once a test run, conftest.py; read only)."""
+    found = {site: list(default_bundles[site].glob("*evaluation-light*.zip")) for site in BOTH}
+    assert all(len(bundles) == 1 for bundles in found.values()), found
+    return {site: bundles[0] for site, bundles in found.items()}
 
 
 def _kit(bundle: Path, folder: Path) -> Path:

@@ -208,13 +208,14 @@ def test_one_task_without_standard_errors_is_refused():
 @pytest.fixture(scope="module")
 def config_file(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("config") / "scoring_config.json"
-    path.write_text(json.dumps(scoring_config(embedded_phase(PHASE))))
+    path.write_text(json.dumps(scoring_config(embedded_phase(PHASE, kind="bdl2021"))))
     return path
 
 
 def test_ranking_entry_names_what_the_leaderboard_ranks_by(config_file):
     raw = json.loads(config_file.read_text())
-    ranking = next(c for c in phase_columns(embedded_phase(PHASE)) if c.selection_default)
+    ranking = next(c for c in phase_columns(embedded_phase(PHASE, kind="bdl2021"))
+                   if c.selection_default)
     assert raw["ranking"] == {"statistic": "average_rank", "key": ranking.key,
                               "label": ranking.label, "keys": list(ranking.computed_fields)}
     older = {key: value for key, value in raw.items() if key != "ranking"}
@@ -381,14 +382,12 @@ def test_bad_input_gets_one_line_and_status_2(config_file, tmp_path, case, expec
 # -------------------------------------------------------------- a built scoring program
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory) -> Path:
-    """The development phase's Codabench bundle, built by the command line."""
-    out = tmp_path_factory.mktemp("dist")
-    result = subprocess.run([sys.executable, str(REPO / "build_bundle.py"), "--phase", PHASE,
-                             "--out", str(out)], cwd=REPO, capture_output=True, text=True,
-                            timeout=300)
-    assert result.returncode == 0, result.stdout + result.stderr
-    return next(out.glob("*.zip"))
+def built(default_bundles) -> Path:
+    """The development phase's Codabench bundle (the default spec's, built once a test run;
+    read only)."""
+    bundles = list(default_bundles["codabench"].glob(f"*-{PHASE}-codabench.zip"))
+    assert len(bundles) == 1, bundles
+    return bundles[0]
 
 
 def test_runs_from_the_unzipped_scoring_program_and_from_the_bundle(built, tmp_path):
@@ -499,7 +498,8 @@ def test_phases_sharing_one_leaderboard_carry_its_ranking_not_their_own():
     ranked by the weighted loss (``competition_columns``), whatever a phase alone would rank
     by, and the tool must recompute that statistic."""
     from bundle.leaderboard import competition_columns
-    plans = [embedded_phase("development"), embedded_phase("evaluation")]
+    plans = [embedded_phase("development", kind="bdl2021"),
+             embedded_phase("evaluation", kind="bdl2021")]
     alone = scoring_config(plans[0])["ranking"]
     shared = scoring_config(plans[0], leaderboard=competition_columns(plans))["ranking"]
     assert alone["statistic"] == "average_rank"

@@ -28,7 +28,7 @@ CRASHES = "def predict(task, x_train, y_train, x_test, checkpoint):\n    raise S
 def prepared(tmp_path_factory):
     root = tmp_path_factory.mktemp("binding")
     prepare(root)
-    assemble_scoring_program(embedded_phase("development", code_submission=True),
+    assemble_scoring_program(embedded_phase("development", code_submission=True, kind="bdl2021"),
                              root / "scoring_program", platform="codabench")
     return root
 
