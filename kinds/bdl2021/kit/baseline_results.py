@@ -34,6 +34,7 @@ KIT = Path(__file__).resolve().parent
 REPO = KIT.parents[2]
 sys.path.insert(0, str(REPO))
 
+from bundle.progress import Progress  # noqa: E402
 from bundle.local_run import (LocalRunError, baseline_details, baselines_spec,  # noqa: E402
                               build_kit, organizer_spec)
 from kinds.baseline_table import (KEEP_GOING, KEEP_GOING_HELP, failed, failed_cell,  # noqa: E402
@@ -64,11 +65,15 @@ def _each_run(spec, phases, budget: float | None, kits: Path, methods):
     the table's order; each phase's kit is built once, in ``kits``."""
     built = {phase: build_kit(spec, phase, kits / phase, budget_seconds=budget)
              for phase in phases}
-    for method in methods:
-        for phase in phases:
-            with tempfile.TemporaryDirectory(prefix=f"{method}-") as work:
-                yield method, phase, baseline_details(built[phase], Path(work), method,
-                                                      f"{method} on {phase}")
+    with Progress(len(methods) * len(phases), "baseline runs", "runs") as runs:
+        for method in methods:
+            for phase in phases:
+                with tempfile.TemporaryDirectory(prefix=f"{method}-") as work:
+                    details = baseline_details(built[phase], Path(work), method,
+                                               f"{method} on {phase}")
+                runs.clear()        # the caller prints this run's lines
+                yield method, phase, details
+                runs.advance()
 
 
 def collect(budget: float | None = None, config: Path | None = None,

@@ -23,6 +23,7 @@ KIT = Path(__file__).resolve().parent
 REPO = KIT.parents[2]
 sys.path.insert(0, str(REPO))
 
+from bundle.progress import Progress  # noqa: E402
 from bundle.local_run import (baseline_details, baselines_spec, build_kit,  # noqa: E402
                               write_baseline_table)
 from kinds.baseline_table import (KEEP_GOING, KEEP_GOING_HELP, failed, failed_cell,  # noqa: E402
@@ -56,6 +57,7 @@ def collect(spec, budget: float | None = None) -> dict:
         kits = {phase.key: build_kit(spec, phase.key, Path(scratch) / "kits" / phase.key,
                                      budget_seconds=budget, hidden_references=True)
                 for phase in spec.phases}
+        runs = Progress(len(MEASURES) * len(spec.phases), "baseline runs", "runs")
         for measure in MEASURES:
             for phase in spec.phases:
                 tasks = baseline_details(kits[phase.key], Path(scratch) / f"{measure}-{phase.key}",
@@ -63,8 +65,11 @@ def collect(spec, budget: float | None = None) -> dict:
                 for task, result in tasks.items():
                     row = _row(result)
                     table["tasks"].setdefault(task, {})[measure] = row
+                    runs.clear()
                     print(f"{measure:15s} {phase.key:10s} {task:20s} {_progress(row)}",
                           flush=True)
+                runs.advance()
+        runs.close()
     return table
 
 

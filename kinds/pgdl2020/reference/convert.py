@@ -30,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bundle.progress import Progress
 from runtime.formats import FormatError
 
 from ..runtime.formats import read_model_configs
@@ -116,8 +117,10 @@ def read_split(folder: Path, input_shape: tuple | None = None) -> tuple[np.ndarr
         raise TFRecordError(f"{folder}: no *.tfrecord shards")
     inputs, labels = [], []
     shape = None if input_shape is None else tuple(input_shape)
+    reading = Progress(sum(path.stat().st_size for path in files), f"reading {folder}", "B")
     for path in files:
         for number, record in enumerate(read_records(path)):
+            reading.advance(len(record) + 16)   # a TFRecord frames each record in 16 bytes
             x, y = _example_arrays(path, number, record)
             if shape is None:
                 shape = x.shape
@@ -128,6 +131,7 @@ def read_split(folder: Path, input_shape: tuple | None = None) -> tuple[np.ndarr
                                     f"{whose} {shape}")
             inputs.append(x)
             labels.append(y)
+    reading.close()
     if not inputs:
         raise TFRecordError(f"{folder}: the shards hold no examples")
     return np.stack(inputs), np.array(labels, dtype=np.int32)
@@ -170,7 +174,9 @@ def _convert_models(source: Path, target: Path, ids: tuple[str, ...],
     present = _model_folders(source)
     for folder in sorted(set(present) - set(ids)):
         problems.append(f"{source / folder}: not listed in {MODEL_CONFIGS}")
+    converting = Progress(len(ids), f"converting {source.name}'s networks", "networks")
     for model in ids:
+        converting.advance()
         if model not in present:
             problems.append(f"{source / model}: missing ({MODEL_CONFIGS} lists it)")
             continue
@@ -178,6 +184,7 @@ def _convert_models(source: Path, target: Path, ids: tuple[str, ...],
             configs.append(_convert_model(source / model, target / model))
         except ModelError as error:
             problems.append(str(error))
+    converting.close()
     return configs
 
 

@@ -22,6 +22,7 @@ KIT = Path(__file__).resolve().parent
 REPO = KIT.parents[2]
 sys.path.insert(0, str(REPO))
 
+from bundle.progress import Progress  # noqa: E402
 from bundle.local_run import (baseline_details, baselines_spec, build_kit,  # noqa: E402
                               organizer_spec, write_baseline_table)
 from kinds.baseline_table import (KEEP_GOING, KEEP_GOING_HELP, failed, failed_cell,  # noqa: E402
@@ -76,14 +77,19 @@ def collect(config: Path, data_root: Path | None) -> dict:
     with tempfile.TemporaryDirectory() as scratch:
         kits = {phase.key: build_kit(spec, phase.key, Path(scratch) / "kits" / phase.key,
                                      hidden_references=True) for phase in spec.phases}
-        for method in runnable_methods():
-            for phase in (p for p in spec.phases if phase_inputs(spec, p.key) == {INPUTS[method]}):
-                tasks = baseline_details(kits[phase.key], Path(scratch) / f"{method}-{phase.key}",
-                                         method, f"{method} on {phase.key}")["tasks"]
-                for task, result in tasks.items():
-                    row = _row(result)
-                    table["tasks"].setdefault(task, {})[method] = row
-                    print(f"{method:14s} {task:16s} {_progress(row)}", flush=True)
+        runs = [(method, phase) for method in runnable_methods() for phase in spec.phases
+                if phase_inputs(spec, phase.key) == {INPUTS[method]}]
+        bar = Progress(len(runs), "baseline runs", "runs")
+        for method, phase in runs:
+            tasks = baseline_details(kits[phase.key], Path(scratch) / f"{method}-{phase.key}",
+                                     method, f"{method} on {phase.key}")["tasks"]
+            for task, result in tasks.items():
+                row = _row(result)
+                table["tasks"].setdefault(task, {})[method] = row
+                bar.clear()
+                print(f"{method:14s} {task:16s} {_progress(row)}", flush=True)
+            bar.advance()
+        bar.close()
     return table
 
 

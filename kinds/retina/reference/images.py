@@ -760,18 +760,23 @@ def _decode_in(pool: ProcessPoolExecutor, paths: list[str], decoding: Decoding, 
 # --- writing -------------------------------------------------------------------------------
 
 class Progress:
-    """Prints a line on stderr each time another tenth of the images is done."""
+    """Prints a line on stderr each time another tenth of the images is done; on a terminal
+    also a bar with the rate and an ETA between them."""
 
     def __init__(self, total: int, log):
         self.total, self.log, self.done, self.shown = total, log, 0, 0
         self.started = time.perf_counter()
+        from bundle.progress import Progress as Bar
+        self.bar = Bar(total, "decoding", "images", stream=log)
 
     def step(self) -> None:
         self.done += 1
+        self.bar.advance()
         tenth = 10 * self.done // max(self.total, 1)
         if tenth > self.shown:
             self.shown = tenth
             seconds = time.perf_counter() - self.started
+            self.bar.clear()
             print(f"decoded {self.done:,} of {self.total:,} images ({10 * tenth}%) in "
                   f"{seconds:.0f} s",
                   file=self.log, flush=True)

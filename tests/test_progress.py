@@ -1,0 +1,79 @@
+"""bundle/progress.py: a line with the count, rate and ETA on a terminal, nothing when piped."""
+from __future__ import annotations
+
+import io
+import os
+import pty
+import subprocess
+import sys
+from pathlib import Path
+
+from bundle.progress import Progress
+
+REPO = Path(__file__).resolve().parents[1]
+SCRIPT = ("from bundle.progress import Progress\n"
+          "import itertools\n"
+          "with Progress(5, 'decoding', 'images') as bar:\n"
+          "    for _ in range(5): bar.advance()\n"
+          "print('done')\n")
+
+
+class Clock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_the_line_gives_count_rate_and_eta():
+    clock, stream = Clock(), io.StringIO()
+    bar = Progress(100, "decoding", "images", stream=stream, force=True, clock=clock)
+    clock.now = 10.0
+    bar.advance(25)
+    line = stream.getvalue()
+    assert "decoding: 25 images of 100 images" in line
+    assert "2 images/s" in line and "ETA 0:30" in line and " 25%" in line
+
+
+def test_unknown_total_gives_count_and_rate_without_eta():
+    clock = Clock()
+    bar = Progress(None, "reading", "B", stream=io.StringIO(), force=True, clock=clock)
+    clock.now = 2.0
+    bar.done = 4e6
+    assert bar.line(clock.now) == "reading: 4.0 MB, 2.0 MB/s, 0:02 elapsed"
+
+
+def test_nothing_is_written_to_a_stream_that_is_not_a_terminal():
+    stream = io.StringIO()
+    with Progress(3, "x", stream=stream) as bar:
+        bar.advance(3)
+    assert stream.getvalue() == ""
+
+
+def _run(stderr):
+    return subprocess.run([sys.executable, "-c", SCRIPT], cwd=REPO, stdout=subprocess.PIPE,
+                          stderr=stderr, env={**os.environ, "PYTHONPATH": str(REPO)},
+                          timeout=60)
+
+
+def test_a_terminal_sees_the_bar_and_a_pipe_sees_nothing_extra():
+    leader, follower = pty.openpty()
+    try:
+        result = _run(follower)
+        os.close(follower)
+        shown = b""
+        while True:
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            shown += chunk
+    finally:
+        os.close(leader)
+    assert result.stdout == b"done\n"
+    assert b"decoding: 5 images of 5 images" in shown and b"ETA" in shown
+    piped = _run(subprocess.PIPE)
+    assert piped.stdout == b"done\n" and piped.stderr == b""
