@@ -97,22 +97,28 @@ def run_task_chain(task: TaskDeclaration, prepared: PreparedTask, chain_index: i
 
 
 def run_task_chains_nuts(task: TaskDeclaration, prepared: PreparedTask,
-                         devices: int | None = None, shard_data: bool = False
-                         ) -> list[ChainPredictions]:
+                         devices: int | None = None, shard_data: bool = False,
+                         run_options=None) -> list[ChainPredictions]:
     """Every chain of a task at once on BlackJAX's NUTS, from the same prior draws as the
     numpy engine; the seed of the JAX random stream is the task's. The chains are split over
-    the devices (``nuts.py``), or with ``shard_data`` the training rows are (``sharded.py``)."""
+    the devices (``nuts.py``), or with ``shard_data`` the training rows are (``sharded.py``);
+    with ``run_options`` (``distributed.RunOptions``) the rows are split over every device of
+    every host, in checkpointed chunks (``distributed.py``)."""
     from . import jax_model, nuts, sharded
     model = task_model(task, prepared)
     starts = np.stack([initial_position(task, model, chain)
                        for chain in range(task.hmc.num_chains)])
     settings = (task.seed, task.hmc.num_warmup, task.hmc.num_samples)
-    if shard_data:
-        y_train = (prepared.y_train.astype(np.int64) if task.kind == "classification"
-                   else prepared.y_train)
+    if run_options is not None:
+        from . import distributed
+        sampled = distributed.sample(
+            task.name, jax_model.log_density_of_data(model, task.likelihood, task.prior_variance),
+            prepared.x_train, _training_labels(task, prepared), starts, *settings,
+            task.hmc.target_acceptance, run_options, distributed.task_fingerprint(task))
+    elif shard_data:
         sampled = sharded.sample(
             jax_model.log_density_of_data(model, task.likelihood, task.prior_variance),
-            prepared.x_train, y_train, starts, *settings, devices=devices,
+            prepared.x_train, _training_labels(task, prepared), starts, *settings, devices=devices,
             target_acceptance=task.hmc.target_acceptance)
     else:
         log_density = jax_model.log_density(model, task.likelihood, task.prior_variance,
@@ -127,3 +133,8 @@ def run_task_chains_nuts(task: TaskDeclaration, prepared: PreparedTask,
         divergences=int(sampled.divergences[chain]),
         warmup_divergences=int(sampled.warmup_divergences[chain]))
         for chain in range(task.hmc.num_chains)]
+
+
+def _training_labels(task: TaskDeclaration, prepared: PreparedTask) -> np.ndarray:
+    return (prepared.y_train.astype(np.int64) if task.kind == "classification"
+            else prepared.y_train)

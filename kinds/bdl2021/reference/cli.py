@@ -17,6 +17,10 @@ EPILOG = """examples:
   python -m reference_data generate --tasks iris --out /tmp/refs
   python -m reference_data generate --data-root my_tasks/      an organizer's own tasks
   python -m reference_data export --tasks iris --out /tmp/export   ArviZ and posteriordb files
+  python -m reference_data plan --data-root my_tasks/ --devices 8   the run's cost, measured here
+  python -m reference_data generate --data-root my_tasks/ --coordinator node0:1234 \
+      --num-processes 2 --process-id 0 --checkpoint ckpt/ --checkpoint-minutes 30   (per host)
+  python -m reference_data generate --data-root my_tasks/ ... --checkpoint ckpt/ --resume
 """
 
 
@@ -53,11 +57,109 @@ def _parser() -> argparse.ArgumentParser:
         generate.add_argument(f"--{name}", type=int, default=None,
                               help=f"{what} of every task, instead of its declaration's "
                                    f"hmc.num_{name}; raise it when the convergence gate fails")
+    _add_cluster(generate)
     _add_export(commands)
+    _add_plan(commands)
     verify = commands.add_parser("verify", help="check manifest, shapes and convergence")
     verify.add_argument("--root", type=Path, default=DEFAULT_ROOT,
                         help=f"references folder (default: {DEFAULT_ROOT})")
     return parser
+
+
+def _add_cluster(generate) -> None:
+    """Several hosts and checkpoints (``distributed.py``): any of these flags runs NUTS with
+    the rows split over every device of every process, in checkpointable chunks."""
+    group = generate.add_argument_group(
+        "several hosts and checkpoints (nuts; docs/references.md, 'On a cluster')")
+    group.add_argument("--coordinator", default=None,
+                       help="HOST:PORT of process 0 (default: from the cluster's environment, "
+                            "e.g. SLURM's)")
+    group.add_argument("--num-processes", type=int, default=None,
+                       help="processes in the run, one per host (1: this host alone)")
+    group.add_argument("--process-id", type=int, default=None, help="this process's index")
+    group.add_argument("--checkpoint", type=Path, default=None,
+                       help="folder for the checkpoints (one file per task and process)")
+    group.add_argument("--checkpoint-every", type=int, default=None,
+                       help="write a checkpoint every N transitions")
+    group.add_argument("--checkpoint-minutes", type=float, default=None,
+                       help="write a checkpoint when M minutes have passed since the last")
+    group.add_argument("--resume", action="store_true",
+                       help="continue from the checkpoints in --checkpoint")
+
+
+def _run_options(args):
+    """The distributed run's options, or None where no flag asks for one (the default
+    engine, unchanged)."""
+    from .distributed import RunOptions
+    flags = (args.coordinator, args.num_processes, args.process_id, args.checkpoint,
+             args.checkpoint_every, args.checkpoint_minutes)
+    if all(flag is None for flag in flags) and not args.resume:
+        return None
+    return RunOptions(args.coordinator, args.num_processes, args.process_id, args.checkpoint,
+                      args.checkpoint_every, args.checkpoint_minutes, args.resume)
+
+
+def _check_run_options(options, names: list[str]) -> str | None:
+    """What is wrong with the cluster flags, in one line, or None."""
+    from .distributed import checkpoint_path
+    if options.checkpoint_every is not None and options.checkpoint_every < 1:
+        return f"--checkpoint-every is {options.checkpoint_every}; expected a positive count"
+    if options.checkpoint_minutes is not None and options.checkpoint_minutes <= 0:
+        return f"--checkpoint-minutes is {options.checkpoint_minutes}; expected a positive time"
+    if options.checkpoint is None and (options.checkpoint_every or options.checkpoint_minutes):
+        return ("--checkpoint-every and --checkpoint-minutes need --checkpoint DIR, the folder "
+                "to write to")
+    if options.resume and options.checkpoint is None:
+        return "--resume needs --checkpoint DIR, the folder the killed run wrote to"
+    if options.resume and not any(checkpoint_path(options.checkpoint, name).exists()
+                                  for name in names):
+        return (f"--resume: no checkpoint in {options.checkpoint} for "
+                f"{', '.join(names)}; expected <task>.process<id>.npz written by generate "
+                f"--checkpoint {options.checkpoint}")
+    return None
+
+
+def _start(args, names: list[str]):
+    """(run options or None, exit code or None): the runtime joined and the flags checked."""
+    options = _run_options(args)
+    if options is None:
+        return None, None
+    if args.engine != "nuts":
+        print("error: --num-processes, --checkpoint and --resume run NUTS only (--engine nuts)",
+              file=sys.stderr)
+        return options, 2
+    from .distributed import RunError, start_runtime
+    try:
+        start_runtime(options)
+    except RunError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return options, 2
+    problem = _check_run_options(options, names)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return options, 2
+    return options, None
+
+
+def _add_plan(commands) -> None:
+    plan = commands.add_parser(
+        "plan", help="measure one full-batch gradient here and print the run's expected cost")
+    plan.add_argument("--tasks", default=None, help="comma-separated task names (default: all)")
+    plan.add_argument("--data-root", type=Path, default=None,
+                      help="an organizer's task folders (default: the embedded tasks)")
+    plan.add_argument("--devices", type=int, default=None,
+                      help="devices the run will have (default: this machine's); the rows are "
+                           "split over them")
+    plan.add_argument("--train-rows", type=int, default=None,
+                      help="training rows of the run, where the folder holds a sample of them "
+                           "(the gradient is measured on the folder's rows and scaled)")
+    plan.add_argument("--leapfrog-steps", type=int, default=127,
+                      help="NUTS gradients per transition assumed (default 127, tree depth 7, "
+                           "as measured on digits_cnn; at most 1023)")
+    for name, what in LENGTHS.items():
+        plan.add_argument(f"--{name}", type=int, default=None, help=f"{what}, as for generate")
+    plan.add_argument("--checkpoint-every", type=int, default=None,
+                      help="transitions between checkpoints (for their count)")
 
 
 def _add_export(commands) -> None:
@@ -139,10 +241,17 @@ def _generate_organizer(args) -> int:
         print(f"error: {args.data_root}: no task folder (<task>/<task>_task.json)", file=sys.stderr)
         return 2
     tasks = [task for task, _ in loaded.values()]
+    options, code = _start(args, [task.name for task in tasks])
+    if code is not None:
+        return code
     prepared = {name: arrays for name, (_, arrays) in loaded.items()}
-    results, _ = run_chains_nuts(tasks, ProgressPrinter(tasks),
-                                 prepared_of=lambda task: prepared[task.name],
-                                 shard_data=args.shard_data)
+    results = _refusing_bad_runs(lambda: run_chains_nuts(
+        tasks, ProgressPrinter(tasks), prepared_of=lambda task: prepared[task.name],
+        shard_data=args.shard_data, run_options=options)[0])
+    if results is None:
+        return 2
+    if options is not None and not _primary():
+        return 0
     problems, failed, kept = [], [], []
     for task in tasks:
         references = build_references(task, prepared[task.name], results[task.name])
@@ -166,7 +275,15 @@ def _generate(args) -> int:
     except KeyError as error:
         print(f"error: {error.args[0]}", file=sys.stderr)
         return 2
-    log = generate(tasks, args.out, args.jobs, engine=args.engine, shard_data=args.shard_data)
+    options, code = _start(args, [task.name for task in tasks])
+    if code is not None:
+        return code
+    log = _refusing_bad_runs(lambda: generate(tasks, args.out, args.jobs, engine=args.engine,
+                                              shard_data=args.shard_data, run_options=options))
+    if log is None:
+        return 2
+    if log == "not process 0":
+        return 0    # process 0 writes the references
     for entry in log["tasks"].values():
         print(entry["gate"])
     failed = [task for task in tasks if not log["tasks"][task.name]["gate_passed"]]
@@ -178,6 +295,21 @@ def _generate(args) -> int:
         return _gate_failed(problems, failed, [failed_folder(args.out)],
                             "kinds/bdl2021/reference/tasks.py (HMCSettings)")
     return _verify(args.out)
+
+
+def _refusing_bad_runs(run):
+    """``run()``, or None after one error line where a checkpoint does not fit the run."""
+    from .distributed import RunError
+    try:
+        return run()
+    except RunError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return None
+
+
+def _primary() -> bool:
+    from .distributed import is_primary
+    return is_primary()
 
 
 def _verify(root: Path) -> int:
@@ -192,6 +324,9 @@ def main(argv: list[str] | None = None) -> int:
         return _generate(args)
     if args.command == "export":
         return _export(args)
+    if args.command == "plan":
+        from .plan import main as plan
+        return plan(args)
     return _verify(args.root)
 
 

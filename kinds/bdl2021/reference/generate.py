@@ -226,7 +226,7 @@ def run_chains(tasks: list[TaskDeclaration], jobs: int, printer: ProgressPrinter
 
 
 def run_chains_nuts(tasks: list[TaskDeclaration], printer: ProgressPrinter, prepared_of=None,
-                    shard_data: bool = False):
+                    shard_data: bool = False, run_options=None):
     """Every task in turn, its chains at once on NUTS (the devices run them in parallel);
     ``prepared_of(task)``: its arrays (default: the embedded task's)."""
     from .chains import run_task_chains_nuts
@@ -238,7 +238,8 @@ def run_chains_nuts(tasks: list[TaskDeclaration], printer: ProgressPrinter, prep
               "and sampling", file=printer.stream, flush=True)
         started = time.perf_counter()
         results[task.name] = run_task_chains_nuts(task, (prepared_of or prepare)(task),
-                                                  shard_data=shard_data)
+                                                  shard_data=shard_data,
+                                                  run_options=run_options)
         seconds[task.name] = time.perf_counter() - started
         for chain in results[task.name]:
             printer.chain_done(task.name, chain, seconds[task.name])
@@ -315,16 +316,20 @@ def write_organizer_references(root: Path, task: TaskDeclaration,
 
 def generate(tasks: list[TaskDeclaration], root: Path, jobs: int,
              printer: ProgressPrinter | None = None, engine: str = DEFAULT_ENGINE,
-             shard_data: bool = False) -> dict:
+             shard_data: bool = False, run_options=None) -> dict | str:
     """Run all chains and write the files of every task that passes the convergence gate, with
     the manifest; return the run's log, with each task's gate (its problems, with the
     figures, where it fails). The log goes to ``root`` when a task was written there, and to
-    ``failed_folder(root)`` when one failed."""
+    ``failed_folder(root)`` when one failed. With ``run_options`` (several hosts, or
+    checkpoints) only process 0 writes; the others return "not process 0"."""
     printer = printer or ProgressPrinter(tasks)
     started = time.perf_counter()
-    results, chain_seconds = (run_chains_nuts(tasks, printer, shard_data=shard_data)
+    results, chain_seconds = (run_chains_nuts(tasks, printer, shard_data=shard_data,
+                                              run_options=run_options)
                               if engine == "nuts"
                               else run_chains(tasks, jobs, printer))
+    if run_options is not None and not _primary_process():
+        return "not process 0"
     log = {"engine": engine, "jobs": jobs, "python": platform.python_version(),
            "numpy": np.__version__,
            "machine": f"{platform.machine()}, {os.cpu_count()} cores", "cpu": machine_cpu(),
@@ -337,6 +342,11 @@ def generate(tasks: list[TaskDeclaration], root: Path, jobs: int,
     if False in outcomes:
         _write_json(failed_folder(root) / GENERATION_LOG_NAME, log)
     return log
+
+
+def _primary_process() -> bool:
+    from .distributed import is_primary
+    return is_primary()
 
 
 def with_overrides(task: TaskDeclaration, num_warmup: int | None, num_samples: int | None,

@@ -3,10 +3,9 @@ mass matrix), jit-compiled, in float64.
 
 Chains are vectorised (``jax.vmap``) and split over every local device with ``jax.pmap``:
 GPUs or TPUs where present, else the CPU (``XLA_FLAGS=--xla_force_host_platform_device_count=N``
-makes N simulated CPU devices, which is how the multi-device path is tested). Across hosts,
-``jax.distributed.initialize()`` before the first call makes every host's devices local to one
-``pmap`` (docs/references.md). Every random number comes from one seed, split per chain, so a
-run is reproducible on the same device kind and count.
+makes N simulated CPU devices, which is how the multi-device path is tested). Several hosts
+run ``distributed.py`` instead (docs/references.md, "On a cluster"). Every random number comes
+from one seed, split per chain, so a run is reproducible on the same device kind and count.
 """
 from __future__ import annotations
 
