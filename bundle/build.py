@@ -293,7 +293,7 @@ def build_competition(spec: CompetitionSpec, phase_keys: list[str], track_key: s
     results = _baseline_results(spec, baseline_results)
     contexts = page_contexts(spec, shown, plans, columns, spec.title, results, platform)
     guides = [(guide, results) for guide in guide_contexts(contexts)]
-    problem = site.spec_problem(spec)
+    problem = site.spec_problem(spec) or site.column_problem(columns)
     if problem:
         raise BuildError(problem)
     out_dir = Path(out_dir)

@@ -83,6 +83,10 @@ class Platform(ABC):
         """What the site requires that the spec lacks."""
         return None
 
+    def column_problem(self, columns: list) -> str | None:
+        """A leaderboard column the site cannot hold, named by the spec key that makes it."""
+        return None
+
     @abstractmethod
     def documents(self, spec, phases, plans, columns, files, pages) -> dict[str, bytes]:
         """competition.yaml, the pages and the logo, as bundle members."""

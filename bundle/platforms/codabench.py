@@ -24,7 +24,7 @@ from ..dry_run import (DATASET_KEYS_NOT_CHECKED, SAMPLES, StepResult, kept_keys,
                        expected_exit_step)
 from ..leaderboard import LeaderboardColumn, codabench_columns, phase_columns
 from ..render import logo_member
-from ..rules.codabench_yaml import items
+from ..rules.codabench_yaml import KEY_LIMIT, TITLE_LIMIT, items
 from ..spec import CompetitionSpec, PhaseSpec
 from ..worker_data import FOLDER_SUFFIX as WORKER_FOLDER_SUFFIX, folder_name as worker_folder_name
 from . import Platform
@@ -338,6 +338,20 @@ class Codabench(Platform):
         return None if spec.logo else (
             "Codabench requires a logo (image): set logo: in the spec (or build CodaLab v1.5 "
             "bundles, which need none, with --platform codalab)")
+
+    def column_problem(self, columns: list) -> str | None:
+        """A task's columns begin with its name, and Codabench holds keys and titles of at
+        most 36 characters: the spec's task name is what the organizer can shorten."""
+        for task in dict.fromkeys(c.task for c in columns if c.task and not c.hidden):
+            own = [(text, limit) for c in columns if c.task == task and not c.hidden
+                   for text, limit in ((c.key, KEY_LIMIT), (c.label, TITLE_LIMIT))]
+            text, limit = max(own, key=lambda pair: len(pair[0]) - pair[1])
+            if len(text) > limit:
+                room = min(limit - (len(t) - len(task)) for t, limit in own)
+                return (f"tasks.{task}: the name makes Codabench's leaderboard column "
+                        f"{text!r} ({len(text)} characters; Codabench allows {limit}): "
+                        f"shorten the task's name to at most {room} characters")
+        return None
 
     def leaderboard_columns(self, columns: list) -> list:
         return codabench_columns(columns)
