@@ -131,10 +131,23 @@ def member(content: Content | Member) -> Member:
     return Member(content_size(content), lambda: open_content(content))
 
 
-def _open_member(path: Path, name: str) -> BinaryIO:
-    # the member's stream keeps the file open after the ZipFile object is closed
-    with zipfile.ZipFile(path) as archive:
-        return archive.open(name)
+class _OpenedOnce:
+    """A zip on disk whose central directory is read once, on the first member opened, and
+    kept for the others: reading it again per member made scanning a zip of n members cost
+    n times its directory (most of a build's leakage check). Closed with its members' last
+    reference."""
+
+    def __init__(self, path: Path):
+        self.path, self._archive = path, None
+
+    def open(self, name: str) -> BinaryIO:
+        if self._archive is None:
+            self._archive = zipfile.ZipFile(self.path)
+        return self._archive.open(name)
+
+    def __del__(self):
+        if self._archive is not None:
+            self._archive.close()
 
 
 def zip_members(archive: Content) -> dict[str, Member]:
@@ -143,9 +156,11 @@ def zip_members(archive: Content) -> dict[str, Member]:
         with zipfile.ZipFile(io.BytesIO(archive)) as opened:
             return {name: member(opened.read(name)) for name in opened.namelist()}
     with zipfile.ZipFile(archive) as opened:
-        return {info.filename: Member(info.file_size,
-                                      lambda name=info.filename: _open_member(archive, name))
-                for info in opened.infolist() if not info.is_dir()}
+        infos = [info for info in opened.infolist() if not info.is_dir()]
+    shared = _OpenedOnce(archive)
+    return {info.filename: Member(info.file_size,
+                                  lambda name=info.filename: shared.open(name))
+            for info in infos}
 
 
 def read_members(archive: Content) -> dict[str, bytes]:
