@@ -30,6 +30,7 @@ import yaml
 from bundle import competition_rules
 from bundle.build import BuildError, baseline_results_file, build_competition, competition_targets
 from bundle.worker_data import copy_steps
+from bundle.worker_recipe import recipe_path, write_worker_recipe
 from bundle.rules import check_bundle
 from bundle.datasets import keys_block, local_copies
 from bundle.dry_run import StepResult, not_checked, table
@@ -222,6 +223,11 @@ def _summary(built: list, out: Path, platform_name: str, spec) -> None:
                   " (not in the bundle): before uploading,")
             for step in copy_steps(bundle.worker_folder.name, spec.codabench_queue):
                 print(f"    - {step}")
+        if recipe_path(bundle.path).is_file():      # written by this build, or removed by it
+            print(f"    worker recipe: {recipe_path(bundle.path).name} (the .env of the queue's "
+                  "workers: paste the queue's broker URL into it; docs/building.md)")
+            for note in site.worker_recipe_notes(spec):
+                print(f"    not set by the worker: {note}")
     print(f"upload each on {site.upload_where}")
     print("after upload: open the competition's pages, then submit the starting kit's sample "
           "submission (starting_kit.zip) to each phase and see its row on the leaderboard")
@@ -295,6 +301,7 @@ def _build(args, spec, staging: Path) -> tuple[int, list, list]:
         shutil.move(str(bundle.path), str(final))
         ready.append(dataclasses.replace(bundle, path=final,
                                          worker_folder=_moved(bundle.worker_folder, args.out)))
+        write_worker_recipe(spec, final, bundle.phases, args.platform)
     for bundle in ready + pending:
         digest = content_sha256(bundle.path)
         print(f"{'wrote' if bundle in ready else 'built (waiting for dataset keys)'} "

@@ -36,6 +36,7 @@ from .rules import check_bundle
 from .datasets import (SEPARABLE, Dataset, DatasetKeyError, oversize_problem,
                        separate, yaml_comments)
 from .kit_check import check_kit_sample
+from .leakage import PAGE_IMAGE, page_images, shown_test_inputs
 from .leaderboard import competition_columns, written_keys
 from .phase_data import leakage_problems, stage_input_data, stage_public_data, stage_reference_data
 from .phase_plan import PhasePlan, TaskDataError, code_variant, phase_plan
@@ -218,23 +219,27 @@ def _public_apart(plan: PhasePlan, member: str) -> bool:
                for folder in competition_rules.public_tasks_apart(plan))
 
 
+def _hidden_references(plans: list[PhasePlan], files: list[dict], members: dict) -> dict:
+    """Every hidden reference of a code phase, by zip and member name."""
+    return {f"{zip_name}:{name}": data for plan, zip_name in _hidden_zips(plans, files)
+            for name, data in read_members(members[zip_name]).items()
+            if not _public_apart(plan, name)}
+
+
 def _leaks(plans: list[PhasePlan], files: list[dict], members: dict) -> list[str]:
     """Every hidden reference of a code phase against every public zip of the competition."""
-    hidden = {f"{zip_name}:{name}": data for plan, zip_name in _hidden_zips(plans, files)
-              for name, data in read_members(members[zip_name]).items()
-              if not _public_apart(plan, name)}
+    hidden = _hidden_references(plans, files, members)
     public = {part[key]: zip_members(members[part[key]]) for part in files
               for key in ("input_data", "public_data", "starting_kit") if key in part}
     zeroed = kind(plans[0].kind).ZEROED_PUBLIC_ARRAYS
     return leakage_problems(hidden, public, zeroed) if hidden else []
 
 
-def _worker_leaks(plans: list[PhasePlan], files: list[dict], kept: list[dict[str, WorkerPart]],
-                  members: dict[str, Content]) -> list[str]:
-    """Every hidden reference (of a phase whose kit does not publish them; kept on the worker
-    or in the bundle) against every file of the bundle, nested zips opened, and of the worker
-    folder. The record key is no reference: on Codabench the ingestion program carries it
-    too, by design (record_key.py)."""
+def _worker_hidden(plans: list[PhasePlan], files: list[dict], kept: list[dict[str, WorkerPart]],
+                   members: dict[str, Content]) -> dict:
+    """Every hidden reference of a phase whose kit does not publish them, kept on the worker
+    or in the bundle. The record key is no reference: on Codabench the ingestion program
+    carries it too, by design (record_key.py)."""
     hidden = {}
     for plan, phase_files, parts in zip(plans, files, kept):
         if references_in_kit(plan):
@@ -246,6 +251,14 @@ def _worker_leaks(plans: list[PhasePlan], files: list[dict], kept: list[dict[str
             opened = read_members(members[where])
         hidden |= {f"{where}/{name}": data for name, data in opened.items()
                    if name != RECORD_KEY_NAME and not _public_apart(plan, name)}
+    return hidden
+
+
+def _worker_leaks(plans: list[PhasePlan], files: list[dict], kept: list[dict[str, WorkerPart]],
+                  members: dict[str, Content]) -> list[str]:
+    """Every hidden reference (``_worker_hidden``) against every file of the bundle, nested
+    zips opened, and of the worker folder."""
+    hidden = _worker_hidden(plans, files, kept, members)
     references = {phase_files.get("reference_data") for phase_files in files}
     everything = {"bundle": {name: data for name, data in members.items()
                              if not name.endswith(".zip")},
@@ -255,6 +268,36 @@ def _worker_leaks(plans: list[PhasePlan], files: list[dict], kept: list[dict[str
                   "worker folder": worker_files([p for parts in kept for p in parts.values()])}
     zeroed = kind(plans[0].kind).ZEROED_PUBLIC_ARRAYS
     return leakage_problems(hidden, everything, zeroed) if hidden else []
+
+
+def _page_leaks(plans: list[PhasePlan], files: list[dict], kept: list[dict[str, WorkerPart]],
+                members: dict[str, Content], pages: dict[str, str]) -> list[str]:
+    """The pages' embedded images (bundle/data_examples.py) are public files too: read back
+    into their bytes and pixels, they go through the checks of any public file against the
+    hidden references the build's own check uses, and must be no test input of any phase
+    (``leakage.shown_test_inputs``)."""
+    images, problems = page_images({f"page {name}": html for name, html in pages.items()})
+    if not images:
+        return problems
+    if any(kept):
+        hidden = _worker_hidden(plans, files, kept, members)
+    else:
+        hidden = _hidden_references(plans, files, members)
+    zeroed = kind(plans[0].kind).ZEROED_PUBLIC_ARRAYS
+    problems += leakage_problems(hidden, images, zeroed) if hidden else []
+    inputs = {}
+    for plan, phase_files, parts in zip(plans, files, kept):
+        if "input_data" in parts:
+            where, opened = str(parts["input_data"].folder), parts["input_data"].opened()
+        elif "input_data" in phase_files:
+            where = phase_files["input_data"]
+            opened = zip_members(members[where])
+        else:
+            continue
+        # a smoke test's "test" rows are public training rows held out (public_tasks_apart)
+        inputs[where] = {name: data for name, data in opened.items()
+                         if not _public_apart(plan, name)}
+    return problems + shown_test_inputs(images, inputs)
 
 
 def phase_kit(spec: CompetitionSpec, phase_key: str, destination: Path, platform: str,
@@ -307,6 +350,7 @@ def build_competition(spec: CompetitionSpec, phase_keys: list[str], track_key: s
         _leakage_check(plans, files, kept, members, say)
         datasets = _separate(spec, name, files, members)
         pages = render_pages(contexts, kind(plans[0].kind).TEMPLATES)
+        _page_leakage_check(plans, files, kept, members, pages, say)
         members.update(_documents(site, spec, shown, plans, columns, files, pages))
         members["competition.yaml"] = (yaml_comments(datasets).encode("utf-8")
                                        + members["competition.yaml"])
@@ -342,6 +386,18 @@ def _leakage_check(plans: list[PhasePlan], files: list[dict],
         if leaks:
             raise BuildError("leakage check failed (hidden data in a public zip):\n  "
                              + "\n  ".join(leaks))
+
+
+def _page_leakage_check(plans: list[PhasePlan], files: list[dict],
+                        kept: list[dict[str, WorkerPart]], members: dict[str, Content],
+                        pages: dict[str, str], say: Callable[[str], None]) -> None:
+    if not any(PAGE_IMAGE.search(html) for html in pages.values()):
+        return
+    say("  leakage check of the pages' images ...")
+    leaks = _page_leaks(plans, files, kept, members, pages)
+    if leaks:
+        raise BuildError("leakage check failed (hidden or test data in a page's images):\n  "
+                         + "\n  ".join(leaks))
 
 
 def _emit(out_dir: Path, name: str, members: dict[str, Content], datasets: list[Dataset],

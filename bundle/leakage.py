@@ -7,14 +7,17 @@ same number of values: a .npy header says it before the data) or must be checked
 """
 from __future__ import annotations
 
+import base64
 import contextlib
 import hashlib
 import io
 import math
 import re
 import shutil
+import struct
 import tempfile
 import zipfile
+import zlib
 from dataclasses import dataclass, field
 from typing import BinaryIO, Iterator
 
@@ -243,3 +246,190 @@ def _text_count(public: Member, delimiter: str | None) -> int:
                 fields = fields or len(re.split(rb"\s+", data) if delimiter is None
                                        else data.split(delimiter.encode()))
     return rows * fields
+
+
+# -- the pages' embedded images (bundle/data_examples.py writes them) -------------------------
+
+PAGE_IMAGE = re.compile(r"data:image/[a-z+.-]+;base64,([A-Za-z0-9+/=\s]+)")
+# Rows of a test array converted at once when compared with the pages' images.
+TEST_BATCH_VALUES = 2**25
+
+
+class PageImageError(ValueError):
+    pass
+
+
+def png_pixels(data: bytes) -> np.ndarray:
+    """The 8-bit pixels of a PNG (grey, grey+alpha, RGB or RGBA; not interlaced), every
+    filter undone: (H, W) or (H, W, channels). Standard library and numpy only."""
+    if data[:8] != b"\x89PNG\r\n\x1a\n":
+        raise PageImageError("not a PNG")
+    position, header, compressed = 8, None, []
+    while position + 8 <= len(data):
+        length, = struct.unpack(">I", data[position:position + 4])
+        kind, body = data[position + 4:position + 8], data[position + 8:position + 8 + length]
+        position += 12 + length
+        if kind == b"IHDR":
+            header = struct.unpack(">IIBBBBB", body)
+        elif kind == b"IDAT":
+            compressed.append(body)
+    if header is None:
+        raise PageImageError("no IHDR chunk")
+    width, height, depth, colour, _, _, interlace = header
+    channels = {0: 1, 2: 3, 4: 2, 6: 4}.get(colour)
+    if depth != 8 or channels is None or interlace:
+        raise PageImageError(f"bit depth {depth}, colour type {colour}, interlace {interlace}: "
+                             "not one the pages write")
+    try:
+        raw = zlib.decompress(b"".join(compressed))
+    except zlib.error as error:
+        raise PageImageError(f"its data does not decompress ({error})") from None
+    stride = width * channels
+    if len(raw) != height * (stride + 1):
+        raise PageImageError("its data is not as long as its header says")
+    rows = np.frombuffer(raw, np.uint8).reshape(height, stride + 1)
+    out = np.zeros((height, stride), np.int32)
+    for y in range(height):
+        line, up = rows[y, 1:].astype(np.int32), out[y - 1] if y else np.zeros(stride, np.int32)
+        kind = rows[y, 0]
+        if kind in (0, 2):
+            out[y] = (line + (up if kind == 2 else 0)) % 256
+        elif kind in (1, 3, 4):
+            for x in range(stride):        # each byte depends on the one just decoded
+                left = out[y, x - channels] if x >= channels else 0
+                corner = up[x - channels] if x >= channels else 0
+                if kind == 1:
+                    guess = left
+                elif kind == 3:
+                    guess = (left + up[x]) // 2
+                else:
+                    p = left + up[x] - corner
+                    pa, pb, pc = abs(p - left), abs(p - up[x]), abs(p - corner)
+                    guess = left if pa <= pb and pa <= pc else up[x] if pb <= pc else corner
+                out[y, x] = (line[x] + guess) % 256
+        else:
+            raise PageImageError(f"row {y} has filter type {kind}")
+    pixels = out.astype(np.uint8).reshape(height, width, channels)
+    return pixels[..., 0] if channels == 1 else pixels
+
+
+def native_pixels(pixels: np.ndarray) -> np.ndarray:
+    """An image enlarged by repeating each pixel k x k times, at its size before (k the
+    largest that fits): what a page enlarged, compared as the array it came from."""
+    height, width = pixels.shape[:2]
+    for factor in range(min(height, width), 1, -1):
+        if height % factor or width % factor:
+            continue
+        small = pixels[::factor, ::factor]
+        if np.array_equal(small.repeat(factor, axis=0).repeat(factor, axis=1), pixels):
+            return small
+    return pixels
+
+
+def _npy(array: np.ndarray) -> bytes:
+    buffer = io.BytesIO()
+    np.save(buffer, array, allow_pickle=False)
+    return buffer.getvalue()
+
+
+def page_images(pages: dict[str, str]) -> tuple[dict[str, dict[str, bytes]], list[str]]:
+    """The images embedded in the pages as data: URIs, as public files for the leakage check:
+    per page, each image's PNG bytes, its pixels as an .npy (so the array checks see them),
+    and its pixels before enlarging where it was. Also the problems of images that cannot be
+    read back (a page must hold nothing the check cannot see into)."""
+    members, problems = {}, []
+    for page, html in pages.items():
+        found = {}
+        for number, match in enumerate(PAGE_IMAGE.finditer(html), 1):
+            where = f"{page}: image {number}"
+            try:
+                data = base64.b64decode("".join(match.group(1).split()), validate=True)
+                pixels = png_pixels(data)
+            except (ValueError, PageImageError, struct.error) as error:
+                problems.append(f"{where} cannot be read back for the leakage check ({error})")
+                continue
+            found[f"image {number}.png"] = data
+            found[f"image {number}.npy"] = _npy(pixels)
+            small = native_pixels(pixels)
+            if small.shape != pixels.shape:
+                found[f"image {number} before enlarging.npy"] = _npy(small)
+        if found:
+            members[page] = found
+    return members, problems
+
+
+def _test_arrays(members: dict[str, Content | Member]) -> Iterator[tuple[str, BinaryIO]]:
+    """Each .npy stream of the members (inside .npz files too) whose name says it holds test
+    inputs (``test`` in the file or array name: x_test, test_images.npy), positioned at its
+    header."""
+    for name, content in members.items():
+        public = member(content)
+        if name.endswith(".npy") and "test" in name.lower():
+            with public.open() as stream:
+                yield name, stream
+        elif name.endswith(".npz"):
+            try:
+                with _seekable(public) as stream, zipfile.ZipFile(stream) as archive:
+                    for entry in archive.namelist():
+                        if "test" in entry.lower():
+                            with archive.open(entry) as array_stream:
+                                yield f"{name}:{entry.removesuffix('.npy')}", array_stream
+            except zipfile.BadZipFile:
+                continue
+
+
+def shown_test_inputs(images: dict[str, dict[str, bytes]],
+                        inputs: dict[str, dict[str, Content | Member]]) -> list[str]:
+    """No page image is a test input: every row of every test array of ``inputs`` (zip name
+    -> members) is made 8-bit and, where its thumbnail has the shape of a page image, brought
+    to a thumbnail as the data page does (``bundle/data_examples.py``), then compared with the
+    page images, and with the images before enlarging as they are. Rows are read in batches,
+    and only from arrays whose shape could give a page image."""
+    from .data_examples import eight_bit, thumbnail_shape, thumbnails
+    wanted: dict[bytes, str] = {}
+    for page, found in images.items():
+        for name, data in found.items():
+            if name.endswith(".npy"):
+                pixels = np.load(io.BytesIO(data), allow_pickle=False)
+                image = name.removesuffix(".npy").removesuffix(" before enlarging")
+                wanted.setdefault(_digest(pixels), f"{page} ({image})")
+    shapes = {tuple(np.load(io.BytesIO(d), allow_pickle=False).shape)
+              for found in images.values() for n, d in found.items() if n.endswith(".npy")}
+    problems = []
+    for zip_name, members in inputs.items():
+        for label, stream in _test_arrays(members):
+            try:
+                shape, fortran, dtype = _npy_header(stream)
+            except ValueError:
+                continue
+            if len(shape) not in (3, 4) or dtype.kind not in "iuf" or fortran:
+                continue
+            row = _eight_bit_shape(shape[1:])
+            if row not in shapes and thumbnail_shape(row) not in shapes:
+                continue
+            size = math.prod(shape[1:])
+            step = max(1, TEST_BATCH_VALUES // max(1, size))
+            for first in range(0, shape[0], step):
+                count = min(step, shape[0] - first)
+                data = stream.read(count * size * dtype.itemsize)
+                batch = eight_bit(np.frombuffer(data, dtype).reshape(count, *shape[1:]))
+                for candidates in (batch, thumbnails(batch)):
+                    for offset, pixels in enumerate(candidates):
+                        page = wanted.get(_digest(pixels))
+                        if page:
+                            problems.append(f"{page} shows test input row {first + offset} of "
+                                            f"{zip_name}:{label} (the pages may show training "
+                                            "data only)")
+    return sorted(set(problems))
+
+
+def _eight_bit_shape(shape: tuple) -> tuple:
+    """The shape ``eight_bit`` gives one image of ``shape``."""
+    if len(shape) == 3 and shape[-1] != 3:
+        return tuple(shape[:2])
+    return tuple(shape)
+
+
+def _digest(pixels: np.ndarray) -> bytes:
+    return hashlib.sha256(repr(pixels.shape).encode() + np.ascontiguousarray(pixels).tobytes()
+                          ).digest()

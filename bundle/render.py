@@ -19,6 +19,7 @@ from scoring_program.ranks import DEFAULT_ALPHA, DEFAULT_REPLICATES, DEFAULT_SEE
 from scoring_program.scorer.score_types import AGGREGATE, AVERAGE_RANK
 
 from . import competition_rules, platforms
+from .data_examples import data_page_tasks
 from .leaderboard import LeaderboardColumn, aggregate_description
 from .markdown_text import markdown_html
 from .phase_plan import PhasePlan
@@ -49,13 +50,17 @@ def logo_member(spec: CompetitionSpec) -> str:
 
 
 def _timeline(spec: CompetitionSpec, phases: list[PhaseSpec]) -> list[dict]:
-    """Every phase of the spec with its opening date. Where the spec's phases are separate
-    competitions (layout per_phase), this one's are marked and the others named as separate."""
-    mine = {phase.key: phase for phase in phases}
+    """Every phase of the spec with its opening and closing dates, each closing as its own
+    competition's yaml says (``_closes``). Where the spec's phases are separate competitions
+    (layout per_phase, one phase each), this one's are marked and the others named as
+    separate."""
+    mine = {phase.key: index for index, phase in enumerate(phases)}
     separate = len(mine) < len(spec.phases)
-    return [{"label": mine[p.key].label if p.key in mine else p.label,
+    return [{"label": phases[mine[p.key]].label if p.key in mine else p.label,
              "submission": "code submissions" if p.code_submission else "prediction files",
              "start": when(p.start),
+             "end": _closes(spec, phases, mine[p.key]) if p.key in mine
+             else _closes(spec, [p], 0),
              "marker": (" (this competition)" if p.key in mine else " (a separate competition)")
              if separate else "",
              "description": p.description} for p in spec.phases]
@@ -269,7 +274,8 @@ def page_contexts(spec: CompetitionSpec, phases: list[PhaseSpec], plans: list[Ph
                            ranking_note, shared,
                            hidden_figures])),
                        "rank_intervals": _rank_intervals(plans)},
-        "data": {**common, "heading": "Data"},
+        # the figures and example images of each phase's public training data
+        "data": {**common, "heading": "Data", "training": data_page_tasks(plans)},
         "terms": {**common, "heading": "Terms and conditions",
                   "terms": markdown_html(spec.pages["terms"])},
         "starting_kit": {**common, "heading": "Starting kit"},

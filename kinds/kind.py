@@ -41,7 +41,10 @@ Hooks:
   ``data_source(declaration)`` (what the task's data are drawn from, in words that are equal
   for two tasks drawn alike; None where the declaration does not say: the methodology check
   compares them);
-- pages: ``page_context(plan, phase, baseline_results)``: what its page parts show;
+- pages: ``page_context(plan, phase, baseline_results)``: what its page parts show; optional
+  ``public_training(task)``: the task's public training data as a ``PublicTraining`` record
+  (default None: the data page shows no figures of it), from which the core's
+  ``bundle/data_examples.py`` writes the data page's shapes, counts and example images;
 - starting kit: ``sample_results(plan, destination)`` and
   ``sample_code_submission(destination)``; optional ``stage_kit(plan, destination)`` (default:
   ``KIT/baselines/`` as it is; what a baseline imports must be there, since an organizer's
@@ -117,6 +120,28 @@ def _hook(default=REQUIRED):
     return _field(Callable, default)
 
 
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class PublicTraining:
+    """A task's training data as participants download it, for the data page's figures and
+    example images (``Kind.public_training``). Nothing else may be put here: the page is
+    public, and the build's leakage check reads its images back.
+
+    ``source``: the public file(s) the figures come from, as the page names them;
+    ``input_shape``: one training example's shape; ``targets``: every training row's class
+    (or grade) or, when ``classification`` is false, its value of y, a 1-d array;
+    ``target``: what a target is called on the page ("class", "grade", "y"); ``images``: for
+    image inputs, a function of row indices returning those training rows as an array
+    (n, H, W) or (n, H, W, C), C 1 or 3 (None: the inputs are not images); ``also``: other
+    per-row labels to count, by name (Retina's referable label beside its grade)."""
+    source: str
+    input_shape: tuple
+    targets: object
+    target: str = "class"
+    classification: bool = True
+    images: Callable | None = None
+    also: Mapping = dataclasses.field(default_factory=dict)
+
+
 def _no_problems(task) -> list[str]:
     return []
 
@@ -190,6 +215,7 @@ class Kind:
     data_source: Callable = _hook(_source_unknown)
     # pages
     page_context: Callable = _hook()
+    public_training: Callable | None = _hook(None)    # None: no figures of the training data
     # starting kit
     sample_results: Callable = _hook()
     sample_code_submission: Callable = _hook()

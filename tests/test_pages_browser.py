@@ -421,3 +421,69 @@ def test_retina_pages_and_report_read_right_in_a_browser(platform, browser, scre
         assert title in text
     svg = report.read_text(encoding="utf-8")
     assert svg.count("<svg") == 2 * (2 + 3 + 5)       # per task: ROC, reliability, 3 referral, 5 grades
+
+
+# What the data page's example images report once the page has loaded: each image's
+# naturalWidth (0 for an image the browser could not decode) and whether the figures' table
+# is there.
+IMAGES_STATE = ("JSON.stringify({widths: Array.from(document.images, i => i.naturalWidth),"
+                " complete: document.readyState === 'complete'"
+                " && Array.from(document.images).every(i => i.complete),"
+                " table: !!document.querySelector('table.training')})")
+
+
+def visit_and_evaluate(browser: Browser, url: str, expression: str, screenshot: Path) -> dict:
+    """Load ``url``, wait until every image has loaded or failed, save a full-page PNG and
+    return ``expression``'s JSON value."""
+    import time
+    browser.visit(url, screenshot)
+    target = browser.call("Target.createTarget", {"url": "about:blank"})["targetId"]
+    session = browser.call("Target.attachToTarget", {"targetId": target,
+                                                     "flatten": True})["sessionId"]
+    try:
+        browser.call("Page.enable", session=session)
+        browser._events.clear()
+        browser.call("Page.navigate", {"url": url}, session)
+        browser.wait_for("Page.loadEventFired", session)
+        deadline = time.monotonic() + 20
+        while True:
+            value = json.loads(browser.call("Runtime.evaluate", {
+                "expression": expression, "returnByValue": True}, session)["result"]["value"])
+            if value["complete"] or time.monotonic() > deadline:
+                return value
+            time.sleep(0.2)
+    finally:
+        browser.call("Target.closeTarget", {"targetId": target})
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_data_page_example_images_load_in_a_browser(platform, browser, screenshots, tmp_path):
+    """The data page of every kind's default phase with image tasks, as the platform shows
+    it: the figures' table is there and every example image decodes (naturalWidth > 0)."""
+    from bundle.build import build_competition
+    from bundle.phase_plan import phase_plan
+    from bundle.spec import load_spec
+    from kinds.kind import KINDS
+    shown = 0
+    for name in KINDS:
+        spec = load_spec(KINDS[name].DEFAULT_SPEC)
+        hook = KINDS[name].public_training
+        for phase in spec.phases:
+            plan = phase_plan(spec, phase.key, None)
+            if hook is None or not any(hook(t) and hook(t).images for t in plan.tasks):
+                continue
+            built = build_competition(spec, [phase.key], None, tmp_path / name / phase.key,
+                                      platform=platform)
+            html = competition_pages(built.path, platform)["data"]
+            frame = tmp_path / f"{name}-{phase.key}-data.html"
+            frame.write_text(as_the_platform_shows_it(html, "data"), encoding="utf-8")
+            state = visit_and_evaluate(browser, frame.as_uri(), IMAGES_STATE,
+                                       screenshots / platform / "data-examples"
+                                       / f"{name}-{phase.key}.png")
+            where = f"{name}/{phase.key}"
+            assert state["table"], f"{where}: no table of the training data"
+            assert state["widths"] and all(w > 0 for w in state["widths"]), (where, state)
+            if platform == "codabench":
+                assert not check_markdown_safe(html), (where, check_markdown_safe(html))
+            shown += 1
+    assert shown, "no kind's default competition has an image task"

@@ -126,6 +126,16 @@ class Platform(ABC):
         """The last lines of the build's summary: what to set on the site by hand."""
         return []
 
+    def worker_recipe(self, spec, bundle_name: str, promised: list[str]) -> str | None:
+        """The site's compute worker settings for a spec whose submissions run on the
+        organizer's own workers, quoting the pages' ``promised`` lines about the machine
+        (``bundle/worker_recipe.py`` writes them next to the bundle); None where there are none."""
+        return None
+
+    def worker_recipe_notes(self, spec) -> list[str]:
+        """What no setting of the site's worker sets, which that organizer sees to instead."""
+        return []
+
     @abstractmethod
     def dataset_upload_step(self, dataset) -> str:
         """How to upload one dataset zip apart and find its key."""

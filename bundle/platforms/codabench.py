@@ -29,6 +29,7 @@ from ..spec import CompetitionSpec, PhaseSpec
 from ..worker_data import FOLDER_SUFFIX as WORKER_FOLDER_SUFFIX, folder_name as worker_folder_name
 from . import Platform
 from .codabench_site import AVERAGE_RANK_COMPUTATION, hidden_figure_leaks, leaderboard_problem
+from . import codabench_worker_env
 
 LEADERBOARD_KEY = "results"
 SUBMISSION_RULE = "Force_Last"
@@ -368,6 +369,14 @@ class Codabench(Platform):
 
     def names_gpu_queue(self, spec) -> bool:
         return bool(spec.codabench_queue)
+
+    def worker_recipe(self, spec, bundle_name: str, promised: list[str]) -> str | None:
+        if not codabench_worker_env.wanted(spec):
+            return None
+        return codabench_worker_env.worker_env(spec, bundle_name, promised)
+
+    def worker_recipe_notes(self, spec) -> list[str]:
+        return codabench_worker_env.not_set(spec) if codabench_worker_env.wanted(spec) else []
 
     def phase_warnings(self, phase, spec) -> list[str]:
         if not spec.codabench_queue and phase.execution_time_limit > DEFAULT_QUEUE_LIMIT_SECONDS:

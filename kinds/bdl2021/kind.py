@@ -19,7 +19,7 @@ from runtime.formats import read_matrix
 from kinds.kind import Kind
 
 from .organizer_checks import task_problems, unconverged_reference_problems
-from .pages import page_context
+from .pages import page_context, public_training
 from .reference.expectation_file import task_expectation
 from .reference.task_files import DEFAULT_ROOT
 from .runtime.formats import (SAMPLES_BY_POINTS, TASK_INPUT_KEYS, copy_npz_members,
@@ -220,6 +220,7 @@ KIND = Kind(
     stage_reference=stage_reference, stage_public=stage_public,
     has_public_references=has_public_references, task_problems=task_problems,
     unconverged_reference_problems=unconverged_reference_problems, test_rows=test_rows,
-    data_source=data_source, page_context=page_context, sample_results=sample_results,
+    data_source=data_source, page_context=page_context,
+    public_training=public_training, sample_results=sample_results,
     sample_code_submission=sample_code_submission, stage_kit=stage_kit,
     reference_cli=reference_cli)

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
+
 from markupsafe import Markup, escape
 
 from kinds.baseline_table import failed, failed_cell, failed_note
@@ -48,6 +50,24 @@ def formula_html(text: str) -> Markup:
 def example_shape(declaration: dict) -> tuple:
     """One example's shape: as declared, else as the declared network reads it."""
     return tuple(declaration.get("input_shape") or task_network(declaration["model"]).input_shape)
+
+
+def public_training(task):
+    """The data page's figures: the training rows of the task's public inputs file (x_train,
+    y_train); images where one example is (H, W, C)."""
+    from kinds.kind import PublicTraining
+    from .runtime.formats import read_task_inputs
+    inputs = read_task_inputs(files(task).inputs, mapped=True, check_values=False)
+    shape = example_shape(task.declaration)
+    x_train = inputs.x_train
+    images = len(shape) == 3 and shape[-1] in (1, 3)
+    return PublicTraining(
+        source=f"{files(task).inputs.name} (x_train, y_train)", input_shape=shape,
+        targets=np.asarray(inputs.y_train).ravel(), target="class" if
+        task.task_type == CLASSIFICATION else "y",
+        classification=task.task_type == CLASSIFICATION,
+        images=(lambda rows: np.asarray(x_train[rows]).reshape(len(rows), *shape))
+        if images else None)
 
 
 def model_text(model: dict) -> str:

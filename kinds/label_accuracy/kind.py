@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from kinds.kind import Kind
+from kinds.kind import Kind, PublicTraining
 
 from .runtime.scoring import ACCURACY, TASK_TYPES
 
@@ -128,6 +128,14 @@ def page_context(plan, phase, baseline_results: dict | None) -> dict:
     }
 
 
+def public_training(task) -> PublicTraining:
+    """The data page's figures: the training rows participants get (x_train, y_train)."""
+    train = np.loadtxt(_file(task, "_train.csv"), delimiter=",", ndmin=2)
+    return PublicTraining(source=f"{input_file(task)} (x_train, y_train)",
+                          input_shape=(train.shape[1] - 1,),
+                          targets=train[:, -1].astype(np.int64))
+
+
 KIND = Kind(
     name="label_accuracy", DEFAULT_SPEC=DEFAULT_SPEC, EMBEDDED_ROOT=EMBEDDED_ROOT,
     TEMPLATES=TEMPLATES, KIT=KIT, BASELINE_RESULTS=BASELINE_RESULTS,
@@ -139,4 +147,4 @@ KIND = Kind(
     ingestion_contract=ingestion_contract, input_file=input_file, stage_inputs=stage_inputs,
     stage_reference=stage_reference, stage_public=stage_public,
     has_public_references=has_public_references, page_context=page_context,
-    sample_results=sample_results, sample_code_submission=sample_code_submission)
+    public_training=public_training, sample_results=sample_results, sample_code_submission=sample_code_submission)

@@ -12,7 +12,7 @@ import shutil
 from pathlib import Path
 
 from kinds.baseline_table import failed, failed_cell, failed_note
-from kinds.kind import Kind
+from kinds.kind import Kind, PublicTraining
 
 from .runtime.formats import read_model_configs
 from .runtime.scoring import ZOO, predict_json
@@ -177,6 +177,19 @@ def _baseline_table(plan, results: dict | None) -> dict:
             "header": ["task", "measure", "CMI", "Kendall tau", "granulated tau"], "rows": rows}
 
 
+def public_training(task) -> PublicTraining:
+    """The data page's figures: the zoo's training data (dataset_1/train.npz, in the public
+    data and the input data alike); images where its inputs are (n, H, W, C)."""
+    import numpy as np
+    with np.load(task.folder / TRAIN_DATA, allow_pickle=False) as data:
+        inputs, outputs = data["inputs"], np.asarray(data["outputs"]).ravel()
+    images = inputs.ndim == 4 and inputs.shape[-1] in (1, 3)
+    return PublicTraining(source=f"{task.name}/{TRAIN_DATA.as_posix()} (inputs, outputs)",
+                          input_shape=tuple(inputs.shape[1:]), targets=outputs,
+                          classification=outputs.dtype.kind in "iub",
+                          images=(lambda rows: inputs[rows]) if images else None)
+
+
 def reference_cli(argv: list[str]) -> int:
     """``python -m reference_data --kind pgdl2020 {generate,verify,convert}``: the embedded
     zoos, and an organizer's zoos in PGDL's original formats (docs/pgdl_data.md)."""
@@ -217,5 +230,5 @@ KIND = Kind(
     ingestion_contract=ingestion_contract, input_file=input_file, stage_inputs=stage_inputs,
     stage_reference=stage_reference, stage_public=stage_public,
     has_public_references=has_public_references, task_problems=task_problems,
-    page_context=page_context, sample_results=sample_results,
+    page_context=page_context, public_training=public_training, sample_results=sample_results,
     sample_code_submission=sample_code_submission, reference_cli=reference_cli)

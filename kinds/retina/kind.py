@@ -16,7 +16,7 @@ import numpy as np
 
 from runtime.formats import FormatError
 from kinds.baseline_table import failed, failed_cell, failed_note
-from kinds.kind import Kind, copy_baselines
+from kinds.kind import Kind, PublicTraining, copy_baselines
 
 from .runtime import tables
 from .runtime.scoring import DIAGNOSIS, TASK_TYPES
@@ -201,6 +201,19 @@ def page_context(plan, phase, baseline_results: dict | None) -> dict:
             "baselines": _baseline_table(plan, baseline_results)}
 
 
+def public_training(task) -> PublicTraining:
+    """The data page's figures: the training patients' grades and labels (train.csv) and, on
+    an image task, their photographs (train_images.npy); never a test file."""
+    data = _data(task)
+    images = data.inputs == "images"
+    return PublicTraining(
+        source=(f"{task.name}_train_images.npy and {task.name}_{tables.TRAIN_FILE}" if images
+                else f"{task.name}_{tables.TRAIN_FILE}"),
+        input_shape=data.image_shape if images else (len(data.features),),
+        targets=data.grades, target="grade", also={"referable label": data.labels},
+        images=(lambda rows: data.images("train_images.npy")[rows]) if images else None)
+
+
 BASELINE_COLUMNS = (("auroc_in", "AUROC in"), ("referral_joint", "referral joint"),
                     ("referral_in", "referral in"), ("referral_shifted", "referral shifted"),
                     ("ood_auroc", "OOD AUROC"))
@@ -312,6 +325,6 @@ KIND = Kind(
     ingestion_contract=ingestion_contract, input_file=input_file, stage_inputs=stage_inputs,
     stage_reference=stage_reference, stage_public=stage_public,
     has_public_references=has_public_references, task_problems=task_problems,
-    page_context=page_context, sample_results=sample_results,
+    page_context=page_context, public_training=public_training, sample_results=sample_results,
     sample_code_submission=sample_code_submission, stage_kit=stage_kit,
     stand_in_task=stand_in_task, reference_cli=reference_cli)
