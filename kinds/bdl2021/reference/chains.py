@@ -98,12 +98,14 @@ def run_task_chain(task: TaskDeclaration, prepared: PreparedTask, chain_index: i
 
 def run_task_chains_nuts(task: TaskDeclaration, prepared: PreparedTask,
                          devices: int | None = None, shard_data: bool = False,
-                         run_options=None) -> list[ChainPredictions]:
+                         run_options=None, sampler=None) -> list[ChainPredictions]:
     """Every chain of a task at once on BlackJAX's NUTS, from the same prior draws as the
     numpy engine; the seed of the JAX random stream is the task's. The chains are split over
     the devices (``nuts.py``), or with ``shard_data`` the training rows are (``sharded.py``);
     with ``run_options`` (``distributed.RunOptions``) the rows are split over every device of
-    every host, in checkpointed chunks (``distributed.py``)."""
+    every host, in checkpointed chunks (``distributed.py``). ``sampler``: None for NUTS, or
+    ``fixed_hmc.FixedHMC`` for HMC with a fixed trajectory length, on the same layouts (not
+    ``run_options``: the cluster path runs NUTS only)."""
     from . import jax_model, nuts, sharded
     model = task_model(task, prepared)
     starts = np.stack([initial_position(task, model, chain)
@@ -119,7 +121,15 @@ def run_task_chains_nuts(task: TaskDeclaration, prepared: PreparedTask,
         sampled = sharded.sample(
             jax_model.log_density_of_data(model, task.likelihood, task.prior_variance),
             prepared.x_train, _training_labels(task, prepared), starts, *settings, devices=devices,
-            target_acceptance=task.hmc.target_acceptance)
+            target_acceptance=task.hmc.target_acceptance,
+            make_chain=None if sampler is None else _fixed_hmc_chain(task, sampler))
+    elif sampler is not None:
+        from . import fixed_hmc
+        log_density = jax_model.log_density(model, task.likelihood, task.prior_variance,
+                                            prepared.x_train, prepared.y_train)
+        sampled = fixed_hmc.sample(log_density, starts, *settings,
+                                   sampler.trajectory_for(task.prior_variance), sampler.step_size,
+                                   task.hmc.target_acceptance, devices=devices)
     else:
         log_density = jax_model.log_density(model, task.likelihood, task.prior_variance,
                                             prepared.x_train, prepared.y_train)
@@ -133,6 +143,15 @@ def run_task_chains_nuts(task: TaskDeclaration, prepared: PreparedTask,
         divergences=int(sampled.divergences[chain]),
         warmup_divergences=int(sampled.warmup_divergences[chain]))
         for chain in range(task.hmc.num_chains)]
+
+
+def _fixed_hmc_chain(task: TaskDeclaration, sampler):
+    """log density -> one chain of fixed-trajectory HMC with the task's lengths."""
+    from . import fixed_hmc
+    return lambda log_density: fixed_hmc._chain(
+        log_density, task.hmc.num_warmup, task.hmc.num_samples,
+        sampler.trajectory_for(task.prior_variance), sampler.step_size,
+        task.hmc.target_acceptance)
 
 
 def _training_labels(task: TaskDeclaration, prepared: PreparedTask) -> np.ndarray:

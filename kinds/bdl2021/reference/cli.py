@@ -15,6 +15,7 @@ EPILOG = """examples:
   python -m reference_data verify                 check the committed references
   python -m reference_data generate               regenerate all of them (minutes)
   python -m reference_data generate --tasks iris --out /tmp/refs
+  python -m reference_data generate --tasks iris --sampler hmc --out /tmp/refs   fixed HMC
   python -m reference_data generate --data-root my_tasks/      an organizer's own tasks
   python -m reference_data export --tasks iris --out /tmp/export   ArviZ and posteriordb files
   python -m reference_data plan --data-root my_tasks/ --devices 8   the run's cost, measured here
@@ -51,6 +52,7 @@ def _parser() -> argparse.ArgumentParser:
     generate.add_argument("--shard-data", action="store_true",
                           help="nuts: split the training rows across the devices (data too big "
                                "for one) instead of the chains")
+    _add_sampler(generate)
     generate.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
                           help="numpy-hmc: parallel chain processes (default: number of cores)")
     for name, what in LENGTHS.items():
@@ -64,6 +66,44 @@ def _parser() -> argparse.ArgumentParser:
     verify.add_argument("--root", type=Path, default=DEFAULT_ROOT,
                         help=f"references folder (default: {DEFAULT_ROOT})")
     return parser
+
+
+def _add_sampler(generate) -> None:
+    """The BlackJAX engine's sampler (``fixed_hmc.py``): NUTS, or HMC with a fixed trajectory
+    length for networks where NUTS's tree doubling costs too much."""
+    generate.add_argument("--sampler", choices=("nuts", "hmc"), default="nuts",
+                          help="nuts (default): NUTS with Stan's window adaptation; hmc: HMC "
+                               "with a fixed trajectory length and identity mass matrix, the "
+                               "2021 references' recipe (Izmailov et al. 2021)")
+    generate.add_argument("--trajectory-length", type=float, default=None,
+                          help="hmc: leapfrog steps x step size of every transition (default: "
+                               "pi * sqrt(prior variance) / 2, a quarter period under the prior)")
+    generate.add_argument("--step-size", type=float, default=None,
+                          help="hmc: a fixed leapfrog step size (default: found in warm-up by "
+                               "dual averaging towards the task's target acceptance, then fixed)")
+
+
+def _sampler(args):
+    """(the fixed-trajectory HMC's settings, or None for NUTS; what is wrong with the
+    sampler flags in one line, or None)."""
+    from .fixed_hmc import FixedHMC, SamplerError
+    given = [flag for flag, value in (("--trajectory-length", args.trajectory_length),
+                                      ("--step-size", args.step_size)) if value is not None]
+    if args.sampler == "nuts":
+        if given:
+            flags = " and ".join(given)
+            verb = "are" if len(given) > 1 else "is"
+            return None, (f"{flags} {verb} for --sampler hmc only (NUTS chooses its own "
+                          f"trajectories and step size); add --sampler hmc or leave {flags} out")
+        return None, None
+    if args.engine != "nuts":
+        return None, ("--sampler hmc runs on the BlackJAX engine (--engine nuts); "
+                      "--engine numpy-hmc is its own fixed-trajectory HMC, set by each task's "
+                      "declaration")
+    try:
+        return FixedHMC(args.trajectory_length, args.step_size), None
+    except SamplerError as error:
+        return None, str(error)
 
 
 def _add_cluster(generate) -> None:
@@ -124,9 +164,9 @@ def _start(args, names: list[str]):
     options = _run_options(args)
     if options is None:
         return None, None
-    if args.engine != "nuts":
-        print("error: --num-processes, --checkpoint and --resume run NUTS only (--engine nuts)",
-              file=sys.stderr)
+    if args.engine != "nuts" or args.sampler != "nuts":
+        print("error: --num-processes, --checkpoint and --resume run NUTS only (--engine nuts, "
+              "--sampler nuts)", file=sys.stderr)
         return options, 2
     from .distributed import RunError, start_runtime
     try:
@@ -232,6 +272,10 @@ def _generate_organizer(args) -> int:
     if args.engine != "nuts":
         print("error: --data-root runs NUTS only (--engine nuts)", file=sys.stderr)
         return 2
+    sampler, problem = _sampler(args)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     try:
         loaded = _load_organizer_tasks(args)
     except (FormatError, OSError) as error:
@@ -247,7 +291,7 @@ def _generate_organizer(args) -> int:
     prepared = {name: arrays for name, (_, arrays) in loaded.items()}
     results = _refusing_bad_runs(lambda: run_chains_nuts(
         tasks, ProgressPrinter(tasks), prepared_of=lambda task: prepared[task.name],
-        shard_data=args.shard_data, run_options=options)[0])
+        shard_data=args.shard_data, run_options=options, sampler=sampler)[0])
     if results is None:
         return 2
     if options is not None and not _primary():
@@ -255,7 +299,8 @@ def _generate_organizer(args) -> int:
     problems, failed, kept = [], [], []
     for task in tasks:
         references = build_references(task, prepared[task.name], results[task.name])
-        task_problems, folder = write_organizer_references(args.data_root, task, references)
+        task_problems, folder = write_organizer_references(args.data_root, task, references,
+                                                           sampler)
         print(gate_summary(task.name, references.diagnostics))
         if task_problems:
             problems, failed, kept = problems + task_problems, failed + [task], kept + [folder]
@@ -269,6 +314,10 @@ def _generate(args) -> int:
     from .generate import failed_folder, generate, with_overrides
     if args.data_root is not None:
         return _generate_organizer(args)
+    sampler, problem = _sampler(args)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     try:
         tasks = [with_overrides(task_by_name(name), args.warmup, args.samples, args.chains)
                  for name in _names(args, [t.name for t in TASKS])]
@@ -279,7 +328,8 @@ def _generate(args) -> int:
     if code is not None:
         return code
     log = _refusing_bad_runs(lambda: generate(tasks, args.out, args.jobs, engine=args.engine,
-                                              shard_data=args.shard_data, run_options=options))
+                                              shard_data=args.shard_data, run_options=options,
+                                              sampler=sampler))
     if log is None:
         return 2
     if log == "not process 0":

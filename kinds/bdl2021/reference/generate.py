@@ -48,6 +48,9 @@ ENGINES = {"nuts": "BlackJAX NUTS (max tree depth 10), Stan's window adaptation 
            "numpy-hmc": "numpy HMC, fixed trajectory length, dual-averaging step size, "
                         "identity mass matrix"}
 DEFAULT_ENGINE = "nuts"
+# The BlackJAX engine's other sampler (``generate --sampler hmc``, ``fixed_hmc.py``).
+FIXED_HMC_ENGINE = ("BlackJAX HMC, fixed trajectory length, step size fixed or by dual "
+                    "averaging in warm-up, identity mass matrix, float64")
 
 
 def machine_cpu() -> str:
@@ -79,7 +82,8 @@ def _chain_job(task: TaskDeclaration, chain_index: int, queue) -> tuple[str, Cha
     return task.name, result, time.perf_counter() - started
 
 
-def _declaration_json(task: TaskDeclaration, prepared: PreparedTask, files, engine: str) -> dict:
+def _declaration_json(task: TaskDeclaration, prepared: PreparedTask, files, engine: str,
+                      sampler=None) -> dict:
     model = task_model(task, prepared)
     outputs = {"num_classes": int(prepared.y_train.max()) + 1} if task.kind == "classification" \
         else {"num_samples": REGRESSION_SAMPLES}
@@ -103,7 +107,7 @@ def _declaration_json(task: TaskDeclaration, prepared: PreparedTask, files, engi
                   {"method": "stratified", "test_fraction": task.test_fraction,
                    "random_state": task.seed}),
         "standardisation": prepared.standardisation,
-        "hmc": sampler_settings(task, engine),
+        "hmc": sampler_settings(task, engine, sampler),
         "files": {role: path.name for role, path in files.all().items()},
     }
 
@@ -113,9 +117,15 @@ def _declaration_json(task: TaskDeclaration, prepared: PreparedTask, files, engi
 NUTS_SETTINGS = ("num_chains", "num_warmup", "num_samples", "target_acceptance")
 
 
-def sampler_settings(task: TaskDeclaration, engine: str) -> dict:
-    """The settings the engine used, as the declaration states them."""
+def sampler_settings(task: TaskDeclaration, engine: str, sampler=None) -> dict:
+    """The settings the engine used, as the declaration states them; ``sampler``: the
+    fixed-trajectory HMC's (``fixed_hmc.FixedHMC``), None for NUTS (whose statement is
+    unchanged, so that the committed references still verify byte for byte)."""
     settings = asdict(task.hmc)
+    if sampler is not None:
+        return {**{key: settings[key] for key in NUTS_SETTINGS[:3]},
+                **sampler.settings(task.prior_variance, task.hmc.target_acceptance),
+                "engine": FIXED_HMC_ENGINE}
     if engine == "nuts":
         from .nuts import MAX_TREE_DEPTH
         settings = {**{key: settings[key] for key in NUTS_SETTINGS},
@@ -134,20 +144,21 @@ def model_declaration(task: TaskDeclaration, model) -> dict:
 
 
 def write_task(root: Path, task: TaskDeclaration, prepared: PreparedTask,
-               references: TaskReferences, engine: str = DEFAULT_ENGINE) -> None:
+               references: TaskReferences, engine: str = DEFAULT_ENGINE, sampler=None) -> None:
     files = task_files(root, task.name, task.kind)
     files.folder.mkdir(parents=True, exist_ok=True)
     hidden_labels = np.zeros_like(prepared.y_test)
     write_task_inputs(files.inputs, TaskInputs(prepared.x_train, prepared.y_train,
                                                prepared.x_test, hidden_labels))
     write_matrix(files.test_labels, prepared.y_test.reshape(-1, 1))
-    write_references(files, task, references)
-    _write_json(files.declaration, _declaration_json(task, prepared, files, engine))
+    write_references(files, task, references, sampler)
+    _write_json(files.declaration, _declaration_json(task, prepared, files, engine, sampler))
 
 
-def write_references(files, task, references: TaskReferences) -> None:
+def write_references(files, task, references: TaskReferences, sampler=None) -> None:
     """The model average, each chain's predictive (and batch means), the Monte Carlo standard
-    errors and the diagnostics of one task."""
+    errors and the diagnostics of one task; with ``sampler`` (fixed-trajectory HMC) the
+    diagnostics name it and its settings (NUTS's diagnostics stay as they were)."""
     if task.kind == "classification":
         write_classification_probs(files.reference, references.bma)
         write_chain_probs(files.chain_reference, references.chains)
@@ -157,7 +168,9 @@ def write_references(files, task, references: TaskReferences) -> None:
         write_chain_samples(files.chain_reference, references.chains)
     write_reference_mcse(files.reference_mcse, references.mcse)
     write_expectation(files, None if task.kind == "classification" else REGRESSION_SAMPLES)
-    _write_json(files.diagnostics, {"task": task.name, **references.diagnostics})
+    named = ({} if sampler is None else
+             {"sampler": sampler.settings(task.prior_variance, task.hmc.target_acceptance)})
+    _write_json(files.diagnostics, {"task": task.name, **named, **references.diagnostics})
 
 
 def _write_json(path: Path, content: dict) -> None:
@@ -226,24 +239,35 @@ def run_chains(tasks: list[TaskDeclaration], jobs: int, printer: ProgressPrinter
 
 
 def run_chains_nuts(tasks: list[TaskDeclaration], printer: ProgressPrinter, prepared_of=None,
-                    shard_data: bool = False, run_options=None):
-    """Every task in turn, its chains at once on NUTS (the devices run them in parallel);
-    ``prepared_of(task)``: its arrays (default: the embedded task's)."""
+                    shard_data: bool = False, run_options=None, sampler=None):
+    """Every task in turn, its chains at once on NUTS, or on the fixed-trajectory HMC of
+    ``sampler`` (the devices run them in parallel); ``prepared_of(task)``: its arrays
+    (default: the embedded task's)."""
     from .chains import run_task_chains_nuts
     results, seconds = {}, {}
     for task in tasks:
         settings = task.hmc
-        print(f"[{printer._elapsed()}] {task.name}: NUTS, {settings.num_chains} chains x "
+        print(f"[{printer._elapsed()}] {task.name}: {_sampler_words(task, sampler)}, "
+              f"{settings.num_chains} chains x "
               f"({settings.num_warmup} warm-up + {settings.num_samples} kept draws), compiling "
               "and sampling", file=printer.stream, flush=True)
         started = time.perf_counter()
         results[task.name] = run_task_chains_nuts(task, (prepared_of or prepare)(task),
                                                   shard_data=shard_data,
-                                                  run_options=run_options)
+                                                  run_options=run_options, sampler=sampler)
         seconds[task.name] = time.perf_counter() - started
         for chain in results[task.name]:
             printer.chain_done(task.name, chain, seconds[task.name])
     return results, seconds
+
+
+def _sampler_words(task: TaskDeclaration, sampler) -> str:
+    if sampler is None:
+        return "NUTS"
+    step = ("step size by dual averaging" if sampler.step_size is None
+            else f"step size {sampler.step_size:g}")
+    return (f"HMC (trajectory length {sampler.trajectory_for(task.prior_variance):.3g}, "
+            f"{step})")
 
 
 def _drain(queue, printer: ProgressPrinter) -> None:
@@ -284,7 +308,7 @@ def _place(staged: Path, destination: Path, failed: Path, problems: list[str]) -
 
 
 def write_generated(tasks: list[TaskDeclaration], results: dict, chain_seconds: dict,
-                    root: Path, engine: str = DEFAULT_ENGINE) -> dict:
+                    root: Path, engine: str = DEFAULT_ENGINE, sampler=None) -> dict:
     """Each task's files, written next to ``root`` and moved into it only if its chains pass
     the convergence gate (else into ``failed_folder(root)``); the log entry of each task."""
     entries = {}
@@ -292,7 +316,7 @@ def write_generated(tasks: list[TaskDeclaration], results: dict, chain_seconds: 
         for task in tasks:
             prepared = prepare(task)
             references = build_references(task, prepared, results[task.name])
-            write_task(staging, task, prepared, references, engine)
+            write_task(staging, task, prepared, references, engine, sampler)
             problems = gate_problems(task.name, references.diagnostics)
             _place(staging / task.name, root / task.name, failed_folder(root) / task.name,
                    problems)
@@ -302,13 +326,13 @@ def write_generated(tasks: list[TaskDeclaration], results: dict, chain_seconds: 
     return entries
 
 
-def write_organizer_references(root: Path, task: TaskDeclaration,
-                               references: TaskReferences) -> tuple[list[str], Path | None]:
+def write_organizer_references(root: Path, task: TaskDeclaration, references: TaskReferences,
+                               sampler=None) -> tuple[list[str], Path | None]:
     """An organizer's task's references, moved next to its inputs only if they pass the
     gate; the gate's problems, and where the failed references were kept (else None)."""
     destination = Path(root) / task.name
     with staging_folder(destination) as staging:
-        write_references(TaskFiles(staging, task.name, task.kind), task, references)
+        write_references(TaskFiles(staging, task.name, task.kind), task, references, sampler)
         problems = gate_problems(task.name, references.diagnostics)
         _place(staging, destination, failed_folder(destination), problems)
     return problems, failed_folder(destination) if problems else None
@@ -316,16 +340,18 @@ def write_organizer_references(root: Path, task: TaskDeclaration,
 
 def generate(tasks: list[TaskDeclaration], root: Path, jobs: int,
              printer: ProgressPrinter | None = None, engine: str = DEFAULT_ENGINE,
-             shard_data: bool = False, run_options=None) -> dict | str:
+             shard_data: bool = False, run_options=None, sampler=None) -> dict | str:
     """Run all chains and write the files of every task that passes the convergence gate, with
     the manifest; return the run's log, with each task's gate (its problems, with the
     figures, where it fails). The log goes to ``root`` when a task was written there, and to
     ``failed_folder(root)`` when one failed. With ``run_options`` (several hosts, or
-    checkpoints) only process 0 writes; the others return "not process 0"."""
+    checkpoints) only process 0 writes; the others return "not process 0". ``sampler``:
+    ``fixed_hmc.FixedHMC`` to run fixed-trajectory HMC on the BlackJAX engine instead of
+    NUTS."""
     printer = printer or ProgressPrinter(tasks)
     started = time.perf_counter()
     results, chain_seconds = (run_chains_nuts(tasks, printer, shard_data=shard_data,
-                                              run_options=run_options)
+                                              run_options=run_options, sampler=sampler)
                               if engine == "nuts"
                               else run_chains(tasks, jobs, printer))
     if run_options is not None and not _primary_process():
@@ -333,7 +359,8 @@ def generate(tasks: list[TaskDeclaration], root: Path, jobs: int,
     log = {"engine": engine, "jobs": jobs, "python": platform.python_version(),
            "numpy": np.__version__,
            "machine": f"{platform.machine()}, {os.cpu_count()} cores", "cpu": machine_cpu(),
-           "tasks": write_generated(tasks, results, chain_seconds, root, engine)}
+           **({} if sampler is None else {"sampler": FIXED_HMC_ENGINE}),
+           "tasks": write_generated(tasks, results, chain_seconds, root, engine, sampler)}
     log["wall_seconds"] = round(time.perf_counter() - started, 1)
     outcomes = {entry["gate_passed"] for entry in log["tasks"].values()}
     if True in outcomes:

@@ -68,10 +68,18 @@ def sample(log_density, initial_positions: np.ndarray, seed: int, num_warmup: in
     as many local devices as divide K)."""
     positions = jnp.asarray(initial_positions, dtype=jnp.float64)
     chains = positions.shape[0]
-    devices = devices or max(d for d in range(1, jax.local_device_count() + 1) if chains % d == 0)
-    keys = jax.random.split(jax.random.PRNGKey(seed), chains)
+    devices = devices or default_devices(chains)
     chain = _chain(log_density, num_warmup, num_samples, target_acceptance, max_tree_depth)
-    if devices == chains:          # one chain a device: no batching of NUTS's while loops
+    return on_devices(chain, positions, seed, devices)
+
+
+def on_devices(chain, positions, seed: int, devices: int) -> SampledChains:
+    """``chain(key, start)`` for every start, split over ``devices``: one chain a device with
+    ``pmap`` where they match, else ``vmap`` within each device. Shared by every sampler of
+    the engine (``fixed_hmc.py``), so each gets the same layout and per-chain keys."""
+    chains = positions.shape[0]
+    keys = jax.random.split(jax.random.PRNGKey(seed), chains)
+    if devices == chains:          # one chain a device: no batching of the samplers' loops
         out = jax.pmap(chain)(keys, positions)
     elif devices > 1:
         shape = (devices, chains // devices)
@@ -82,3 +90,8 @@ def sample(log_density, initial_positions: np.ndarray, seed: int, num_warmup: in
         out = jax.jit(jax.vmap(chain))(keys, positions)
     out = [np.asarray(part) for part in out]
     return SampledChains(*out, devices=devices)
+
+
+def default_devices(chains: int) -> int:
+    """As many local devices as divide the number of chains."""
+    return max(d for d in range(1, jax.local_device_count() + 1) if chains % d == 0)
