@@ -37,6 +37,12 @@ def test_the_wheel_installs_and_every_kind_starts_builds_and_dry_runs(tmp_path):
     wheel = next((tmp_path / "wheel").glob("codabench_bundle-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
     assert "requirements-image.txt" in names and "build_bundle.py" in names
+    metadata = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith(
+        ".dist-info/METADATA"))).decode()
+    # what an index and `pip show` give: the tool's name, its own summary and its licence
+    assert "Name: codabench-bundle" in metadata and "License-Expression: Apache-2.0" in metadata
+    assert "Summary: Turns one competition spec" in metadata
+    assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
     for name in KINDS:
         folder = f"kinds/{name}/"
         assert any(n.startswith(folder) and n.endswith("default_spec.yaml") for n in names)
