@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Callable, Iterator
 
+from .progress import Progress
+
 FIXED_TIME = (1980, 1, 1, 0, 0, 0)
 JUNK_PARTS = ("__MACOSX", "__pycache__", ".DS_Store", ".pytest_cache", ".ipynb_checkpoints")
 CHUNK = 2**20
@@ -32,6 +34,8 @@ STORE_CANDIDATE_BYTES = 8 * 2**20
 SAMPLES, SAMPLE_BYTES, WORTH_DEFLATING = 4, 256 * 2**10, 0.9
 
 Content = bytes | Path
+# Zips at least this large show their progress on a terminal (bundle/progress.py).
+PROGRESS_BYTES = 256 * 2**20
 
 
 def is_junk(relative: str) -> bool:
@@ -104,12 +108,18 @@ def _info(name: str, content: Content) -> zipfile.ZipInfo:
 def write_zip(destination: Path, members: dict[str, Content]) -> Path:
     destination = Path(destination)
     destination.parent.mkdir(parents=True, exist_ok=True)
-    with zipfile.ZipFile(destination, "w", zipfile.ZIP_DEFLATED, compresslevel=6) as archive:
+    total = sum(content_size(content) for content in members.values())
+    # a zip of the real data takes minutes: a terminal sees the bytes written, a log nothing
+    with zipfile.ZipFile(destination, "w", zipfile.ZIP_DEFLATED, compresslevel=6) as archive, \
+            Progress(total, f"  writing {destination.name}", "B",
+                     force=None if total >= PROGRESS_BYTES else False) as progress:
         for name in sorted(members):
             content = members[name]
             with open_content(content) as source, \
                     archive.open(_info(name, content), "w") as target:
-                shutil.copyfileobj(source, target, CHUNK)
+                while chunk := source.read(CHUNK):
+                    target.write(chunk)
+                    progress.advance(len(chunk))
     return destination
 
 

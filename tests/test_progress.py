@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from bundle.progress import Progress
 
 REPO = Path(__file__).resolve().parents[1]
@@ -77,3 +79,31 @@ def test_a_terminal_sees_the_bar_and_a_pipe_sees_nothing_extra():
     assert b"decoding: 5 images of 5 images" in shown and b"ETA" in shown
     piped = _run(subprocess.PIPE)
     assert piped.stdout == b"done\n" and piped.stderr == b""
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize("terminal", [True, False])
+def test_a_large_zip_shows_its_bytes_on_a_terminal_only(tmp_path, monkeypatch, terminal):
+    """Writing a bundle's zips of real data takes minutes: on a terminal the bytes written,
+    the rate and an ETA; piped, nothing. A small zip never shows a bar, and the zip's bytes
+    do not depend on it."""
+    from bundle import zips
+    data = tmp_path / "images.bin"
+    data.write_bytes(os.urandom(3 * zips.CHUNK + 5))
+    stream = _Terminal() if terminal else io.StringIO()
+    monkeypatch.setattr(sys, "stderr", stream)
+    monkeypatch.setattr(zips, "PROGRESS_BYTES", 2 * zips.CHUNK)
+    shown = zips.write_zip(tmp_path / "large.zip", {"images.bin": data, "a.txt": b"a"})
+    said = stream.getvalue()
+    assert ("writing large.zip: 3.1 MB of 3.1 MB [####################] 100%" in said
+            and "ETA" in said) == terminal
+    assert terminal or said == ""
+    zips.write_zip(tmp_path / "small.zip", {"a.txt": b"a"})
+    assert stream.getvalue() == said
+    monkeypatch.setattr(zips, "PROGRESS_BYTES", 2**60)
+    quiet = zips.write_zip(tmp_path / "quiet.zip", {"images.bin": data, "a.txt": b"a"})
+    assert quiet.read_bytes() == shown.read_bytes()
