@@ -22,7 +22,9 @@ pytestmark = pytest.mark.slow
 STAND_IN_HEADING = "scores on the public stand-in, not on this phase's hidden test data"
 # A guide's install lines run in a bare environment of their own (test_kit_install_line): here
 # the image's environment, shared by the whole run, already has the image's packages and must
-# not get others (an optional line installs PyTorch).
+# not get others (an optional line installs PyTorch). The install line's requirements.txt names
+# packages without versions (a bare environment gets the newest numpy, not the image's), so a
+# run there does not stand in for a run here: both run.
 INSTALL_PREFIX = "python -m pip install"
 
 

@@ -3,16 +3,15 @@
 nothing else), the guide's install line, then its commands up to the first local run, run as
 written, for every kind's kit. A framework only some baselines use (PyTorch: several GB) has an
 optional line of its own, which the basic line does not pull in."""
-import os
 import re
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
 from kinds.kind import KINDS
+from kit_environments import shared_bare_environment  # noqa: F401  (a fixture)
 from test_guide_commands import INSTALL_PREFIX, guide_commands, phase_kits
 
 
@@ -58,17 +57,6 @@ def test_the_record_names_what_the_kit_imports(tmp_path):
     assert [line for line in lines if not line.startswith("#")] == record["packages"]
 
 
-def bare_environment(folder: Path) -> dict[str, str]:
-    """A new virtual environment with pip only, as the environment its ``python`` runs in:
-    first on PATH, no packages of this user or of another environment."""
-    subprocess.run([sys.executable, "-m", "venv", str(folder)], check=True, timeout=600)
-    env = {name: value for name, value in os.environ.items()
-           if name not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
-    env.update(PATH=f"{folder / 'bin'}{os.pathsep}{os.environ['PATH']}", VIRTUAL_ENV=str(folder),
-               PYTHONNOUSERSITE="1", PIP_DISABLE_PIP_VERSION_CHECK="1")
-    return env
-
-
 def importable(module: str, env: dict[str, str]) -> bool:
     return subprocess.run(["python", "-c", f"import {module}"], env=env,
                           capture_output=True).returncode == 0
@@ -87,24 +75,43 @@ def first_commands(commands: list[str]) -> list[str]:
             if not command.startswith(INSTALL_PREFIX) or "-r " in command]
 
 
+def reader_install_lines(commands: list[str]) -> list[str]:
+    """The install lines a reader runs first (not the optional framework lines)."""
+    return [command for command in first_commands(commands)
+            if command.startswith(INSTALL_PREFIX)]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", sorted(KINDS))
-def test_a_bare_environment_runs_each_kit_after_its_install_line(kind, tmp_path, built_bundles):
+def test_a_bare_environment_runs_each_kit_after_its_install_line(kind, tmp_path, built_bundles,
+                                                                 shared_bare_environment):
+    """Kits whose install lines and requirement files are the same (a kind's phases, and
+    kinds alike) share one bare environment (kit_environments.py): their install lines would
+    leave the same packages in it. Each kit's install lines still run as written, in it."""
     bundles = sorted(built_bundles(KINDS[kind].DEFAULT_SPEC, "codabench").glob("*.zip"))
-    environments = {}           # one bare environment per distinct install line and file
     for phase, kit in phase_kits(bundles, tmp_path / "kits"):
         guide = (kit / "README.md").read_text()
         commands = guide_commands(guide)
         installs = [command for command in commands if command.startswith(INSTALL_PREFIX)]
+        install_lines = reader_install_lines(commands)
         requirements = b"".join((kit / name).read_bytes() for name in sorted(
-            set(re.findall(r"-r (\S+)", " ".join(installs)))) if (kit / name).is_file())
-        key = (tuple(installs), requirements)
-        if key not in environments:
-            environments[key] = bare_environment(tmp_path / f"venv-{len(environments)}")
-            assert not importable("yaml", environments[key]) and \
-                not importable("numpy", environments[key]), "the environment is not bare"
-        env = environments[key]
+            set(re.findall(r"-r (\S+)", " ".join(install_lines)))) if (kit / name).is_file())
+        with shared_bare_environment(tuple(install_lines), requirements) as shared:
+            env = shared.env
+            if shared.created:
+                assert not importable("yaml", env) and not importable("numpy", env), \
+                    "the environment is not bare"
+            else:       # what this kit's install lines would leave in a bare one, no more
+                assert shared.installed_before == shared.installed_by_install_lines, (
+                    phase, shared.installed_before, shared.installed_by_install_lines)
+            for command in install_lines:
+                result = run_in(command, kit, env)
+                log = result.stdout + result.stderr
+                assert result.returncode == 0 and "Traceback" not in log, (phase, command,
+                                                                          log[-3000:])
         for command in first_commands(commands):
+            if command in install_lines:
+                continue
             result = run_in(command, kit, env)
             log = result.stdout + result.stderr
             assert result.returncode == 0 and "Traceback" not in log, (phase, command,
