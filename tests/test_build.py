@@ -37,12 +37,21 @@ def built(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def built_codalab(tmp_path_factory):
-    """The evaluation phase's tracks as CodaLab v1.5 bundles: what is CodaLab's own."""
-    out = tmp_path_factory.mktemp("dist-codalab")
-    result = cli("--platform", "codalab", "--phase", "evaluation", "--out", str(out))
-    assert result.returncode == 0, result.stderr
-    return out, result
+def bundles(default_bundles):
+    """The same bundles, built once per test run in process (conftest.py), for the tests of
+    what a bundle holds or how its dry run goes rather than of what the command prints."""
+    folder = default_bundles["codabench"]
+    assert len(list(folder.glob("*.zip"))) == 3
+    return folder
+
+
+@pytest.fixture(scope="module")
+def built_codalab(default_bundles):
+    """The evaluation phase's tracks as CodaLab v1.5 bundles (what is CodaLab's own), with the
+    development phase's: the test run's shared build."""
+    folder = default_bundles["codalab"]
+    assert (folder / "bdl-approx-inference-evaluation-extended.zip").is_file()
+    return folder
 
 
 def test_all_phases_and_tracks_are_built_with_a_summary(built):
@@ -56,7 +65,7 @@ def test_all_phases_and_tracks_are_built_with_a_summary(built):
 
 
 def test_bundle_contents_and_yaml(built_codalab):
-    out, _ = built_codalab
+    out = built_codalab
     with zipfile.ZipFile(out / "bdl-approx-inference-evaluation-extended.zip") as bundle:
         names = bundle.namelist()
         competition = yaml.safe_load(bundle.read("competition.yaml"))
@@ -77,12 +86,13 @@ def test_bundle_contents_and_yaml(built_codalab):
     assert "wine_total_variation_std" in evaluation and "<script" not in evaluation
 
 
-def test_rebuild_is_byte_identical(built, tmp_path):
-    out, _ = built
-    result = cli("--phase", "development", "--out", str(tmp_path))
+def test_rebuild_is_byte_identical(built, bundles):
+    """Two builds of the same phase: the command line's above and the run's shared one, built
+    in process by the same builder."""
+    out, result = built
     assert result.returncode == 0, result.stderr
     name = "bdl-approx-inference-development-codabench.zip"
-    assert (tmp_path / name).read_bytes() == (out / name).read_bytes()
+    assert (bundles / name).read_bytes() == (out / name).read_bytes()
 
 
 def rewrite_member(bundle: Path, target: Path, member: str, change) -> Path:
@@ -106,8 +116,8 @@ def _rewrite_nested(data: bytes, inner: str, change) -> bytes:
     return buffer.getvalue()
 
 
-def test_check_catches_a_scorer_that_writes_a_wrong_key(built, tmp_path):
-    out, _ = built
+def test_check_catches_a_scorer_that_writes_a_wrong_key(bundles, tmp_path):
+    out = bundles
 
     def rename_key(data: bytes) -> bytes:
         config = json.loads(data)
@@ -120,10 +130,10 @@ def test_check_catches_a_scorer_that_writes_a_wrong_key(built, tmp_path):
     assert "iris_agreemnt" in result.stderr and "dry run FAILED" in result.stdout
 
 
-def test_check_catches_an_ingestion_that_exceeds_the_time_limit(built, tmp_path):
+def test_check_catches_an_ingestion_that_exceeds_the_time_limit(bundles, tmp_path):
     """A submission that uses its whole 30 s budget cannot finish in a 1 s phase limit,
     however fast the machine; the worker lets it run on, and the check fails the bundle."""
-    out, _ = built
+    out = bundles
     broken = rewrite_member(out / "bdl-approx-inference-evaluation-light-codabench.zip", tmp_path / "t.zip",
                             "competition.yaml",
                             lambda data: data.replace(b"execution_time_limit: 600",
@@ -186,10 +196,10 @@ def test_logo_is_shipped_and_referenced(tmp_path):
         load_spec(spec_file)
 
 
-def test_downloaded_starting_kit_runs_alone(built, tmp_path):
+def test_downloaded_starting_kit_runs_alone(bundles, tmp_path):
     """Unzipped from the bundle, with only the docker image's packages and no repository."""
     from scoring_harness import image_python
-    out, _ = built
+    out = bundles
     with zipfile.ZipFile(out / "bdl-approx-inference-development-codabench.zip") as bundle:
         kit_zip = bundle.read("starting_kit.zip")
     kit = tmp_path / "kit"
@@ -217,8 +227,8 @@ def zip_without(source: Path, member: str, target: Path) -> Path:
     return target
 
 
-def test_the_kits_sample_code_zip_carries_a_description_only_metadata(built, tmp_path):
-    out, _ = built
+def test_the_kits_sample_code_zip_carries_a_description_only_metadata(bundles, tmp_path):
+    out = bundles
     sample = kit_member(out / "bdl-approx-inference-evaluation-light-codabench.zip",
                         "sample_code_submission.zip", tmp_path / "sample.zip")
     with zipfile.ZipFile(sample) as archive:
@@ -228,7 +238,7 @@ def test_the_kits_sample_code_zip_carries_a_description_only_metadata(built, tmp
 
 def test_check_fails_a_code_zip_without_metadata_as_codalab_would(built_codalab, tmp_path):
     """codalab_v1.md §4.1: without a root metadata the worker never runs the ingestion."""
-    out, _ = built_codalab
+    out = built_codalab
     bundle = out / "bdl-approx-inference-evaluation-light.zip"
     sample = kit_member(bundle, "sample_code_submission.zip", tmp_path / "sample.zip")
     stripped = zip_without(sample, "metadata", tmp_path / "no_metadata.zip")
@@ -239,17 +249,17 @@ def test_check_fails_a_code_zip_without_metadata_as_codalab_would(built_codalab,
     assert "ingestion" not in result.stdout.split("-" * 62)[1].split("not reproduced")[0]
 
 
-def test_check_names_what_it_cannot_reproduce(built):
-    out, _ = built
+def test_check_names_what_it_cannot_reproduce(bundles):
+    out = bundles
     result = cli("--check", str(out / "bdl-approx-inference-development-codabench.zip"))
     assert "not reproduced by this dry run" in result.stdout
     assert "the time limit as the real worker applies it" in result.stdout     # Codabench's
 
 
-def test_check_fails_a_submission_whose_tasks_are_penalised(built, tmp_path):
+def test_check_fails_a_submission_whose_tasks_are_penalised(bundles, tmp_path):
     """What --check accepts must score on the worker: the light track's one task penalised,
     nothing is scored and the submission fails, with the task's reason."""
-    out, _ = built
+    out = bundles
     archive = tmp_path / "no_model.zip"
     with zipfile.ZipFile(archive, "w") as opened:
         opened.writestr("metadata", "description: forgot declared_model.py\n")

@@ -22,11 +22,12 @@ def cli(*args):
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    out = tmp_path_factory.mktemp("dist")
-    result = cli("--platform", "codabench", "--phase", "all", "--out", str(out))
-    assert result.returncode == 0, result.stderr
-    return out
+def built(default_bundles):
+    """Every phase and track of the default spec for Codabench: the run's shared build (its
+    command line's own output is tested in test_build.py)."""
+    folder = default_bundles["codabench"]
+    assert len(list(folder.glob("*.zip"))) == 3          # development, and two evaluation tracks
+    return folder
 
 
 def competition(bundle: Path) -> dict:

@@ -19,12 +19,13 @@ BUNDLES = {"codabench": "bdl-approx-inference-development-codabench.zip",
 
 
 @pytest.fixture(scope="module")
-def bundles(tmp_path_factory):
-    out = tmp_path_factory.mktemp("dist")
-    for platform in BUNDLES:
-        result = cli("--platform", platform, "--phase", "development", "--out", str(out))
-        assert result.returncode == 0, result.stderr
-    return {platform: out / name for platform, name in BUNDLES.items()}
+def bundles(default_bundles):
+    """The development phase's bundle per platform, from the test run's shared builds of the
+    default spec (conftest.py)."""
+    found = {platform: default_bundles[platform] / name for platform, name in BUNDLES.items()}
+    for bundle in found.values():
+        assert bundle.is_file(), bundle
+    return found
 
 
 def test_the_kits_sample_scores_every_task(bundles, tmp_path):

@@ -137,18 +137,12 @@ def test_code_that_hangs_on_the_gate_never_runs_on_the_phase(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def phase2_bundle(tmp_path_factory):
-    """Phase 2's bundle per platform, built once for the tests below."""
-    built = {}
-
+def phase2_bundle(built_bundles):
+    """Phase 2's bundle per platform: the test run's shared build (conftest.py)."""
     def bundle(platform):
-        if platform not in built:
-            out = tmp_path_factory.mktemp(f"phase2-{platform}")
-            result = build("--config", str(SPEC), "--platform", platform, "--phase", "phase2",
-                           "--out", str(out))
-            assert result.returncode == 0, result.stderr[-2000:]
-            built[platform] = next(out.glob("*.zip"))
-        return built[platform]
+        found = list(built_bundles(SPEC, platform, "phase2").glob("*.zip"))
+        assert len(found) == 1, found
+        return found[0]
     return bundle
 
 

@@ -143,15 +143,16 @@ def test_the_codabench_site_model_shows_hidden_columns_to_anyone(tmp_path):
         == {"scores": True, "logs": False, "scoring output": False, "detailed results": True}
 
 
-def test_no_full_figure_is_readable_by_participants_on_codabench(tmp_path):
-    """A results phase with a public part, built and dry-run for Codabench: the full figures
-    are in private/ of the hidden scoring output and in no leaderboard column (the dry run
-    holds the scoring step to the site model above, codabench_site.hidden_figure_leaks)."""
+def test_no_full_figure_is_readable_by_participants_on_codabench(tmp_path, built_bundles):
+    """A results phase with a public part, built (the run's shared build, conftest.py) and
+    dry-run for Codabench: the full figures are in private/ of the hidden scoring output and in
+    no leaderboard column (the dry run holds the scoring step to the site model above,
+    codabench_site.hidden_figure_leaks)."""
     spec = spec_with(tmp_path, {"iris": 20})
-    built = build("--config", str(spec), "--platform", "codabench", "--phase", "development",
-                  "--out", str(tmp_path / "out"), "--check")
-    assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
-    with zipfile.ZipFile(next((tmp_path / "out").glob("*.zip"))) as archive:
+    (bundle,) = built_bundles(spec, "codabench", "development").glob("*.zip")
+    checked = build("--check", str(bundle))
+    assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-3000:]
+    with zipfile.ZipFile(bundle) as archive:
         codabench = yaml.safe_load(archive.read("competition.yaml"))
         page = archive.read("pages/evaluation.html").decode()
     columns = [c["key"] for c in codabench["leaderboards"][0]["columns"]]
@@ -161,21 +162,22 @@ def test_no_full_figure_is_readable_by_participants_on_codabench(tmp_path):
 
 
 @pytest.mark.slow
-def test_each_platform_keeps_the_full_figures_from_participants(tmp_path):
+def test_each_platform_keeps_the_full_figures_from_participants(tmp_path, built_bundles):
     """The bundles and pages (no dry run: the 2021 rules spec below dry-runs public parts on
-    both platforms, and the dry run holds its scoring to the same rule)."""
+    both platforms, and the dry run holds its scoring to the same rule). The evaluation
+    phase's extended track, from the run's shared builds of the phase (conftest.py)."""
     spec = spec_with(tmp_path)
+    extended = {}
     for platform in ("codalab", "codabench"):
-        built = build("--config", str(spec), "--platform", platform, "--phase", "evaluation",
-                      "--track", "extended", "--out", str(tmp_path / platform))
-        assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
-    with zipfile.ZipFile(next((tmp_path / "codalab").glob("*.zip"))) as archive:
+        found = list(built_bundles(spec, platform, "evaluation").glob("*evaluation-extended*.zip"))
+        assert len(found) == 1, found
+        extended[platform] = found[0]
+    with zipfile.ZipFile(extended["codalab"]) as archive:
         codalab = yaml.safe_load(archive.read("competition.yaml"))
         pages = archive.read("evaluation.html").decode()
     assert not [key for key in codalab["leaderboard"]["columns"] if key.endswith("_full")]
     assert "private output, which only the organizers can read" in pages
-    bundle = next((tmp_path / "codabench").glob("*.zip"))
-    with zipfile.ZipFile(bundle) as archive:
+    with zipfile.ZipFile(extended["codabench"]) as archive:
         codabench = yaml.safe_load(archive.read("competition.yaml"))
         members = {name: archive.read(name) for name in archive.namelist()}
     columns = codabench["leaderboards"][0]["columns"]
