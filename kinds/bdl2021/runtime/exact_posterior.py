@@ -94,22 +94,28 @@ def expectation_blocks(task_type: str, chains: np.ndarray, reference_draws: int 
 
 def _halves(count: int, splits: int, rng: np.random.Generator) -> np.ndarray:
     """(splits, count) booleans: which blocks each random half holds (floor(count / 2))."""
-    return np.array([np.isin(np.arange(count), rng.permutation(count)[:count // 2])
-                     for _ in range(splits)])
+    # One permutation per split, drawn in turn as before, so a seed gives the same halves.
+    chosen = np.array([rng.permutation(count)[:count // 2] for _ in range(splits)],
+                      dtype=np.intp).reshape(splits, count // 2)
+    halves = np.zeros((splits, count), dtype=bool)
+    halves[np.arange(splits)[:, None], chosen] = True
+    return halves
 
 
-# Splits scored at once: their test points stacked into one array of at most this many numbers.
+# Splits whose steps one matrix product makes: their test points stacked into one array of at
+# most this many numbers.
 STACKED_NUMBERS = 1 << 22
+# Splits scored at once, at most this many numbers each array: small enough that a split's
+# moved probabilities stay in the L2 cache between their adding, argmax and distance (the same
+# arithmetic on each number whatever the block, so the same scores).
+SCORED_NUMBERS = 1 << 16
 
 
 def _stacked_scores(scores, reference: np.ndarray, moved: np.ndarray) -> dict[str, np.ndarray]:
-    """Each metric of ``reference`` against every one of m ``moved`` arrays (m, N, C), through
-    the score types' per-row terms on the m x N rows stacked (each metric is their mean)."""
-    m, points = moved.shape[:2]
-    stacked = moved.reshape(m * points, *moved.shape[2:])
-    tiled = np.broadcast_to(reference, moved.shape).reshape(stacked.shape)
-    return {score.name: score.per_row(tiled, stacked).reshape(m, points).mean(axis=1)
-            for score in scores}
+    """Each metric of ``reference`` (N, C) against every one of m ``moved`` arrays (m, N, C):
+    the score types' per-row terms broadcast the reference over the m arrays (each metric is
+    the mean of a row of terms)."""
+    return {score.name: score.per_row(reference, moved).mean(axis=1) for score in scores}
 
 
 def _classification_scores(blocks: np.ndarray, halves: np.ndarray, widening: np.ndarray
@@ -123,14 +129,17 @@ def _classification_scores(blocks: np.ndarray, halves: np.ndarray, widening: np.
     scale = math.sqrt((1 / count) / (1 / size - 1 / count))
     flat = (blocks - reference).reshape(count, -1)
     per_chunk = max(1, STACKED_NUMBERS // flat.shape[1])
+    per_block = max(1, SCORED_NUMBERS // flat.shape[1])
+    scores = SCORE_TYPES[CLASSIFICATION]
     plain, widened = [], []
     for start in range(0, len(halves), per_chunk):
         weights = halves[start:start + per_chunk] / size                # (m, count)
         steps = (weights @ flat).reshape(-1, *reference.shape) * scale
         factors = widening[start:start + per_chunk].reshape(-1, *[1] * reference.ndim)
-        plain.append(_stacked_scores(SCORE_TYPES[CLASSIFICATION], reference, reference + steps))
-        widened.append(_stacked_scores(SCORE_TYPES[CLASSIFICATION], reference,
-                                       reference + steps * factors))
+        for first in range(0, len(steps), per_block):
+            step, factor = steps[first:first + per_block], factors[first:first + per_block]
+            plain.append(_stacked_scores(scores, reference, reference + step))
+            widened.append(_stacked_scores(scores, reference, reference + step * factor))
     return tuple({name: np.concatenate([part[name] for part in parts]) for name in parts[0]}
                  for parts in (plain, widened))
 

@@ -11,13 +11,15 @@ import numpy as np
 
 
 def top1_agreement_terms(p: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """1[argmax_c P_ic = argmax_c Q_ic] for every test point i."""
-    return (p.argmax(axis=1) == q.argmax(axis=1)).astype(np.float64)
+    """1[argmax_c P_ic = argmax_c Q_ic] for every test point i. Classes are the last axis, so
+    an (N, C) reference broadcasts against (m, N, C) submissions: its argmax is taken once."""
+    return (p.argmax(axis=-1) == q.argmax(axis=-1)).astype(np.float64)
 
 
 def total_variation_terms(p: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """1/2 sum_c |P_ic - Q_ic| for every test point i."""
-    return 0.5 * np.abs(p - q).sum(axis=1)
+    """1/2 sum_c |P_ic - Q_ic| for every test point i; broadcasts over leading axes as
+    ``top1_agreement_terms`` does (each row summed alike, so the same numbers as row by row)."""
+    return 0.5 * np.abs(p - q).sum(axis=-1)
 
 
 def top1_agreement(p: np.ndarray, q: np.ndarray) -> float:
