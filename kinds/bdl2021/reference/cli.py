@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 from pathlib import Path
@@ -83,27 +84,37 @@ def _add_sampler(generate) -> None:
                                "dual averaging towards the task's target acceptance, then fixed)")
 
 
-def _sampler(args):
-    """(the fixed-trajectory HMC's settings, or None for NUTS; what is wrong with the
-    sampler flags in one line, or None)."""
-    from .fixed_hmc import FixedHMC, SamplerError
+def _sampler_problem(args) -> str | None:
+    """What is wrong with the sampler flags, in one line, or None. Checked before anything
+    of JAX is imported, so that a mistyped flag is answered at once."""
     given = [flag for flag, value in (("--trajectory-length", args.trajectory_length),
                                       ("--step-size", args.step_size)) if value is not None]
     if args.sampler == "nuts":
         if given:
             flags = " and ".join(given)
             verb = "are" if len(given) > 1 else "is"
-            return None, (f"{flags} {verb} for --sampler hmc only (NUTS chooses its own "
-                          f"trajectories and step size); add --sampler hmc or leave {flags} out")
-        return None, None
+            return (f"{flags} {verb} for --sampler hmc only (NUTS chooses its own "
+                    f"trajectories and step size); add --sampler hmc or leave {flags} out")
+        return None
     if args.engine != "nuts":
-        return None, ("--sampler hmc runs on the BlackJAX engine (--engine nuts); "
-                      "--engine numpy-hmc is its own fixed-trajectory HMC, set by each task's "
-                      "declaration")
-    try:
-        return FixedHMC(args.trajectory_length, args.step_size), None
-    except SamplerError as error:
-        return None, str(error)
+        return ("--sampler hmc runs on the BlackJAX engine (--engine nuts); "
+                "--engine numpy-hmc is its own fixed-trajectory HMC, set by each task's "
+                "declaration")
+    # the rule FixedHMC enforces too; repeated here because building it imports JAX
+    for flag, value in (("--trajectory-length", args.trajectory_length),
+                        ("--step-size", args.step_size)):
+        if value is not None and not (math.isfinite(value) and value > 0):
+            return f"{flag} is {value}; expected a positive number"
+    return None
+
+
+def _sampler(args):
+    """The fixed-trajectory HMC's settings, or None for NUTS (the flags already checked by
+    ``_sampler_problem``)."""
+    if args.sampler == "nuts":
+        return None
+    from .fixed_hmc import FixedHMC
+    return FixedHMC(args.trajectory_length, args.step_size)
 
 
 def _add_cluster(generate) -> None:
@@ -127,14 +138,19 @@ def _add_cluster(generate) -> None:
                        help="continue from the checkpoints in --checkpoint")
 
 
+def _asks_for_a_run(args) -> bool:
+    """Whether any flag of the distributed or checkpointed run is given."""
+    flags = (args.coordinator, args.num_processes, args.process_id, args.checkpoint,
+             args.checkpoint_every, args.checkpoint_minutes)
+    return args.resume or any(flag is not None for flag in flags)
+
+
 def _run_options(args):
     """The distributed run's options, or None where no flag asks for one (the default
     engine, unchanged)."""
-    from .distributed import RunOptions
-    flags = (args.coordinator, args.num_processes, args.process_id, args.checkpoint,
-             args.checkpoint_every, args.checkpoint_minutes)
-    if all(flag is None for flag in flags) and not args.resume:
+    if not _asks_for_a_run(args):
         return None
+    from .distributed import RunOptions
     return RunOptions(args.coordinator, args.num_processes, args.process_id, args.checkpoint,
                       args.checkpoint_every, args.checkpoint_minutes, args.resume)
 
@@ -161,13 +177,13 @@ def _check_run_options(options, names: list[str]) -> str | None:
 
 def _start(args, names: list[str]):
     """(run options or None, exit code or None): the runtime joined and the flags checked."""
-    options = _run_options(args)
-    if options is None:
+    if not _asks_for_a_run(args):
         return None, None
-    if args.engine != "nuts" or args.sampler != "nuts":
+    if args.engine != "nuts" or args.sampler != "nuts":     # refused before JAX is imported
         print("error: --num-processes, --checkpoint and --resume run NUTS only (--engine nuts, "
               "--sampler nuts)", file=sys.stderr)
-        return options, 2
+        return None, 2
+    options = _run_options(args)
     from .distributed import RunError, start_runtime
     try:
         start_runtime(options)
@@ -272,7 +288,7 @@ def _generate_organizer(args) -> int:
     if args.engine != "nuts":
         print("error: --data-root runs NUTS only (--engine nuts)", file=sys.stderr)
         return 2
-    sampler, problem = _sampler(args)
+    problem = _sampler_problem(args)
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         return 2
@@ -288,6 +304,7 @@ def _generate_organizer(args) -> int:
     options, code = _start(args, [task.name for task in tasks])
     if code is not None:
         return code
+    sampler = _sampler(args)
     prepared = {name: arrays for name, (_, arrays) in loaded.items()}
     results = _refusing_bad_runs(lambda: run_chains_nuts(
         tasks, ProgressPrinter(tasks), prepared_of=lambda task: prepared[task.name],
@@ -311,22 +328,24 @@ def _generate_organizer(args) -> int:
 
 
 def _generate(args) -> int:
-    from .generate import failed_folder, generate, with_overrides
     if args.data_root is not None:
         return _generate_organizer(args)
-    sampler, problem = _sampler(args)
+    problem = _sampler_problem(args)
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         return 2
     try:
-        tasks = [with_overrides(task_by_name(name), args.warmup, args.samples, args.chains)
-                 for name in _names(args, [t.name for t in TASKS])]
+        declared = [task_by_name(name) for name in _names(args, [t.name for t in TASKS])]
     except KeyError as error:
         print(f"error: {error.args[0]}", file=sys.stderr)
         return 2
-    options, code = _start(args, [task.name for task in tasks])
+    options, code = _start(args, [task.name for task in declared])
     if code is not None:
         return code
+    # imported once the flags are known good: it loads scikit-learn's data sets (seconds)
+    from .generate import failed_folder, generate, with_overrides
+    tasks = [with_overrides(task, args.warmup, args.samples, args.chains) for task in declared]
+    sampler = _sampler(args)
     log = _refusing_bad_runs(lambda: generate(tasks, args.out, args.jobs, engine=args.engine,
                                               shard_data=args.shard_data, run_options=options,
                                               sampler=sampler))
