@@ -72,7 +72,7 @@ def random_params(stack, rng) -> list[dict]:
     return params
 
 
-# ---- the same networks in JAX (also the tests' reference, tests/test_pgdl_layers.py) -----
+# ---- the same networks in JAX (also the tests' reference, kinds/pgdl2020/tests/test_pgdl_layers.py) -----
 
 def jax_layer(layer, p, x):
     import jax

@@ -31,7 +31,7 @@ from .render import SAMPLE_FOLDERS
 
 CHECK_BUDGET_SECONDS = 2.0
 # "off" skips the check: the test suite builds code phases hundreds of times, and the tests
-# that are about the kit's sample run it themselves (tests/conftest.py, test_bdl_image_inputs_kit)
+# that are about the kit's sample run it themselves (conftest.py, test_bdl_image_inputs_kit)
 SWITCH = "BUNDLE_KIT_CHECK"
 KIT_CONFIG = "kit.json"
 RUN_LOCAL = "run_local.py"

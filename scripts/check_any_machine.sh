@@ -2,7 +2,7 @@
 # The README's test command as another machine would run it (issue 49, item 3):
 #
 #   scripts/check_any_machine.sh --mode dispatch [pytest arguments]
-#   scripts/check_any_machine.sh --mode load tests/test_bdl_more_baselines.py -n 2
+#   scripts/check_any_machine.sh --mode load kinds/bdl2021/tests/test_bdl_more_baselines.py -n 2
 #   scripts/check_any_machine.sh --mode both -k bdl
 #
 # dispatch: numpy's runtime CPU dispatch narrowed (NPY_DISABLE_CPU_FEATURES names the AVX512

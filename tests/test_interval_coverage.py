@@ -9,7 +9,7 @@ shortfall where the method has a known one: a share's discreteness, a skewed sta
 test also runs a naive method (what the product would do without its correction, or a
 textbook shortcut) on the same data sets and requires it to miss that bar, so the test can
 fail. Fixed seeds throughout. The figures measured at full size are in docs/intervals.md; the
-exact-posterior range is checked by tests/test_bdl_committed_references.py, the rank
+exact-posterior range is checked by kinds/bdl2021/tests/test_bdl_committed_references.py, the rank
 intervals by tests/test_rank_coverage.py.
 """
 from __future__ import annotations

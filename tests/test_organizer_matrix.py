@@ -148,8 +148,8 @@ def test_every_registry_entry_has_a_generator():
     assert set(matrix.DEFAULT_SLICE) <= {c.id for c in CASES}
 
 
-KERAS2_FIXTURE = matrix.REPO / "tests/fixtures/pgdl_keras/input_data/allconv_bn/model_0"
-KERAS3_FIXTURE = matrix.REPO / "tests/fixtures/pgdl_keras3/input_data/saved_weights/model_0"
+KERAS2_FIXTURE = matrix.REPO / "kinds/pgdl2020/tests/fixtures/pgdl_keras/input_data/allconv_bn/model_0"
+KERAS3_FIXTURE = matrix.REPO / "kinds/pgdl2020/tests/fixtures/pgdl_keras3/input_data/saved_weights/model_0"
 
 
 def _fixture_network(folder: Path):

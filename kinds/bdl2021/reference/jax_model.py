@@ -2,7 +2,7 @@
 numpy model the programs and the kit ship (``runtime/declared_model.py``), in float64.
 
 The parameter vector has the numpy model's layout (per layer: weight, in x out row-major,
-then bias), so a sample drawn here is a sample there; ``tests/test_bdl_reference_engine.py``
+then bias), so a sample drawn here is a sample there; ``kinds/bdl2021/tests/test_bdl_reference_engine.py``
 checks that both give the same potential, gradient and predictions.
 """
 from __future__ import annotations

@@ -4,7 +4,7 @@ computes its part of the full-batch log likelihood and gradient, and XLA sums th
 device. The chains run vectorised on every device in step.
 
 Rows are padded to a multiple of the device count with rows of weight 0, so the posterior is
-exactly the unsplit one; ``tests/test_bdl_reference_engine.py`` checks the conjugate posterior on
+exactly the unsplit one; ``kinds/bdl2021/tests/test_bdl_reference_engine.py`` checks the conjugate posterior on
 four simulated devices and that the compiled program holds the all-reduce.
 """
 from __future__ import annotations

@@ -35,7 +35,7 @@ the error's scale with n - 1 degrees of freedom, so the interval's halves scale 
 sqrt((n - 1) / chi^2_{n-1}) (one draw per half): the predictive of an error whose scale is
 estimated. Without it the interval held an exact submission's TV 92-94% of the time in the
 simulation below, with it 96%. The splits are seeded (``SEED``), so the
-same reference always gives the same figures. ``tests/test_bdl_expected_score.py`` checks the
+same reference always gives the same figures. ``kinds/bdl2021/tests/test_bdl_expected_score.py`` checks the
 interval's coverage by simulation on every embedded task.
 
 The builder computes this once (it depends on the references only) and ships it as a

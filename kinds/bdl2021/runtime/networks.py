@@ -15,7 +15,7 @@ parameter. The same function, run on three backends, is the network in three fra
 **One parameter layout.** A pass with ``ShapeOps`` (shapes only) records the parameters in the
 order the architecture takes them: ``Network.parameters`` lists (name, shape); the parameter
 vector theta is their concatenation, each row-major. So a vector drawn by HMC in JAX is the
-same network in numpy and in PyTorch; ``tests/test_bdl_networks.py`` proves equal outputs,
+same network in numpy and in PyTorch; ``kinds/bdl2021/tests/test_bdl_networks.py`` proves equal outputs,
 log likelihoods and gradients.
 
 Architectures (``ARCHITECTURES``), as the 2021 starting kit declared them:

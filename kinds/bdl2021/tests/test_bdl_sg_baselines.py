@@ -1,0 +1,77 @@
+"""The SGHMC and MultiSWAG baselines' contract (shapes, finite values, determinism), called
+directly on an embedded task; their local runs against the trivial floor are in
+test_bdl_more_baselines with the other added baselines."""
+import importlib
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+REPO = Path(__file__).resolve().parents[3]
+BASELINES = REPO / "kinds" / "bdl2021" / "kit" / "baselines"
+EMBEDDED = REPO / "kinds" / "bdl2021" / "reference" / "embedded"
+METHODS = ("sghmc", "multi_swag")
+
+
+class FakeTask:
+    """The participant contract's task object for an embedded task, with a generous budget."""
+
+    def __init__(self, name):
+        declaration = json.loads((EMBEDDED / name / f"{name}_task.json").read_text())
+        self.name = name
+        self.task_type = declaration["kind"]
+        self.n_test = declaration["n_test"]
+        self.num_classes = declaration.get("num_classes")
+        self.num_samples = declaration.get("num_samples")
+        self.model, self.likelihood = declaration["model"], declaration["likelihood"]
+        self.prior = declaration["prior"]
+
+    def time_left(self):
+        return 600.0
+
+
+@pytest.fixture
+def baseline_module(monkeypatch):
+    """A baseline imported as in the kit, where the declared model sits next to it."""
+    import importlib.util
+    for name in ("networks", "declared_model"):        # declared_model imports networks
+        spec = importlib.util.spec_from_file_location(
+            name, REPO / "kinds" / "bdl2021" / "runtime" / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        monkeypatch.setitem(sys.modules, name, module)
+        spec.loader.exec_module(module)
+    monkeypatch.syspath_prepend(str(BASELINES))
+
+    def load(name, **settings):
+        for stale in (name, "training", "sgld"):     # bound to this test's declared_model
+            monkeypatch.delitem(sys.modules, stale, raising=False)
+        module = importlib.import_module(name)
+        for key, value in settings.items():
+            monkeypatch.setattr(module, key, value)
+        return module
+    return load
+
+
+SHORT = {"sghmc": {"STEPS": 300, "BURN_IN": 100, "KEEP_EVERY": 10, "CHECKPOINT_EVERY": 100},
+         "multi_swag": {"MEMBERS": 2, "ADAM_STEPS": 100, "SWAG_STEPS": 100, "DRAWS_PER_MEMBER": 5}}
+
+
+@pytest.mark.parametrize("task_name", ["iris", "diabetes_gap"])
+@pytest.mark.parametrize("baseline", METHODS)
+def test_predictions_have_the_contract_shape_and_repeat_given_the_seed(
+        baseline, task_name, baseline_module):
+    module = baseline_module(baseline, **SHORT[baseline])
+    task = FakeTask(task_name)
+    with np.load(EMBEDDED / task_name / f"{task_name}.npz") as data:
+        arrays = data["x_train"], data["y_train"], data["x_test"]
+    checkpoints = []
+    first = module.predict(task, *arrays, checkpoints.append)
+    second = module.predict(task, *arrays, lambda _: None)
+    width = task.num_classes if task.task_type == "classification" else task.num_samples
+    assert first.shape == (task.n_test, width) and np.all(np.isfinite(first))
+    assert checkpoints and all(c.shape == first.shape for c in checkpoints)
+    if task.task_type == "classification":
+        assert np.allclose(first.sum(axis=1), 1.0)
+    np.testing.assert_array_equal(first, second)
