@@ -203,7 +203,7 @@ def test_run_local_offers_the_specs_phases(custom, tmp_path):
 @pytest.mark.slow
 def test_baseline_results_for_the_specs_tasks_are_written_next_to_it(custom, tmp_path):
     """Two baselines (every one is run on the default tasks by test_bdl_more_baselines and
-    test_starting_kit), then one of them again: its rows are replaced, the other's kept."""
+    test_bdl_starting_kit), then one of them again: its rows are replaced, the other's kept."""
     spec_file, data = custom
     out = spec_file.parent / "baseline_results.json"
     command = [sys.executable, str(REPO / "kinds" / "bdl2021" / "kit" / "baseline_results.py"),

@@ -1,7 +1,7 @@
 """The full-batch HMC baseline (kit/baselines/hmc.py): its transition keeps a known posterior
 in place, its warm-up learns the posterior's scales, its float32 potential is the declared
 model's, and its predictions keep the contract. Its local run against the trivial floor is
-in test_bdl_more_baselines; its results table row in test_starting_kit."""
+in test_bdl_more_baselines; its results table row in test_bdl_starting_kit."""
 import importlib
 import sys
 import time

@@ -8,7 +8,7 @@
   VI once reached only its MAP start on digits_shift in CI.)
 - The real path: the baselines added after the first two (mean-field VI, MC dropout, SGHMC,
   MultiSWAG, HMC) run through python -m bundle.local_run (the code phase's kit and its
-  sandboxed ingestion, 4 s per task; test_starting_kit runs the first two the same way) and
+  sandboxed ingestion, 4 s per task; test_bdl_starting_kit runs the first two the same way) and
   every task is scored as the platform scores it (``local_runs.assert_scored_as_the_platform
   _would``): each within its budget where its predictive takes milliseconds, and a run past it
   on digits_shift scored from its last checkpoint.
@@ -16,7 +16,7 @@
   repeat given the seed, on the virtual clock (SGHMC's and MultiSWAG's: test_bdl_sg_baselines;
   HMC's: test_bdl_hmc_baseline).
 On the development phase's tasks (the CNN's among them), at their own budgets, every baseline's
-committed results are checked instead (test_starting_kit, the table baseline_results.py makes
+committed results are checked instead (test_bdl_starting_kit, the table baseline_results.py makes
 through the same local runs): the CNN's predictive alone, 100 passes over 2,995 images,
 takes about 1.5 s, which leaves a baseline next to no training in 4 s on a loaded machine."""
 import importlib

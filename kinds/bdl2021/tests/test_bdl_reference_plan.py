@@ -16,7 +16,7 @@ import pytest
 from kinds.bdl2021.reference.tasks import TASKS
 from kinds.bdl2021.runtime.formats import TaskInputs, write_task_inputs
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[3]
 COST = re.compile(r"^(\w+): [\d,]+ parameters, [\d,]+ rows, \d+ chains x \(\d+ \+ \d+\); one "
                   r"gradient of every chain [\d.]+ ms.*: [\d.]+ (min|h|days) wall, [\d.]+ "
                   r"device-hours on \d+ device\(s\); checkpoint [\d.]+ \w?B at the start, "

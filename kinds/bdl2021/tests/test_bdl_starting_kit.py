@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[3]
 KIT = REPO / "starting_kit"
 BDL_KIT = REPO / "kinds" / "bdl2021" / "kit"
 EMBEDDED = REPO / "kinds" / "bdl2021" / "reference" / "embedded"

@@ -18,7 +18,7 @@ from kinds.bdl2021.runtime.exact_posterior import (expectation_blocks, expectati
                                                    parse_expectation_document)
 from kinds.bdl2021.runtime.score_types import SCORE_TYPES
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def far_off_chains(points: int = 2000, classes: int = 10) -> np.ndarray:
