@@ -48,7 +48,7 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(REPO), str(REPO / "tests")]
+sys.path[:0] = [str(REPO), str(REPO / "tests"), str(REPO / "kinds" / "retina" / "tests")]
 
 LABELS_SPEC = REPO / "kinds" / "label_accuracy" / "default_spec.yaml"
 RULES = ("resident", "address_space")

@@ -47,7 +47,7 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(REPO), str(REPO / "tests")]
+sys.path[:0] = [str(REPO), str(REPO / "tests"), str(REPO / "kinds" / "pgdl2020" / "tests")]
 
 from kinds.pgdl2020.reference.tfrecord import masked_crc32c  # noqa: E402
 from protobuf_bytes import length_field, varint  # noqa: E402

@@ -37,7 +37,7 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(REPO), str(REPO / "tests")]
+sys.path[:0] = [str(REPO), str(REPO / "tests"), str(REPO / "kinds" / "retina" / "tests")]
 
 from pgdl_real_size import (FAKE_KEY, Step, mb, printed_keys, run_step,  # noqa: E402
                             save_spec, size_of, tail)  # noqa: E402

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(REPO / "tests"), str(REPO / "kinds" / "retina" / "kit" / "baselines")]
+sys.path[:0] = [str(REPO / "tests"), str(REPO / "kinds" / "retina" / "tests"), str(REPO / "kinds" / "retina" / "kit" / "baselines")]
 
 import torch  # noqa: E402
 import torch_deep_ensemble  # noqa: E402

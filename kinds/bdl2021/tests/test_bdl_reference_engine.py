@@ -25,7 +25,7 @@ REPO = Path(__file__).resolve().parents[3]
 def run_python(code: str, devices: int = 8) -> str:
     """``code`` in a fresh interpreter with ``devices`` simulated host devices; its stdout."""
     env = {**os.environ, "XLA_FLAGS": f"--xla_force_host_platform_device_count={devices}",
-           "PYTHONPATH": f"{REPO}:{REPO / 'tests'}"}
+           "PYTHONPATH": f"{REPO}:{REPO / 'tests'}:{Path(__file__).resolve().parent}"}
     result = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env,
                             capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
