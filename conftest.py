@@ -36,7 +36,7 @@ def built_bundles(tmp_path_factory):
     pytest-xdist's documented recipe). Read only: a test that changes what it holds copies
     it first. For a spec or data that a test changes under the same path, build it yourself.
     The command line's own tests (its exit codes and output) start it as a subprocess."""
-    shared = _run_folder(tmp_path_factory) / "built-bundles"
+    shared = run_folder(tmp_path_factory) / "built-bundles"
     shared.mkdir(exist_ok=True)
 
     def build(spec: Path, platform: str | None = None, phase: str = "all",
@@ -77,7 +77,7 @@ def default_bundles(built_bundles) -> Mapping[str, Path]:
     return DefaultBundles()
 
 
-def _run_folder(tmp_path_factory) -> Path:
+def run_folder(tmp_path_factory) -> Path:
     """The test run's folder: a worker's folder is popen-gw<N> inside it; without xdist, the
     run's is its own."""
     run = tmp_path_factory.getbasetemp()

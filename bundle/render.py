@@ -137,7 +137,7 @@ ISOLATION_LINES = (
     f"at most {DEFAULT_LIMITS['max_entries']:,} files and folders in the working folder")
 
 
-def _budget_lines(spec: CompetitionSpec, code: bool) -> list[str]:
+def budget_lines(spec: CompetitionSpec, code: bool) -> list[str]:
     sandbox = spec.sandbox
     if not code:
         return ["this phase scores uploaded prediction files: no training runs on the platform"]
@@ -169,7 +169,7 @@ def _phase_context(spec, phases, index, plan, baseline_results, limit_note: str 
     kind_context = definition.page_context(plan, phase, baseline_results)
     return {"label": phase.label, "code_submission": phase.code_submission,
             "facts": _phase_facts(spec, phases, index, plan, limit_note),
-            "budget_lines": _budget_lines(spec, phase.code_submission),
+            "budget_lines": budget_lines(spec, phase.code_submission),
             "steps": _kit_steps(phase.code_submission, definition.EXAMPLE_BASELINE,
                                 local_scores(spec, plan), competition_rules.kit_steps(
                                     plan, SAMPLE_FOLDERS[phase.code_submission])),

@@ -6,7 +6,7 @@ starts keep what the pages promise participants.
 The platform object says whether there is one and writes its text
 (``Platform.worker_recipe``; Codabench's: ``platforms/codabench_worker_env.py``); this module
 gives it the pages' own lines about the machine, taken from what the evaluation page renders
-(``render._budget_lines``), so that the recipe cannot state other figures than the pages. The
+(``render.budget_lines``), so that the recipe cannot state other figures than the pages. The
 recipe holds nothing but the spec's queue and image and those lines: never the record secret,
 a broker login or hidden data.
 """
@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .platforms import platform
-from .render import _budget_lines
+from .render import budget_lines
 
 SUFFIX = ".worker.env"
 # The pages' budget lines that are about the machine rather than the rules of a run: its
@@ -33,7 +33,7 @@ def promised_hardware(spec, phases) -> list[str]:
     where every phase scores uploaded prediction files, since nothing runs then but scoring."""
     if not any(phase.code_submission for phase in spec.phases if phase.key in phases):
         return []
-    return [line for line in _budget_lines(spec, True) if line.startswith(HARDWARE_STARTS)]
+    return [line for line in budget_lines(spec, True) if line.startswith(HARDWARE_STARTS)]
 
 
 def write_worker_recipe(spec, bundle: Path, phases, platform_name: str) -> Path | None:

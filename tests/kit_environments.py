@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import _run_folder
+from conftest import run_folder
 
 # What is installed in an environment, read by its own Python (cheaper than pip list).
 INSTALLED = ("import importlib.metadata as m, json; "
@@ -67,7 +67,7 @@ def shared_bare_environment(tmp_path_factory):
     workers) while the caller runs its install lines, the only commands that write into it.
     The commands after the install lines run outside the ``with``, reading it only. A test
     that installs anything else must make an environment of its own."""
-    shared = _run_folder(tmp_path_factory) / "bare-environments"
+    shared = run_folder(tmp_path_factory) / "bare-environments"
     shared.mkdir(exist_ok=True)
 
     @contextlib.contextmanager

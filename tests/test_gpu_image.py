@@ -10,7 +10,7 @@ import yaml
 from bundle.build import ingestion_limits
 from bundle.phase_plan import phase_plan
 from bundle.programs import ingestion_config
-from bundle.render import _budget_lines
+from bundle.render import budget_lines
 from bundle.spec import SpecError, load_spec
 from bundle.spec_schema import default_memory_rule, is_gpu_image
 from ingestion_program.ingest.config import Limits
@@ -67,14 +67,14 @@ def test_an_unknown_rule_is_refused_with_its_key(tmp_path):
 
 
 def test_the_pages_say_what_each_rule_limits(tmp_path):
-    resident = _budget_lines(load_spec(write_spec(tmp_path, "codalab/codalab-legacy:gpu310")),
+    resident = budget_lines(load_spec(write_spec(tmp_path, "codalab/codalab-legacy:gpu310")),
                              True)
     line = next(line for line in resident if line.startswith("memory: 4 GiB of resident"))
     assert "host RAM actually used" in line and "sampled every 100 ms" in line
     assert "a brief spike between samples is not caught" in line
     assert "GPU memory is not limited by the ingestion (the device's own memory is the bound)" \
         in line
-    address = _budget_lines(load_spec(write_spec(tmp_path, "codalab/codalab-legacy:py312")), True)
+    address = budget_lines(load_spec(write_spec(tmp_path, "codalab/codalab-legacy:py312")), True)
     line = next(line for line in address if line.startswith("memory: 4 GiB of address space"))
     assert "counts what a process reserves, not only what it uses" in line
     assert "CUDA, JAX or PyTorch" in line

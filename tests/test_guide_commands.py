@@ -1,8 +1,14 @@
-"""Every command a starting kit's guide shows runs as written, from the extracted kit, with
-the docker image's Python as ``python`` (issue 25, item 1): for every kind's default
-competition and for an organizer's own, in every phase's kit. A local run prints every key of
-its scores with a number: on the phase's public references, or, where they are hidden, on the
-kit's public stand-in, which the output names (item 2)."""
+"""Every command a starting kit's guide shows runs as written, from the extracted kit (issue
+25, item 1), in every phase's kit. A local run prints every key of its scores with a number: on
+the phase's public references, or, where they are hidden, on the kit's public stand-in, which
+the output names (item 2).
+
+Where each kit runs: the Codabench kits of every kind's default competition run in a bare
+environment after their guide's install line (test_kit_install_line, the environment a reader
+has), through ``run_guide_commands`` below; CodaLab's default kits and an organizer's kits
+(test_guide_commands_more) run with the docker image's Python as ``python``, the environment
+of a reader who tests in the competition's image. So the kit's tools run under both the
+newest packages and the image's pinned ones, and each kit's commands once, not twice."""
 import io
 import json
 import math
@@ -59,8 +65,12 @@ def printed_scores(stdout: str, heading: str) -> dict:
     return {key: float(value) for key, value in (line.split(": ") for line in block)}
 
 
-def run_as_written(command: str, kit: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PATH": f"{IMAGE_BIN}{os.pathsep}{os.environ['PATH']}"}
+def image_environment() -> dict[str, str]:
+    """The test run's environment with the docker image's Python first on PATH."""
+    return {**os.environ, "PATH": f"{IMAGE_BIN}{os.pathsep}{os.environ['PATH']}"}
+
+
+def run_as_written(command: str, kit: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
     return subprocess.run(["bash", "-c", command], cwd=kit, env=env, capture_output=True,
                           text=True, timeout=900)
 
@@ -92,27 +102,32 @@ def check_predictions_zip(archive: Path, kit: Path) -> None:
     assert len(names) == len(tasks) and all(name.endswith(".npy") for name in names), names
 
 
+def run_guide_commands(phase: str, kit: Path, env: dict[str, str]) -> None:
+    """Runs every command of a kit's guide but its install lines, in order, in ``env``, and
+    checks what each printed or wrote."""
+    commands = guide_commands((kit / "README.md").read_text())
+    assert any("run_local.py" in command for command in commands), phase
+    config = json.loads((kit / "kit.json").read_text())
+    public = (kit / "data" / "reference").is_dir()
+    for command in (command for command in commands if not command.startswith(INSTALL_PREFIX)):
+        result = run_as_written(command, kit, env)
+        log = result.stdout + result.stderr
+        assert result.returncode == 0 and "Traceback" not in log, (phase, command, log[-3000:])
+        if command.startswith("python run_local.py") and not public and (
+                "--results" in command or "stand_in" not in config):
+            # hidden references: files are checked; code too where there is no stand-in
+            assert "predictions were checked, not scored" in result.stdout, phase
+        elif command.startswith("python run_local.py"):
+            check_scores(phase, kit, result.stdout)
+        if command.startswith("python predictions_zip.py"):
+            check_predictions_zip(kit / command.split()[-1], kit)
+
+
 def run_every_guide_command(bundles: list[Path], work: Path) -> list[str]:
-    """Runs each kit's commands; returns the phases whose kits ran."""
+    """Runs each kit's commands with the image's Python; returns the phases whose kits ran."""
     phases = []
     for phase, kit in phase_kits(bundles, work):
-        commands = guide_commands((kit / "README.md").read_text())
-        assert any("run_local.py" in command for command in commands), phase
-        for command in (command for command in commands
-                        if not command.startswith(INSTALL_PREFIX)):
-            result = run_as_written(command, kit)
-            log = result.stdout + result.stderr
-            assert result.returncode == 0 and "Traceback" not in log, (phase, command, log[-3000:])
-            config = json.loads((kit / "kit.json").read_text())
-            public = (kit / "data" / "reference").is_dir()
-            if command.startswith("python run_local.py") and not public and (
-                    "--results" in command or "stand_in" not in config):
-                # hidden references: files are checked; code too where there is no stand-in
-                assert "predictions were checked, not scored" in result.stdout, phase
-            elif command.startswith("python run_local.py"):
-                check_scores(phase, kit, result.stdout)
-            if command.startswith("python predictions_zip.py"):
-                check_predictions_zip(kit / command.split()[-1], kit)
+        run_guide_commands(phase, kit, image_environment())
         phases.append(phase)
     return phases
 
@@ -126,16 +141,9 @@ def test_guide_commands_are_found_in_order():
 
 def every_command_of_a_default_kit_runs_as_written(kind, platform, tmp_path, built_bundles):
     """``built_bundles`` (conftest.py) builds the kind's default competition once a test run;
-    its kits are extracted here, and run in their copies."""
+    its kits are extracted here, and run in their copies with the image's Python."""
     spec = KINDS[kind].DEFAULT_SPEC
     bundles = sorted(built_bundles(spec, platform).glob("*.zip"))
     assert bundles, f"{kind}'s default spec built no bundle"
     phases = run_every_guide_command(bundles, tmp_path / "kits")
     assert len(phases) == len(__import__("yaml").safe_load(spec.read_text())["phases"])
-
-
-# CodaLab's kits, and an organizer's, are test_guide_commands_more's: a file of its own, which
-# the suite's workers run beside this one.
-@pytest.mark.parametrize("kind", sorted(KINDS))
-def test_every_command_of_every_default_kit_runs_as_written(kind, tmp_path, built_bundles):
-    every_command_of_a_default_kit_runs_as_written(kind, "codabench", tmp_path, built_bundles)
