@@ -32,6 +32,7 @@ import argparse
 import dataclasses
 import json
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -48,10 +49,22 @@ import versions  # noqa: E402
 import worker  # noqa: E402
 
 RECORD_NAME = "ingestion_record.json"
+# Ctrl-C, kill and a closed terminal: the ingestion stops its tasks' processes on each of
+# these, so run_local passes them on and waits, rather than dying and leaving your code running.
+STOPPING_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGINT", "SIGHUP")
+                         if hasattr(signal, name))
 
 
 class LocalRunError(RuntimeError):
     """The platform would not score this submission as intended; the message says why."""
+
+
+class Stopped(Exception):
+    """This run was asked to stop; the program it was running stopped first."""
+
+    def __init__(self, number: int):
+        super().__init__(signal.Signals(number).name)
+        self.number = number
 
 
 @dataclass(frozen=True)
@@ -151,20 +164,39 @@ def _unzipped(archive: Path, destination: Path) -> Path:
 
 def _run_streaming(program: Path, variables: dict, cwd: Path) -> subprocess.CompletedProcess:
     """Run a program as the worker does, printing its stdout line by line as it comes (each
-    task's log while the ingestion runs); stderr is collected for the reasons of a failure."""
+    task's log while the ingestion runs); stderr is collected for the reasons of a failure.
+    A stopping signal is passed on to the program, which stops its children; then Stopped."""
     argv = worker.program_command(program, variables, sys.executable)
     env = {**versions.program_environment(), "PYTHONUNBUFFERED": "1"}
     process = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                text=True, errors="replace", env=env, bufsize=1)
-    errors: list[str] = []
-    reader = threading.Thread(target=lambda: errors.extend(process.stderr), daemon=True)
-    reader.start()
-    lines = []
-    for line in process.stdout:
-        lines.append(line)
-        print(line, end="", flush=True)
-    returncode = process.wait()
-    reader.join()
+    received: list[int] = []
+
+    def pass_on(number, _frame):
+        received.append(number)
+        if process.poll() is None:
+            process.send_signal(number)
+
+    # handlers can only be set from the main thread (a caller may run this in another)
+    in_main = threading.current_thread() is threading.main_thread()
+    previous = {number: signal.signal(number, pass_on)
+                for number in (STOPPING_SIGNALS if in_main else ())}
+    try:
+        errors: list[str] = []
+        reader = threading.Thread(target=lambda: errors.extend(process.stderr), daemon=True)
+        reader.start()
+        lines = []
+        for line in process.stdout:
+            lines.append(line)
+            print(line, end="", flush=True)
+        returncode = process.wait()
+        reader.join()
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+    if received:
+        print("".join(errors), file=sys.stderr, end="")
+        raise Stopped(received[0])
     return subprocess.CompletedProcess(argv, returncode, "".join(lines), "".join(errors))
 
 
@@ -316,6 +348,10 @@ def main(argv: list[str] | None = None) -> int:
     except LocalRunError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
+    except Stopped as stop:
+        print(f"stopped by {stop}: the ingestion stopped your code's processes before exiting; "
+              f"nothing was scored (the run's folder: {work})", file=sys.stderr)
+        return 128 + stop.number
     return 0
 
 
