@@ -29,7 +29,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from kinds.retina.runtime import metrics, scoring  # noqa: E402
+from kinds.retina.runtime import metrics, scoring, sets  # noqa: E402
 from runtime import uncertainty  # noqa: E402
 
 IN_DOMAIN, SHIFTED = 40_727, 3_524
@@ -65,8 +65,8 @@ def leaderboard_figures(task: dict) -> dict:
 def ours_subset(task: dict) -> dict:
     """The figures (b) computes, with our functions: the like-for-like comparison."""
     out = {}
-    for name in scoring.SETS:
-        keep = scoring.set_mask(task, name)
+    for name in sets.SETS:
+        keep = sets.set_mask(task, name)
         y, p, u = task["y"][keep], task["p"][keep], task["u"][keep]
         out[name] = {
             "AUROC": metrics.auroc(y, p) if np.unique(y).size == 2 else None,
@@ -115,8 +115,8 @@ def sklearn_way(task: dict) -> dict:
         return auc(recall, precision)
 
     out = {}
-    for name in scoring.SETS:
-        keep = scoring.set_mask(task, name)
+    for name in sets.SETS:
+        keep = sets.set_mask(task, name)
         y, p, u = task["y"][keep], task["p"][keep], task["u"][keep]
         out[name] = {
             "AUROC": auroc(y, p) if np.unique(y).size == 2 else None,

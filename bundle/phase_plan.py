@@ -3,15 +3,13 @@ and weights: the one way a phase plan is made, from the organizer spec."""
 from __future__ import annotations
 
 import dataclasses
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from kinds.kind import KINDS
 
 from . import competition_rules
-
-DECLARATION_SUFFIX = "_task.json"
+from .task_declarations import TaskDataError, declaration_path, read_declaration
 
 
 @dataclass(frozen=True)
@@ -44,42 +42,12 @@ class PhasePlan:
     rules: dict = field(default_factory=dict)
 
 
-def declaration_path(root: Path, name: str) -> Path:
-    return Path(root) / name / f"{name}{DECLARATION_SUFFIX}"
-
-
-class TaskDataError(ValueError):
-    """A task's files in the data root are missing or malformed: one problem per line, each
-    naming the organizer's file."""
-
-    def __init__(self, problems: list[str]):
-        self.problems = list(problems)
-        super().__init__("\n".join(self.problems))
-
-
-def _read_declaration(path: Path, name: str) -> dict:
-    if not path.is_file():
-        raise TaskDataError([f"{path}: no declaration for task {name!r} (expected "
-                             f"{name}/{name}{DECLARATION_SUFFIX}; see docs/organizer_data.md)"])
-    try:
-        declaration = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as error:
-        raise TaskDataError([f"{path}, line {error.lineno}, column {error.colno}: not valid "
-                             f"JSON ({error.msg}); is the file truncated?"]) from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise TaskDataError([f"{path}: cannot be read as UTF-8 text ({error})"]) from None
-    if not isinstance(declaration, dict):
-        raise TaskDataError([f"{path}: expected a JSON object of keys, found "
-                             f"{type(declaration).__name__}"])
-    return declaration
-
-
 def load_planned_task(kind: str, name: str, root: Path,
                       budget_seconds: float | None = None) -> PlannedTask:
     """The task as declared in ``<root>/<name>/<name>_task.json``; a missing, truncated or
     untyped declaration raises TaskDataError naming the file (and line and column)."""
     path = declaration_path(root, name)
-    declaration = _read_declaration(path, name)
+    declaration = read_declaration(path, name)
     try:
         task_type = KINDS[kind].task_type(declaration)
     except (KeyError, TypeError, ValueError) as error:

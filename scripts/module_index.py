@@ -36,7 +36,10 @@ def first_sentence(path: Path) -> str:
     match = SENTENCE.match(paragraph)
     sentence = match.group(1) if match else paragraph
     # a table cell: a bar would end it, a tag outside backticks would vanish from the page
-    return sentence.replace("|", "\\|").replace("<", "&lt;")
+    # (inside them, an entity would show as typed: the span keeps its "<")
+    parts = re.split(r"(``[^`]*``|`[^`]*`)", sentence.replace("|", "\\|"))
+    return "".join(part if part.startswith("`") else part.replace("<", "&lt;")
+                   for part in parts)
 
 
 def modules(folder: Path) -> list[Path]:

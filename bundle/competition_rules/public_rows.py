@@ -19,7 +19,7 @@ import dataclasses
 from kinds.kind import KINDS
 from runtime.rules.public_rows import FULL_AGGREGATE, FULL_VALUE
 
-from .. import phase_plan
+from ..task_declarations import TaskDataError, declaration_path, read_declaration
 from ..spec_key import Key, number
 
 FULL_SUFFIX = "full"       # a task's figures on all its test rows, hidden while a part is public
@@ -76,9 +76,9 @@ def spec_problems(raw: dict, data_root) -> list[str]:
 def _test_rows(kind: str, name: str, data_root) -> int | None:
     """The task's number of test rows, as the kind reads its declaration; None if unknown."""
     try:
-        return KINDS[kind].test_rows(phase_plan.load_planned_task(kind, name,
-                                                                  data_root).declaration)
-    except (phase_plan.TaskDataError, KeyError, TypeError, ValueError):
+        declaration = read_declaration(declaration_path(data_root, name), name)
+        return KINDS[kind].test_rows(declaration)
+    except (TaskDataError, KeyError, TypeError, ValueError):
         return None                    # the task's own problems are reported on their own
 
 

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
-from bundle.phase_plan import declaration_path, task_data_problems
+from bundle.phase_plan import task_data_problems
+from bundle.task_declarations import declaration_path
 from runtime.formats import FormatError
 from kinds.bdl2021.runtime.declared_model import MLP, NetworkError, task_network
 from kinds.bdl2021.runtime.formats import (read_chain_probs, read_chain_samples,

@@ -17,7 +17,7 @@ from runtime.report import DASH, cell, grid, metrics_table, number, table
 from runtime.scoring import TaskResult
 
 from . import metrics
-from .scoring import BALANCE_SEED, NHS_SENSITIVITY, NHS_SPECIFICITY, SETS, set_mask
+from .sets import BALANCE_SEED, NHS_SENSITIVITY, NHS_SPECIFICITY, SETS, set_mask
 
 UNDEFINED = "undefined"
 

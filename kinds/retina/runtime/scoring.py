@@ -18,6 +18,8 @@ from runtime.scoring import (MetricResult, ReferenceDataError, ScoreType, Submis
                            submission_file)
 
 from . import metrics, predictions, tables
+from .report import report_section  # noqa: F401  (the report half of this seam)
+from .sets import BALANCE_SEED, NHS_SPECIFICITY, SETS, set_mask
 
 REPORT_INTRO = ("Each patient's predicted probability of referable disease and its uncertainty "
                 "compared with the hidden labels, on the in-domain patients, the shifted "
@@ -26,10 +28,6 @@ STANDARD_ERROR = ("a bootstrap over the patients, stratified by evaluation set (
                   "shifted patients each resampled to their own number; "
                   f"{uncertainty.DRAWN}); {uncertainty.NONE_AT_BOUND}")
 DIAGNOSIS = "diagnosis"
-# RETINA's joint sets weigh the shifted rows as much as the in-domain rows: the draw that
-# completes them is seeded, so a submission's score never depends on chance.
-BALANCE_SEED = 0
-NHS_SENSITIVITY, NHS_SPECIFICITY = 0.85, 0.80     # the UK screening standard RETINA marks
 
 
 def _part(values: np.ndarray, shifted: np.ndarray, which: bool) -> np.ndarray:
@@ -195,7 +193,6 @@ def _standard_errors(task: TaskConfig, arrays: dict) -> dict[str, float | None]:
 
 # ---- the per-set table: every figure the benchmark reports -------------------------------
 
-SETS = ("in-domain", "shifted", "joint")
 SET_METRICS = {
     "AUROC": lambda y, p, u: metrics.auroc(y, p),
     "AUPRC": lambda y, p, u: metrics.auprc(y, p),
@@ -213,11 +210,6 @@ SET_METRICS = {
     "referral AUPRC area": lambda y, p, u: metrics.area_under_referral_curve(
         metrics.auprc_retention_curve(y, p, u)),
 }
-
-
-def set_mask(figures: dict, name: str) -> np.ndarray:
-    shifted = figures["shifted"]
-    return {"in-domain": ~shifted, "shifted": shifted, "joint": np.ones_like(shifted)}[name]
 
 
 def evaluation_set_table(figures: dict) -> dict[str, dict[str, float | None]]:
@@ -256,6 +248,3 @@ def task_summary(result: TaskResult) -> str:
     shifted = int(figures["shifted"].sum())
     return (f"{figures['shifted'].size - shifted} in-domain and {shifted} shifted patients, "
             f"{int(figures['y'].sum())} referable")
-
-
-from .report import report_section  # noqa: E402,F401  (the report half of this seam)
