@@ -41,8 +41,12 @@ def test_a_range_from_a_far_off_reference_is_within_bounds_and_the_scorer_accept
 
 @pytest.mark.slow
 def test_the_scoring_benchmark_runs_to_the_end_on_its_synthetic_references():
+    """At 5 % of the 2021 rows (--scale): the same far-off chains, files, programs and steps.
+    The claim does not depend on the size: without the clipping to the metric's bounds this
+    run fails as the full-size one did (total variation's upper end 1.02 on cifar, checked
+    when the option was added)."""
     run = subprocess.run([sys.executable, str(REPO / "benchmarks" / "scoring_speed.py"),
-                          "--repeat", "1"], cwd=REPO, capture_output=True, text=True,
-                         timeout=900)
+                          "--repeat", "1", "--scale", "0.05"], cwd=REPO, capture_output=True,
+                         text=True, timeout=900)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     assert "ratio (a)/(b), process vs process" in run.stdout
