@@ -22,10 +22,16 @@ from test_bdl_hmc import NOISE_STD, linear_regression_problem
 REPO = Path(__file__).resolve().parents[3]
 
 
-def run_python(code: str, devices: int = 8) -> str:
-    """``code`` in a fresh interpreter with ``devices`` simulated host devices; its stdout."""
+def run_python(code: str, devices: int = 8, compilation_cache: Path | None = None) -> str:
+    """``code`` in a fresh interpreter with ``devices`` simulated host devices; its stdout.
+    ``compilation_cache``: a folder for JAX's persistent compilation cache, so that a program
+    compiled twice in ``code`` is compiled once and loaded the second time (the same
+    executable, so the same results)."""
     env = {**os.environ, "XLA_FLAGS": f"--xla_force_host_platform_device_count={devices}",
            "PYTHONPATH": f"{REPO}:{REPO / 'tests'}:{Path(__file__).resolve().parent}"}
+    if compilation_cache is not None:
+        env.update(JAX_COMPILATION_CACHE_DIR=str(compilation_cache),
+                   JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0")
     result = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env,
                             capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -122,7 +128,9 @@ def log_density(w, x, y, weights):
 chains = sharded.sample(log_density, x, y, np.random.default_rng(1).normal(0, 2, (4, 3)), 0,
                         500, 2000)
 placed = sharded.place(*sharded.pad_rows(x, y, 3), 3)
-compiled = sharded.program(log_density, 5, 5).lower(
+# the program that sampled above (same lengths, shapes and layout): loaded from the
+# compilation cache rather than compiled a second time
+compiled = sharded.program(log_density, 500, 2000).lower(
     jax.random.split(jax.random.PRNGKey(0), 4), jnp.zeros((4, 3)), *placed).compile().as_text()
 print("devices", chains.devices, "rows per device", placed[0].addressable_shards[0].data.shape[0],
       "all-reduce", "all-reduce" in compiled,
@@ -130,9 +138,10 @@ print("devices", chains.devices, "rows per device", placed[0].addressable_shards
 """
 
 
-def test_rows_split_over_devices_sample_the_same_posterior_with_an_all_reduce():
+def test_rows_split_over_devices_sample_the_same_posterior_with_an_all_reduce(tmp_path):
     # 40 rows padded to 42: 14 a device; the gradient's sum crosses devices
-    assert "devices 3 rows per device 14 all-reduce True mismatches []" in run_python(DATA_SPLIT, 3)
+    assert "devices 3 rows per device 14 all-reduce True mismatches []" in run_python(
+        DATA_SPLIT, 3, compilation_cache=tmp_path / "jax_cache")
 
 
 def run_cli(*args, env=None):
