@@ -48,6 +48,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import metrics
 from .score_types import CLASSIFICATION, SCORE_TYPES
 
 FILE_FORMAT = "exact-posterior-expectation/2"
@@ -118,6 +119,31 @@ def _stacked_scores(scores, reference: np.ndarray, moved: np.ndarray) -> dict[st
     return {score.name: score.per_row(reference, moved).mean(axis=1) for score in scores}
 
 
+# The classification metrics' per-row terms as the splits' loop computes them: the same
+# operations on the same numbers as ``metrics``, so the same terms, without recomputing the
+# reference's argmax for every block or allocating an array for every intermediate (a new
+# array of this size costs its page faults each time, more than the arithmetic).
+
+def _agreement_terms(reference: np.ndarray, reference_top: np.ndarray, moved: np.ndarray,
+                     work: np.ndarray) -> np.ndarray:
+    """``metrics.top1_agreement_terms(reference, moved)``; ``reference_top`` is the
+    reference's argmax."""
+    return (moved.argmax(axis=-1) == reference_top).astype(np.float64)
+
+
+def _total_variation_terms(reference: np.ndarray, reference_top: np.ndarray, moved: np.ndarray,
+                           work: np.ndarray) -> np.ndarray:
+    """``metrics.total_variation_terms(reference, moved)``, its differences written into
+    ``work`` (moved's shape)."""
+    np.subtract(reference, moved, out=work)
+    return 0.5 * np.abs(work, out=work).sum(axis=-1)
+
+
+# Which per-row terms the loop may compute as above; another score type keeps its own.
+BUFFERED_TERMS = {metrics.top1_agreement_terms: _agreement_terms,
+                  metrics.total_variation_terms: _total_variation_terms}
+
+
 def _classification_scores(blocks: np.ndarray, halves: np.ndarray, widening: np.ndarray
                            ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """Each metric per half, as is (the value and spread) and with each half's step scaled by
@@ -128,6 +154,43 @@ def _classification_scores(blocks: np.ndarray, halves: np.ndarray, widening: np.
     # Var(p_S - p) = s^2 (1/size - 1/count); an exact match to s^2 / count when size = count/2.
     scale = math.sqrt((1 / count) / (1 / size - 1 / count))
     flat = (blocks - reference).reshape(count, -1)
+    per_chunk = max(1, STACKED_NUMBERS // flat.shape[1])
+    per_block = max(1, SCORED_NUMBERS // flat.shape[1])
+    scores = SCORE_TYPES[CLASSIFICATION]
+    if not all(score.per_row in BUFFERED_TERMS for score in scores):
+        return _classification_scores_unbuffered(reference, flat, scale, halves, widening)
+    terms = [(score.name, BUFFERED_TERMS[score.per_row]) for score in scores]
+    reference_top = reference.argmax(axis=-1)
+    rows = min(per_block, per_chunk, len(halves))
+    moved_buffer = np.empty((rows, *reference.shape))
+    work_buffer = np.empty_like(moved_buffer)
+    # One array for every chunk's steps: the same product and scaling, written in place.
+    steps_buffer = np.empty((min(per_chunk, len(halves)), flat.shape[1]))
+    plain, widened = [], []
+    for start in range(0, len(halves), per_chunk):
+        weights = halves[start:start + per_chunk] / size                # (m, count)
+        steps = np.matmul(weights, flat, out=steps_buffer[:len(weights)])
+        steps *= scale
+        steps = steps.reshape(-1, *reference.shape)
+        factors = widening[start:start + per_chunk].reshape(-1, *[1] * reference.ndim)
+        for first in range(0, len(steps), per_block):
+            step, factor = steps[first:first + per_block], factors[first:first + per_block]
+            moved, work = moved_buffer[:len(step)], work_buffer[:len(step)]
+            np.add(reference, step, out=moved)
+            plain.append({name: function(reference, reference_top, moved, work).mean(axis=1)
+                          for name, function in terms})
+            np.add(reference, np.multiply(step, factor, out=moved), out=moved)
+            widened.append({name: function(reference, reference_top, moved, work).mean(axis=1)
+                            for name, function in terms})
+    return tuple({name: np.concatenate([part[name] for part in parts]) for name in parts[0]}
+                 for parts in (plain, widened))
+
+
+def _classification_scores_unbuffered(reference: np.ndarray, flat: np.ndarray, scale: float,
+                                      halves: np.ndarray, widening: np.ndarray
+                                      ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """``_classification_scores`` through the score types' own per-row terms."""
+    size = len(flat) // 2
     per_chunk = max(1, STACKED_NUMBERS // flat.shape[1])
     per_block = max(1, SCORED_NUMBERS // flat.shape[1])
     scores = SCORE_TYPES[CLASSIFICATION]
@@ -153,10 +216,33 @@ def _pick(columns: np.ndarray, count: int, width: int, rng: np.random.Generator)
     return mask
 
 
-def _sorted_side(sorted_pool: np.ndarray, order: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """The masked columns' values, each row sorted, without sorting: the pool is sorted once
-    per row (``order``) and each row keeps its masked entries in that order."""
-    return sorted_pool[mask[order]].reshape(len(sorted_pool), int(mask.sum()))
+def _sorted_sides(sorted_pool: np.ndarray, order: np.ndarray, labels: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """The values of the pool columns labelled 1 and of those labelled 2 (0: neither), each
+    row sorted, without sorting: the pool is sorted once per row (``order``) and each row
+    keeps its labelled entries in that order. One gather of the labels serves both sides."""
+    rows = len(sorted_pool)
+    in_order = labels.take(order.ravel())
+    flat = sorted_pool.ravel()
+    return tuple(flat.take(np.flatnonzero(in_order == label)).reshape(rows, -1)
+                 for label in (1, 2))
+
+
+# The regression metrics as ``metrics.wasserstein_per_point`` computes them on rows already
+# sorted and of one width (its sort_rows leaves such rows as they are, and its coupling pairs
+# the k-th values): the same operations, the distance |S - R| taken once for both orders.
+SORTED_WASSERSTEIN_ORDERS = {metrics.wasserstein2: 2, metrics.wasserstein1: 1}
+
+
+def _sorted_wasserstein(submission: np.ndarray, reference: np.ndarray, orders) -> list[float]:
+    """``metrics.wasserstein{order}(submission, reference)`` for each order, the rows sorted
+    and equally wide."""
+    distance = np.abs(np.subtract(submission, reference, out=submission), out=submission)
+    found = []
+    for order in orders:
+        mean_power = (distance ** order).mean(axis=1)
+        found.append(float((mean_power if order == 1 else mean_power ** (1 / order)).mean()))
+    return found
 
 
 def _regression_scores(blocks: list[np.ndarray], halves: np.ndarray, reference_draws: int,
@@ -166,18 +252,25 @@ def _regression_scores(blocks: list[np.ndarray], halves: np.ndarray, reference_d
     sorted_pool = np.take_along_axis(pool, order, axis=1)
     edges = np.cumsum([0] + [block.shape[1] for block in blocks])
     columns = [np.arange(start, stop) for start, stop in zip(edges[:-1], edges[1:])]
-    scores = {score.name: [] for score in SCORE_TYPES["regression"]}
+    score_types = SCORE_TYPES["regression"]
+    sorted_orders = [SORTED_WASSERSTEIN_ORDERS.get(score.function) for score in score_types]
+    scores = {score.name: [] for score in score_types}
+    labels = np.zeros(pool.shape[1], dtype=np.int8)
     for half in halves:
         side_a = np.concatenate([c for c, inside in zip(columns, half) if inside])
         side_b = np.concatenate([c for c, inside in zip(columns, half) if not inside])
-        submission = _sorted_side(sorted_pool, order, _pick(side_a, submission_draws,
-                                                            pool.shape[1], rng))
-        reference = _sorted_side(sorted_pool, order, _pick(side_b, reference_draws,
-                                                           pool.shape[1], rng))
+        labels[:] = 0
+        labels[_pick(side_a, submission_draws, pool.shape[1], rng)] = 1
+        labels[_pick(side_b, reference_draws, pool.shape[1], rng)] = 2
+        submission, reference = _sorted_sides(sorted_pool, order, labels)
         factor = size_factor(submission_draws, reference_draws, submission.shape[1],
                              reference.shape[1])
-        for score in SCORE_TYPES["regression"]:     # sorted rows: the metrics do not sort again
-            scores[score.name].append(score.function(submission, reference) * factor)
+        if submission.shape == reference.shape and None not in sorted_orders:
+            values = _sorted_wasserstein(submission, reference, sorted_orders)
+        else:                       # sorted rows: the metrics do not sort again
+            values = [score.function(submission, reference) for score in score_types]
+        for score, value in zip(score_types, values):
+            scores[score.name].append(value * factor)
     return {name: np.array(values) for name, values in scores.items()}
 
 
