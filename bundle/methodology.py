@@ -4,7 +4,8 @@ gives that reason under ``ignore_methodology_warnings.<id>`` and the build print
 instead of the warning (docs/building.md, "Methodology warnings").
 
 Each check is a pure function of the spec and of what the build read for it (each task's
-``TaskFacts``, the baseline table) and returns a ``Check``: its warnings and its notes, which
+``TaskFacts``, read through the kind's ``test_rows``, ``data_source``,
+``has_public_references`` and ``PROPORTION_METRICS``; the baseline table) and returns a ``Check``: its warnings and its notes, which
 say what it measured or why it measured nothing. ``methodology_report`` reads those facts, runs
 every check and sets the ignored warnings apart.
 """

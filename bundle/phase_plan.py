@@ -1,5 +1,10 @@
 """What one phase (or track) scores: its tasks, as declared in the data root, with budgets
-and weights: the one way a phase plan is made, from the organizer spec."""
+and weights: the one way a phase plan is made, from the organizer spec.
+
+Each task comes from its declaration, ``<task>_task.json``; the kind names its task type.
+``bundle/leaderboard.py`` derives the columns from the plan and the kind's score types, so
+no column key is typed twice.
+"""
 from __future__ import annotations
 
 import dataclasses

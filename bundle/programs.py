@@ -5,6 +5,12 @@ function (``copy_shipped_code``): the ``runtime`` package, the kinds' registry a
 (``kinds/__init__.py``, ``kinds/kind.py``) and the phase's kind's ``runtime/`` (never its
 build-time code or data), plus a config generated from the phase plan.
 Zipping these folders is the builder's next step; tests run them as the worker would.
+
+Each program also gets a ``metadata`` file: the command that starts it and a description. The
+scoring program's description is the kind's ``SCORING_DESCRIPTION``; the ingestion's names
+the kind's entry file and function. Some sites give the ingestion no reference data (the
+platform object's ``record_key_in_program``). There a bundle's ingestion program carries the
+run-record key itself. A starting kit's never does.
 """
 from __future__ import annotations
 

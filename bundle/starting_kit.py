@@ -7,6 +7,20 @@ submissions are shipped as the zips that the kit's own ``submission_zip.py`` mak
 uploads those. ``kit.json`` tells run_local the kit's platform, phase and leaderboard keys, so a local
 run checks what that platform would, and, in a code phase, the names the ingestion writes in its
 output (``ingestion_outputs``), which a code zip must not hold.
+
+The guide (the kit's ``README.md``) is the kind's ``kit/README.md.j2`` with the core's
+``templates/guide_*.md.j2`` parts. It is rendered from the same context as the pages
+(``render.guide_contexts``), so it cannot state another ranking, limit or file name than they
+and ``competition.yaml`` do. Every command it shows names the kit's own sample folder or the
+kind's ``EXAMPLE_BASELINE``, so it runs as written (``tests/test_kit_install_line.py`` runs
+them in a bare environment; ``tests/test_guide_commands_more.py`` runs CodaLab's with the
+image's Python). ``versions.py`` prints the local Python and packages beside the image's
+(``requirements-image.txt``, copied into the kit).
+
+Where the phase's references are hidden, the kit holds a public stand-in (``stand_in/``): the
+phase's programs set up for the kind's ``stand_in_task`` of each task, else for the spec's
+public tasks, with their own data, references and record key. ``run_local --code`` scores
+there and says so; ``local_scores`` tells the guide which case holds.
 """
 from __future__ import annotations
 

@@ -13,7 +13,8 @@ it (``runtime/worker_data.py``), whose command then ends in the mount:
 - ``input_data``: as it is, read by the ingestion program. Participant code reads it anyway, as
   it reads the input data of a bundle; keeping it on the worker keeps large data off the site.
 
-The bundle then has no ``reference_data`` or ``input_data`` for those phases.
+The bundle then has no ``reference_data`` or ``input_data`` for those phases. The Codabench
+dry run mounts the folder next to the bundle, as that worker would.
 """
 from __future__ import annotations
 

@@ -106,8 +106,8 @@ kit and the dry run take part:
 - ``NOT_CHECKED``: what the dry run does not reproduce of the rule, added to its list.
   Default: nothing.
 
-Every rule named above is on this seam; ``docs/architecture.md``, "Rules", says which hooks
-each uses and what adding one touches.
+Every rule named above is on this seam. ``docs/extending.md``, "Adding a rule", says which
+hooks each uses and every step of adding one.
 """
 from __future__ import annotations
 

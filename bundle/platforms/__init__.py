@@ -8,7 +8,29 @@ what the rules read. The core asks that object and branches on no platform name.
 
 The registry maps a name to its module, imported on first use (as ``kinds/__init__.py`` does):
 the platform modules use the builder's modules, which look platforms up here.
-Adding a platform: its module, defining ``PLATFORM``, and one line in ``PLATFORMS``.
+Adding a platform: its module, defining ``PLATFORM``, and one line in ``PLATFORMS``
+(every step: ``docs/extending.md``).
+
+What the object owns, in four groups:
+
+- the bundle: its name's suffix, ``documents`` (competition.yaml, dumped from a dict with
+  PyYAML's safe dumper, never quoted by hand; the pages and logo laid out as the site reads
+  them), ``spec_problem`` (what the site requires of the spec), the leaderboard columns as
+  the site holds them, the ranking note;
+- its texts and facts: where to upload, how to reveal full scores, who can reach the signing
+  key (``record_key_in_program``), GPU and queue warnings, dataset upload steps, the docker
+  image key and default, the timeout message, what the dry run does not reproduce;
+- the worker: ``worker_variables(program, root)``, the one table of ``$variables`` the dry run
+  uses and the program rules allow (``command_variables``), and ``dry_run``, its model of the
+  worker (shared steps: ``bundle/dry_run.py``);
+- what the bundle rules read: the yaml member (``pick_yaml``), which rule owns an unreadable
+  zip or yaml, the program zips the yaml names. A rule names its platforms
+  (``@rule(..., "codabench")``, ``bundle/rules/framework.py``).
+
+``worker.py``, the model of both workers, is copied into every starting kit, where
+``run_local.py`` and ``submission_zip.py`` import it as a sibling. So it keeps its own site
+names (its ``PLATFORMS``), and the kit's tools ask it instead of naming a site. The scan of
+``tests/test_platforms.py`` for branches on a site's name covers ``starting_kit/`` too.
 """
 from __future__ import annotations
 
