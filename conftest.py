@@ -12,6 +12,12 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent
+# One BLAS thread in the test processes and what they start (builds, reference runs): the
+# suite's workers already keep every core busy, and an idle OpenBLAS thread spins rather than
+# sleeps, taking a core from another worker. Before numpy is first imported here. The
+# ingestion still gives participants' code a thread per core, as on the worker.
+for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_variable, "1")
 # The test helpers are imported by module name (``from local_runs import ...``) from either
 # tree: the core's (pyproject's pythonpath) and every kind's, found here so that a new kind's
 # tests need no line of their own.
