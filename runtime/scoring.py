@@ -63,6 +63,11 @@ class ScoreType:
     # For a metric that is a mean over test rows: its per-row terms, from the same inputs, so
     # its standard error needs no resampling (``runtime.uncertainty``); None otherwise.
     per_row: Callable[..., Any] | None = None
+    # For a metric that a bootstrap can evaluate on many resamples of the test rows in one
+    # pass: given its inputs whole, a function from a block of draws (row indices, one draw a
+    # row) to its value on each, nan where undefined, the very floats ``function`` gives on
+    # each resample; or None where it cannot promise that. None: one evaluation per draw.
+    on_resamples: Callable[..., Any] | None = None
 
     @property
     def sort(self) -> str:

@@ -99,22 +99,44 @@ def root_mean_square_deviation(values: np.ndarray, observed: float) -> float | N
 
 
 def bootstrap_errors(statistics: Mapping[str, Callable[[np.ndarray], float]],
-                     draws: Iterable[np.ndarray]) -> dict[str, float | None]:
+                     draws: Iterable[np.ndarray],
+                     on_blocks: Mapping[str, Callable[[np.ndarray], Iterable[float]]]
+                     | None = None) -> dict[str, float | None]:
     """Each statistic's bootstrap standard error: the sd over the draws (resampled row
     indices, or weights) of statistic(draw). A draw on which a statistic raises ValueError
-    (undefined there) or is not finite is left out of its spread."""
-    values: dict[str, list[float]] = {name: [] for name in statistics}
+    (undefined there) or is not finite is left out of its spread. ``on_blocks``: statistics
+    that take a block of draws at once (stacked, one draw a row, so the draws must have one
+    length) and give one value per draw, nan where undefined."""
+    on_blocks = on_blocks or {}
+    values: dict[str, list[float]] = {name: [] for name in (*statistics, *on_blocks)}
     count = 0
-    for draw in draws:
-        count += 1
-        for name, statistic in statistics.items():
-            try:
-                value = float(statistic(draw))
-            except (ValueError, ZeroDivisionError, FloatingPointError):
-                continue
-            if math.isfinite(value):
-                values[name].append(value)
+    blocks = _stacked(draws) if on_blocks else ([draw] for draw in draws)
+    for block in blocks:
+        count += len(block)
+        for name, statistic in on_blocks.items():
+            values[name].extend(value for value in map(float, statistic(block))
+                                if math.isfinite(value))
+        for draw in block:
+            for name, statistic in statistics.items():
+                try:
+                    value = float(statistic(draw))
+                except (ValueError, ZeroDivisionError, FloatingPointError):
+                    continue
+                if math.isfinite(value):
+                    values[name].append(value)
     return {name: _spread(found, count) for name, found in values.items()}
+
+
+def _stacked(draws: Iterable[np.ndarray]) -> Iterator[np.ndarray]:
+    """The draws in order, stacked in blocks of about BATCHED_ROWS indices (at least one draw)."""
+    block: list[np.ndarray] = []
+    for draw in draws:
+        block.append(draw)
+        if len(block) * draw.size >= BATCHED_ROWS:
+            yield np.stack(block)
+            block = []
+    if block:
+        yield np.stack(block)
 
 
 def stratified_mean_se(terms: np.ndarray, strata: np.ndarray | None = None) -> float | None:
@@ -196,9 +218,11 @@ def row_errors(score_types: Iterable, arrays: Mapping[str, object],
               for t in score_types if t.per_row is not None}
     resampled = [t for t in score_types if t.per_row is None]
     if resampled:
+        on_blocks = _on_blocks_of_draws(resampled, arrays, take, clip)
         errors.update(bootstrap_errors(
-            {t.name: _on_resample(t, arrays, take, clip) for t in resampled},
-            resampled_rows(n_rows, strata, draws)))
+            {t.name: _on_resample(t, arrays, take, clip) for t in resampled
+             if t.name not in on_blocks},
+            resampled_rows(n_rows, strata, draws), on_blocks))
     return {t.name: _not_collapsed(errors[t.name], t, arrays, clip) for t in score_types}
 
 
@@ -221,14 +245,45 @@ def _on_resample(score_type, arrays, take, clip) -> Callable[[np.ndarray], float
     return statistic
 
 
-def take_rows(row_names: Iterable[str]) -> Callable:
+def _on_blocks_of_draws(score_types, arrays, take, clip) -> dict[str, Callable]:
+    """The score types that evaluate a whole block of draws in one pass
+    (``ScoreType.on_resamples``), clipped as one evaluation per draw is: only where ``take``
+    indexes every input of the score type by row, which is what that form assumes."""
+    found = {}
+    for score_type in score_types:
+        if score_type.on_resamples is None or not isinstance(take, RowTake) \
+                or not set(score_type.inputs) <= take.names:
+            continue
+        on_draws = score_type.on_resamples(*(arrays[name] for name in score_type.inputs))
+        if on_draws is not None:
+            found[score_type.name] = _clipped_on_blocks(score_type, on_draws, clip)
+    return found
+
+
+def _clipped_on_blocks(score_type, on_draws, clip) -> Callable[[np.ndarray], list[float]]:
+    def statistic(block: np.ndarray) -> list[float]:
+        values = on_draws(block).tolist()
+        return [clip(score_type, value) for value in values] if clip else values
+    return statistic
+
+
+class RowTake:
+    """A ``take`` for arrays whose named entries are indexed by test row on their first axis
+    (the others are passed on whole); ``names`` tells a bootstrap which inputs it may index
+    itself."""
+
+    def __init__(self, row_names: Iterable[str]):
+        self.names = frozenset(row_names)
+
+    def __call__(self, arrays: Mapping[str, object], rows: np.ndarray) -> dict[str, object]:
+        return {name: (value[rows] if name in self.names else value)
+                for name, value in arrays.items()}
+
+
+def take_rows(row_names: Iterable[str]) -> RowTake:
     """A ``take`` for arrays whose named entries are indexed by test row on their first axis
     (the others are passed on whole)."""
-    names = frozenset(row_names)
-
-    def take(arrays: Mapping[str, object], rows: np.ndarray) -> dict[str, object]:
-        return {name: (value[rows] if name in names else value) for name, value in arrays.items()}
-    return take
+    return RowTake(row_names)
 
 
 def replicates_se(values: Iterable[float]) -> float | None:

@@ -135,8 +135,31 @@ def task_bootstrap_better(rule: ranks.RankingRule, values: np.ndarray,
     set for every entry), max-|t| over pairs of the draws."""
     tasks = values.shape[1]
     drawn = rng.integers(0, tasks, size=(REPLICATES, tasks))
-    draws = ranks.ranking_statistic(rule, values[:, drawn].transpose(1, 0, 2))
-    return previous_max_t_better(draws, ranks.ranking_statistic(rule, values))
+    return previous_max_t_better(statistics_on_drawn_tasks(rule, values, drawn),
+                                 ranks.ranking_statistic(rule, values))
+
+
+def statistics_on_drawn_tasks(rule: ranks.RankingRule, values: np.ndarray,
+                              drawn: np.ndarray) -> np.ndarray:
+    """T on each drawn task set (a row of ``drawn``), as ``ranks.ranking_statistic`` gives it
+    on ``values[:, drawn[r]]``. A column's terms (mid-ranks, or weighted losses) depend on
+    that column alone, and every column of ``_rule`` has one score type and weight, so a
+    drawn set's terms are the observed columns' terms indexed: the same numbers at a
+    REPLICATES-th of the cost. Made contiguous, as recomputed terms are, because the
+    rounding of their sum follows the layout."""
+    terms = np.ascontiguousarray(ranks.column_terms(rule, values)[:, drawn].transpose(1, 0, 2))
+    return terms.sum(-1) / ranks.normaliser(rule)
+
+
+@pytest.mark.parametrize("statistic", ["average_rank", "weighted_loss"])
+def test_indexed_terms_are_the_statistics_recomputed_on_the_drawn_tasks(statistic):
+    rng = np.random.default_rng(len(statistic))
+    for entries, tasks, decimals in [(2, 1, 2), (5, 4, 1), (12, 20, 12), (7, 13, 2)]:
+        rule = _rule(statistic, tasks)
+        values = np.round(rng.random((entries, tasks)), decimals)      # ties at 1 and 2
+        drawn = rng.integers(0, tasks, size=(REPLICATES, tasks))
+        recomputed = ranks.ranking_statistic(rule, values[:, drawn].transpose(1, 0, 2))
+        assert np.array_equal(statistics_on_drawn_tasks(rule, values, drawn), recomputed)
 
 
 def task_coverage(statistic: str, entries: int, tasks: int, replications: int,

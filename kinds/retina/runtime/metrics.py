@@ -36,6 +36,8 @@ Conventions shared by the functions:
 """
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
 LOG_LOSS_EPS = 1e-15   # scikit-learn's log_loss clipping when the benchmark was written
@@ -243,6 +245,60 @@ def auroc(y, score) -> float:
     """
     y, _, score = check_inputs(y, u=score, u_name="score")
     return _auroc(y, score)
+
+
+def resampled_auroc(y, score, counted=None) -> Callable[[np.ndarray], np.ndarray] | None:
+    """``auroc`` on many resamples of the examples in one pass, for a bootstrap.
+
+    Returns a function from a block of draws (row indices, one draw a row) to the AUROC of
+    ``y[rows][counted[rows]]`` and ``score[rows][counted[rows]]`` for each draw (every row
+    when ``counted`` is None), nan where one class is missing. The floats are those ``auroc``
+    gives on each resample: its positives' rank sum is a sum of half-integers, exact in
+    float64 whatever the order of the additions, so counting it here in integers and halving
+    gives the same number, and the rest is the same arithmetic on the same operands.
+    None where ``auroc`` would reject some resamples and not others (a bad value among the
+    counted examples), or where the arrays are not 1-D of one length: then only the
+    per-resample evaluation reproduces what the bootstrap sees.
+    """
+    y, score = np.asarray(y), np.asarray(score)
+    counted = np.ones(y.shape, dtype=bool) if counted is None else np.asarray(counted)
+    if y.ndim != 1 or score.shape != y.shape or counted.shape != y.shape \
+            or counted.dtype != bool:
+        return None
+    members = np.flatnonzero(counted)
+    try:
+        labels, _, values = check_inputs(y[members], u=score[members], u_name="score")
+    except ValueError:
+        return None
+    # Each counted example's value as its position among the distinct values: the ranks in
+    # a resample depend only on how many of its rows hold each value. -1: not counted.
+    distinct, value_index = np.unique(values, return_inverse=True)
+    width = distinct.size
+    code = np.full(y.size, -1, dtype=np.int64)
+    code[members] = value_index.reshape(-1)
+    positive = np.zeros(y.size, dtype=bool)
+    positive[members] = labels == 1
+
+    def on_draws(rows: np.ndarray) -> np.ndarray:
+        rows = np.asarray(rows)
+        draws = rows.shape[0]
+        taken = code[rows]
+        kept = taken >= 0
+        cell = taken + width * np.arange(draws)[:, None]        # (draw, value) flattened
+        size = draws * width
+        counts = np.bincount(cell[kept], minlength=size).reshape(draws, width)
+        hits = np.bincount(cell[kept & positive[rows]], minlength=size).reshape(draws, width)
+        below = np.cumsum(counts, axis=1) - counts
+        # a positive at a value ranks #below + (#equal + 1) / 2; twice that is an integer
+        twice_rank_sum = (hits * (2 * below + counts + 1)).sum(axis=1)
+        positives = hits.sum(axis=1)
+        negatives = counts.sum(axis=1) - positives
+        with np.errstate(divide="ignore", invalid="ignore"):
+            area = ((twice_rank_sum / 2 - positives * (positives + 1) / 2)
+                    / (positives * negatives))
+        area[(positives == 0) | (negatives == 0)] = np.nan
+        return area
+    return on_draws
 
 
 def roc_points(y, score) -> tuple[np.ndarray, np.ndarray]:

@@ -30,13 +30,23 @@ STANDARD_ERROR = ("a bootstrap over the patients, stratified by evaluation set (
 DIAGNOSIS = "diagnosis"
 
 
+def _in_part(shifted: np.ndarray, which: bool) -> np.ndarray:
+    return shifted == which
+
+
 def _part(values: np.ndarray, shifted: np.ndarray, which: bool) -> np.ndarray:
-    return values[shifted == which]
+    return values[_in_part(shifted, which)]
 
 
 def in_domain_auroc(y, p, shifted) -> float:
     """AUROC of p on the in-domain rows: P(p+ > p-) + 1/2 P(p+ = p-), exact (no binning)."""
     return metrics.auroc(_part(y, shifted, False), _part(p, shifted, False))
+
+
+def in_domain_auroc_on_resamples(y, p, shifted):
+    """``in_domain_auroc`` on blocks of resampled rows in one pass (``metrics.resampled_auroc``:
+    the same floats), for the bootstrap of its standard error."""
+    return metrics.resampled_auroc(y, p, counted=_in_part(shifted, False))
 
 
 def balanced_referral_accuracy(y, p, u, shifted) -> float:
@@ -86,13 +96,21 @@ def ood_auroc(u, shifted) -> float:
     return metrics.ood_detection_auroc(shifted.astype(np.int64), u)
 
 
-def _score(name, label, description, higher, function, inputs) -> ScoreType:
-    return ScoreType(name, label, description, higher, 0.0, 1.0, 4, function, inputs)
+def ood_auroc_on_resamples(u, shifted):
+    """``ood_auroc`` on blocks of resampled rows in one pass (``metrics.resampled_auroc``)."""
+    return metrics.resampled_auroc(shifted.astype(np.int64), u)
+
+
+def _score(name, label, description, higher, function, inputs,
+           on_resamples=None) -> ScoreType:
+    return ScoreType(name, label, description, higher, 0.0, 1.0, 4, function, inputs,
+                     on_resamples=on_resamples)
 
 
 Y_P_S, Y_P_U_S = ("y", "p", "shifted"), ("y", "p", "u", "shifted")
 AUROC_IN = _score("auroc_in", "AUROC in", "AUROC of the probability on the in-domain "
-                  "patients (RETINA's first selection criterion)", True, in_domain_auroc, Y_P_S)
+                  "patients (RETINA's first selection criterion)", True, in_domain_auroc, Y_P_S,
+                  in_domain_auroc_on_resamples)
 REFERRAL_JOINT = _score("referral_joint", "referral joint", "Area under the accuracy "
                         "referral curve of the balanced joint set (RETINA's second selection "
                         "criterion)", True, balanced_referral_accuracy, Y_P_U_S)
@@ -109,7 +127,8 @@ ECE_IN = _score("ece_in", "ECE in", "Expected calibration error, 15 bins, in-dom
 ECE_SHIFTED = _score("ece_shifted", "ECE shifted", "Expected calibration error, 15 bins, on the "
                      "shifted patients", False, shifted_ece, Y_P_S)
 OOD_AUROC = _score("ood_auroc", "OOD AUROC", "AUROC of the uncertainty at telling shifted from "
-                   "in-domain patients", True, ood_auroc, ("u", "shifted"))
+                   "in-domain patients", True, ood_auroc, ("u", "shifted"),
+                   ood_auroc_on_resamples)
 TASK_TYPES = {DIAGNOSIS: TaskType(DIAGNOSIS, (AUROC_IN, REFERRAL_JOINT, REFERRAL_IN,
                                               REFERRAL_SHIFTED, ACCURACY_SHIFTED, ECE_IN,
                                               ECE_SHIFTED, OOD_AUROC), AUROC_IN)}
