@@ -8,9 +8,12 @@ on the full grid, which the slow variant runs) that rate must be within Monte Ca
 shortfall where the method has a known one: a share's discreteness, a skewed statistic). Each
 test also runs a naive method (what the product would do without its correction, or a
 textbook shortcut) on the same data sets and requires it to miss that bar, so the test can
-fail. Fixed seeds throughout. The figures measured at full size are in docs/intervals.md; the
-exact-posterior range is checked by kinds/bdl2021/tests/test_bdl_committed_references.py, the rank
-intervals by tests/test_rank_coverage.py.
+fail. Fixed seeds throughout. The figures measured at full size are in docs/intervals.md. The
+full-size twins taking 10 CPU seconds or more are ``extended`` (.ci/extended runs them): in the
+README's test command their claim is checked once, at the default size, against the same bar
+and with the naive method's miss. The exact-posterior range is checked by
+kinds/bdl2021/tests/test_bdl_committed_references.py, the rank intervals by
+tests/test_rank_coverage.py.
 """
 from __future__ import annotations
 
@@ -252,6 +255,7 @@ def test_bdls_rows_and_chains_standard_error_covers_and_the_rows_alone_do_not():
 
 
 @pytest.mark.slow
+@pytest.mark.extended         # 10 CPU s; the default-size twin above checks the same claim
 def test_bdls_rows_and_chains_standard_error_covers_at_full_size():
     product, naive = bdl_coverages(4000, seed=32)
     assert_calibrated(product, naive, 4000, SKEWNESS)
@@ -421,7 +425,9 @@ def test_retrained_zoos_cover_each_pgdl_score_and_the_naive_methods_do_not(metri
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("metric", sorted(ZOO_LEAST_FAVOURABLE))
+@pytest.mark.parametrize("metric", [  # CMI's 20 CPU s: extended, its default-size twin stays
+    pytest.param(metric, marks=[pytest.mark.extended] if metric == "cmi" else [])
+    for metric in sorted(ZOO_LEAST_FAVOURABLE)])
 def test_retrained_zoos_cover_each_pgdl_score_at_full_size(metric):
     product, naive = zoo_coverages(metric, 400, list(ZOO_CONFIGS), draws=uncertainty.DRAWS,
                                    seed=52)

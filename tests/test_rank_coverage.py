@@ -6,7 +6,8 @@ entry's true rank, here all of 1..n, inside its interval at once) is the chance 
 none. It asserts coverage of at least the nominal 0.95 minus three binomial standard errors
 of the simulation, and that the method it replaced, or a naive one, falls below that bar on
 the same leaderboards: the test can fail. The default sizes run in the default suite; the
-full ones (docs/intervals.md's figures) under the slow marker.
+full ones (docs/intervals.md's figures) under the slow marker, the sign-flip one (10 CPU s)
+``extended`` (.ci/extended).
 """
 import math
 
@@ -222,6 +223,7 @@ def test_average_rank_intervals_at_full_size(tasks):
 
 
 @pytest.mark.slow
+@pytest.mark.extended         # 10 CPU s; its default-size twins above check the same claim
 def test_sign_flip_rank_intervals_at_full_size():
     """12 entries need 12 tasks; with 20 the bootstrap over tasks still covered only 0.75."""
     replications = 1000

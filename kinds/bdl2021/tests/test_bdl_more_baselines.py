@@ -11,7 +11,10 @@
   sandboxed ingestion, 4 s per task; test_bdl_starting_kit runs the first two the same way) and
   every task is scored as the platform scores it (``local_runs.assert_scored_as_the_platform
   _would``): each within its budget where its predictive takes milliseconds, and a run past it
-  on digits_shift scored from its last checkpoint.
+  on digits_shift scored from its last checkpoint. These five runs (100 s) are ``extended``
+  (.ci/extended): in the README's test command every baseline takes the real path through a
+  kit's run_local.py on image tasks (test_bdl_image_inputs_kit), and the first two on these
+  tasks (test_bdl_starting_kit).
 - Mean-field VI's and MC dropout's predictives have the contract's shapes, checkpoint, and
   repeat given the seed, on the virtual clock (SGHMC's and MultiSWAG's: test_bdl_sg_baselines;
   HMC's: test_bdl_hmc_baseline).
@@ -100,6 +103,7 @@ def test_baseline_beats_trivial_on_a_virtual_clock(baseline, task_name, trivial_
 
 
 @pytest.mark.slow
+@pytest.mark.extended
 @pytest.mark.parametrize("baseline", ["mean_field_vi", "mc_dropout", "sghmc", "multi_swag", "hmc"])
 def test_baseline_runs_every_task_through_the_local_run(baseline, tmp_path):
     result = run_baseline(baseline, "evaluation", tmp_path, BUDGET)
