@@ -1,9 +1,11 @@
 """A competition kind's whole interface, as frozen records: the builder's (``Kind``) and the
 programs' (``ScoringRuntime``, ``IngestionRuntime``, ``Participant``).
 
-Each kind's ``kinds/<name>/kind.py`` ends with ``KIND = Kind(...)``; the record is checked when
-it is made (so when the kind is loaded): a required hook left out, or a value of the wrong
-type, raises ``KindDefinitionError`` naming the kind and every such hook. The optional hooks'
+Each record is made from its module's names (``kinds/<name>/kind.py`` for ``Kind``, the
+kind's ``runtime/`` modules for the others): a module defines each field it provides under the
+field's own name, and names nothing it leaves to the default. The record is checked when it is
+made (so when the kind is loaded): a required hook left out, or a value of the wrong type,
+raises ``KindDefinitionError`` naming the kind and every such hook. The optional hooks'
 defaults are here and nowhere else, so the core reads every field without asking whether the
 kind has it. ``KINDS`` maps each registered name (``kinds/__init__.py``) to its record, loading
 a kind's definition only when it is first asked for; ``kind(name)`` is the look-up.
@@ -331,10 +333,12 @@ def _check(record, source: str) -> None:
         raise KindDefinitionError(f"{where}: {'; '.join(wrong)}")
 
 
-def _module_record(record_type, name: str, module_name: str, **made_here):
-    """The record of one runtime module: each field the module defines, the defaults for the
-    optional ones it leaves out; a required one left out fails here, named."""
-    module = runtime_module(name, module_name)
+def _module_record(record_type, name: str, module, **made_here):
+    """The record of one module (a runtime module's name, or the module itself): each field
+    the module defines, the defaults for the optional ones it leaves out; a required one left
+    out fails here, named."""
+    if isinstance(module, str):
+        module = runtime_module(name, module)
     provided = {f.name: getattr(module, f.name) for f in dataclasses.fields(record_type)
                 if f.name != "name" and f.name not in made_here and hasattr(module, f.name)}
     return record_type(name=name, **provided, **made_here)
@@ -370,14 +374,10 @@ def _type_problem(field: dataclasses.Field, value) -> str | None:
 
 
 def load(name: str) -> Kind:
-    """The record of a registered kind: the ``KIND`` its ``kind.py`` ends with."""
-    module = importlib.import_module(f"{package(name)}.kind")
-    record = getattr(module, "KIND", None)
-    if not isinstance(record, Kind):
-        raise KindDefinitionError(f"kind {name!r}: {module.__name__} defines no KIND = Kind(...)")
-    if record.name != name:
-        raise KindDefinitionError(f"kind {name!r}: its KIND is named {record.name!r}")
-    return record
+    """The record of a registered kind, made from its ``kind.py``'s names: every field of
+    ``Kind`` the module defines under the field's own name, the defaults for the optional
+    ones it leaves out (a required one left out fails here, named)."""
+    return _module_record(Kind, name, importlib.import_module(f"{package(name)}.kind"))
 
 
 class _Registry(Mapping):

@@ -6,7 +6,6 @@ import dataclasses
 import re
 import subprocess
 import sys
-import textwrap
 import zipfile
 from pathlib import Path
 
@@ -57,19 +56,16 @@ def test_a_kind_lacking_a_required_hook_fails_with_the_hook_named():
 
 def test_a_registered_kind_lacking_hooks_fails_at_load_with_every_one_named(tmp_path,
                                                                             monkeypatch):
-    """The conformance of a kind starts at its look-up: a package whose record leaves two
+    """The conformance of a kind starts at its look-up: a package whose kind.py leaves two
     required hooks out is refused there, both named."""
     package = tmp_path / "broken_kind"
     package.mkdir()
     (package / "__init__.py").write_text("")
-    fields = ", ".join(f"{name}=SOURCE.{name}"
-                       for name in _fields_of(kind("label_accuracy"), "name", "page_context",
-                                              "stage_reference"))
-    (package / "kind.py").write_text(textwrap.dedent(f"""\
-        from kinds.kind import Kind, kind
-        SOURCE = kind("label_accuracy")
-        KIND = Kind(name="broken", {fields})
-        """))
+    names = "\n".join(f"{name} = SOURCE.{name}"
+                      for name in _fields_of(kind("label_accuracy"), "name", "page_context",
+                                             "stage_reference"))
+    (package / "kind.py").write_text("from kinds.kind import kind\n"
+                                     f"SOURCE = kind('label_accuracy')\n{names}\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setitem(kinds.KINDS, "broken", "broken_kind")
     with pytest.raises(KindDefinitionError, match=re.escape(

@@ -1,5 +1,5 @@
-"""The BDL 2021 kind on the builder's side: the one place that assembles its record, ``KIND``
-(a ``kinds.kind.Kind``), from its task files (``tasks.py``), the data and kit hooks below, its
+"""The BDL 2021 kind on the builder's side: the module whose names are its record (a
+``kinds.kind.Kind``, made by name in ``kinds/kind.py``), from its task files (``tasks.py``), the data and kit hooks below, its
 pages (``pages.py``) and its organizer checks (``organizer_checks.py``).
 
 Tasks are small Bayesian networks on real data; the hidden reference is the predictive of
@@ -16,7 +16,6 @@ import numpy as np
 
 from runtime.formats import read_matrix
 
-from kinds.kind import Kind
 
 from .organizer_checks import task_problems, unconverged_reference_problems
 from .pages import page_context, public_training
@@ -206,21 +205,3 @@ def reference_cli(argv: list[str]) -> int:
     """``python -m reference_data {generate,verify}``: HMC references of the embedded tasks."""
     from .reference.cli import main
     return main(argv)
-
-
-KIND = Kind(
-    name=NAME, DEFAULT_SPEC=DEFAULT_SPEC, EMBEDDED_ROOT=EMBEDDED_ROOT, TEMPLATES=TEMPLATES,
-    KIT=KIT, BASELINE_RESULTS=BASELINE_RESULTS, DEFAULT_WEIGHTS=DEFAULT_WEIGHTS,
-    AGGREGATE_DESCRIPTION=AGGREGATE_DESCRIPTION, SCORING_DESCRIPTION=SCORING_DESCRIPTION,
-    EXAMPLE_BASELINE=EXAMPLE_BASELINE, ZEROED_PUBLIC_ARRAYS=ZEROED_PUBLIC_ARRAYS,
-    EPOCH_UNIT=EPOCH_UNIT, PROPORTION_METRICS=PROPORTION_METRICS,
-    task_type=task_type, prediction_stem=prediction_stem, has_std=has_std,
-    std_description=std_description, scoring_settings=scoring_settings,
-    ingestion_contract=ingestion_contract, input_file=input_file, stage_inputs=stage_inputs,
-    stage_reference=stage_reference, stage_public=stage_public,
-    has_public_references=has_public_references, task_problems=task_problems,
-    unconverged_reference_problems=unconverged_reference_problems, test_rows=test_rows,
-    data_source=data_source, page_context=page_context,
-    public_training=public_training, sample_results=sample_results,
-    sample_code_submission=sample_code_submission, stage_kit=stage_kit,
-    reference_cli=reference_cli)

@@ -1,4 +1,4 @@
-"""Label accuracy on the builder's side (its record, ``KIND``, is a ``kinds.kind.Kind``)."""
+"""Label accuracy on the builder's side: this module's names are its ``kinds.kind.Kind``."""
 from __future__ import annotations
 
 import io
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from kinds.kind import Kind, PublicTraining
+from kinds.kind import PublicTraining
 
 from .runtime.scoring import ACCURACY, TASK_TYPES
 
@@ -134,17 +134,3 @@ def public_training(task) -> PublicTraining:
     return PublicTraining(source=f"{input_file(task)} (x_train, y_train)",
                           input_shape=(train.shape[1] - 1,),
                           targets=train[:, -1].astype(np.int64))
-
-
-KIND = Kind(
-    name="label_accuracy", DEFAULT_SPEC=DEFAULT_SPEC, EMBEDDED_ROOT=EMBEDDED_ROOT,
-    TEMPLATES=TEMPLATES, KIT=KIT, BASELINE_RESULTS=BASELINE_RESULTS,
-    DEFAULT_WEIGHTS=DEFAULT_WEIGHTS, AGGREGATE_DESCRIPTION=AGGREGATE_DESCRIPTION,
-    SCORING_DESCRIPTION=SCORING_DESCRIPTION, EXAMPLE_BASELINE=EXAMPLE_BASELINE,
-    PROPORTION_METRICS=PROPORTION_METRICS, test_rows=test_rows,
-    task_type=task_type, prediction_stem=prediction_stem, has_std=has_std,
-    std_description=std_description, scoring_settings=scoring_settings,
-    ingestion_contract=ingestion_contract, input_file=input_file, stage_inputs=stage_inputs,
-    stage_reference=stage_reference, stage_public=stage_public,
-    has_public_references=has_public_references, page_context=page_context,
-    public_training=public_training, sample_results=sample_results, sample_code_submission=sample_code_submission)

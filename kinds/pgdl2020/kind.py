@@ -1,4 +1,4 @@
-"""PGDL 2020 on the builder's side (its record, ``KIND``, is a ``kinds.kind.Kind``).
+"""PGDL 2020 on the builder's side: this module's names are its ``kinds.kind.Kind``.
 
 A task is a model zoo: PGDL's layout (``model_<id>/config.json``, weights, ``dataset_1/``) and
 its ``model_configs.json`` (hyperparameters, train and test accuracy), which is the hidden
@@ -12,7 +12,7 @@ import shutil
 from pathlib import Path
 
 from kinds.baseline_table import failed, failed_cell, failed_note
-from kinds.kind import Kind, PublicTraining
+from kinds.kind import PublicTraining
 
 from .runtime.formats import read_model_configs
 from .runtime.scoring import ZOO, predict_json
@@ -217,18 +217,3 @@ def task_problems(task) -> list[str]:
                         "and outputs arrays)")
     from .reference.checks import zoo_problems
     return problems or zoo_problems(task.folder, ids, task.folder / TRAIN_DATA)
-
-
-KIND = Kind(
-    name="pgdl2020", DEFAULT_SPEC=DEFAULT_SPEC, EMBEDDED_ROOT=EMBEDDED_ROOT, TEMPLATES=TEMPLATES,
-    KIT=KIT, BASELINE_RESULTS=BASELINE_RESULTS, DEFAULT_WEIGHTS=DEFAULT_WEIGHTS,
-    AGGREGATE_DESCRIPTION=AGGREGATE_DESCRIPTION, SCORING_DESCRIPTION=SCORING_DESCRIPTION,
-    EXAMPLE_BASELINE=EXAMPLE_BASELINE, RANKS_BY_AGGREGATE=RANKS_BY_AGGREGATE, ENTRY=ENTRY,
-    task_type=task_type, data_source=data_source, prediction_stem=prediction_stem,
-    has_std=has_std,
-    std_description=std_description, scoring_settings=scoring_settings,
-    ingestion_contract=ingestion_contract, input_file=input_file, stage_inputs=stage_inputs,
-    stage_reference=stage_reference, stage_public=stage_public,
-    has_public_references=has_public_references, task_problems=task_problems,
-    page_context=page_context, public_training=public_training, sample_results=sample_results,
-    sample_code_submission=sample_code_submission, reference_cli=reference_cli)

@@ -1,4 +1,4 @@
-"""Retina on the builder's side (its record, ``KIND``, is a ``kinds.kind.Kind``).
+"""Retina on the builder's side: this module's names are its ``kinds.kind.Kind``.
 
 A task is a folder ``<data_root>/<task>/`` with ``<task>_task.json`` and three csv tables
 (``runtime/tables.py``): ``train.csv`` (features, label, grade), ``test.csv`` (features of the
@@ -16,7 +16,7 @@ import numpy as np
 
 from runtime.formats import FormatError
 from kinds.baseline_table import failed, failed_cell, failed_note
-from kinds.kind import Kind, PublicTraining, copy_baselines
+from kinds.kind import PublicTraining, copy_baselines
 
 from .runtime import tables
 from .runtime.scoring import DIAGNOSIS, TASK_TYPES
@@ -312,19 +312,3 @@ def reference_cli(argv: list[str]) -> int:
     """``python -m reference_data --kind retina {generate,verify}``: the embedded tasks."""
     from .reference.make_tasks import main
     return main(argv)
-
-
-KIND = Kind(
-    name="retina", DEFAULT_SPEC=DEFAULT_SPEC, EMBEDDED_ROOT=EMBEDDED_ROOT, TEMPLATES=TEMPLATES,
-    KIT=KIT, BASELINE_RESULTS=BASELINE_RESULTS, DEFAULT_WEIGHTS=DEFAULT_WEIGHTS,
-    AGGREGATE_DESCRIPTION=AGGREGATE_DESCRIPTION, SCORING_DESCRIPTION=SCORING_DESCRIPTION,
-    EXAMPLE_BASELINE=EXAMPLE_BASELINE, RANKS_BY_AGGREGATE=RANKS_BY_AGGREGATE,
-    task_type=task_type, data_source=data_source, prediction_stem=prediction_stem,
-    has_std=has_std,
-    std_description=std_description, scoring_settings=scoring_settings,
-    ingestion_contract=ingestion_contract, input_file=input_file, stage_inputs=stage_inputs,
-    stage_reference=stage_reference, stage_public=stage_public,
-    has_public_references=has_public_references, task_problems=task_problems,
-    page_context=page_context, public_training=public_training, sample_results=sample_results,
-    sample_code_submission=sample_code_submission, stage_kit=stage_kit,
-    stand_in_task=stand_in_task, reference_cli=reference_cli)
