@@ -42,8 +42,11 @@ DEFAULT_WEIGHTS = {"agreement": 1.0, "total_variation": 1.0, "w2": 1.0, "w1": 0.
 PROPORTION_METRICS = (AGREEMENT.name,)
 AGGREGATE_DESCRIPTION = ("Weighted average over tasks of 1 - agreement, total variation and W2 "
                          "(the proposal's score)")
-# The baseline the guide and the starting kit page run as their example (KIT/baselines/).
-EXAMPLE_BASELINE = "sgld.py"
+# The code phases' sample submission (KIT/baselines/<it>.py with the files it imports), and the
+# baseline the guide and the starting kit page run as their example: the same one, so the
+# guide runs it once (kit/README.md.j2).
+SAMPLE_BASELINE = "sgld"
+EXAMPLE_BASELINE = f"{SAMPLE_BASELINE}.py"
 SCORING_DESCRIPTION = ("Scores predictive distributions against the HMC references (agreement, "
                        "total variation, Wasserstein)")
 DECLARED_MODEL = HERE / "runtime" / "declared_model.py"
@@ -61,7 +64,6 @@ EPOCH_UNIT = ("one pass of plain SGD over the training data with the declared mo
 # them all zeros.
 ZEROED_PUBLIC_ARRAYS = ("y_test",)
 BASELINE_SUPPORT = ("training.py", "torch_training.py")
-SAMPLE_BASELINE = "sgld"
 
 
 # ---- program configs -----------------------------------------------------------------------

@@ -41,8 +41,9 @@ DEFAULT_WEIGHTS = {name: 0.0 for name in TASK_TYPES[DIAGNOSIS].metric_names} | {
 AGGREGATE_DESCRIPTION = ("Mean over tasks of 1/2 (1 - in-domain AUROC) + 1/2 (1 - joint "
                          "referral accuracy area): RETINA's two selection criteria")
 RANKS_BY_AGGREGATE = True
-# The baseline the guide and the starting kit page run as their example (KIT/baselines/).
-EXAMPLE_BASELINE = "map.py"
+# The baseline the guide and the starting kit page run as their example (KIT/baselines/): the
+# code phases' sample, so the guide runs it once (kit/README.md.j2).
+EXAMPLE_BASELINE = SAMPLE_BASELINE
 SCORING_DESCRIPTION = ("Scores probabilities of referable disease and their uncertainties: "
                        "in-domain AUROC and referral curves on in-domain and shifted patients")
 
