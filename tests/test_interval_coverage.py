@@ -179,24 +179,9 @@ BDL_CONFIGS = {"50 rows, far submission": (50, 1.0, 0.05, 0.5),
                "200 rows, exact submission": (200, 0.0, 0.1, 0.9)}
 
 
-def _class_sum(values: np.ndarray) -> np.ndarray:
-    """values.sum(axis=-1, keepdims=True), the same numbers: under 8 classes numpy adds a
-    row's numbers one after the other, as this does across the classes, without its cost per
-    row of a reduction over so short an axis."""
-    if values.shape[-1] >= 8:
-        return values.sum(axis=-1, keepdims=True)
-    total = values[..., :1].copy()
-    for column in range(1, values.shape[-1]):
-        total += values[..., column:column + 1]
-    return total
-
-
 def _softmax(logits: np.ndarray) -> np.ndarray:
-    largest = logits[..., :1].copy()              # the row maximum, class by class
-    for column in range(1, logits.shape[-1]):
-        np.maximum(largest, logits[..., column:column + 1], out=largest)
-    shifted = np.exp(logits - largest)
-    return shifted / _class_sum(shifted)
+    shifted = np.exp(logits - logits.max(axis=-1, keepdims=True))
+    return shifted / shifted.sum(axis=-1, keepdims=True)
 
 
 def bdl_draws(replicates, rows, submission_error, chain_error, common, rng):
