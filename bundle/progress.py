@@ -51,6 +51,12 @@ class Progress:
             self.stream.write("\r" + self.line(now) + "\x1b[K")
             self.stream.flush()
 
+    def restart(self) -> None:
+        """Start the clock now, for work that begins after a wait not worth a rate (a
+        compilation); the first line comes a redraw period later, not at once with a rate
+        of one unit over no time."""
+        self.started = self.drawn = self.clock()
+
     def clear(self) -> None:
         """Erase the line before other output is printed; the next advance redraws it."""
         if self.shown and self.drawn != float("-inf"):

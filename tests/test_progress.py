@@ -38,6 +38,21 @@ def test_the_line_gives_count_rate_and_eta():
     assert "2 images/s" in line and "ETA 0:30" in line and " 25%" in line
 
 
+def test_a_restart_leaves_the_wait_before_it_out_of_the_rate():
+    """What the reference engine does after compiling its chains (test_bdl_sampling_progress)."""
+    clock, stream = Clock(), io.StringIO()
+    bar = Progress(100, "sampling", "transitions", stream=stream, force=True, clock=clock)
+    clock.now = 60.0            # a compilation
+    bar.restart()
+    clock.now = 60.1
+    bar.advance(1)
+    assert stream.getvalue() == ""          # no line of one unit over a tenth of a second
+    clock.now = 62.0
+    bar.advance(19)
+    assert "20 transitions of 100 transitions" in stream.getvalue()
+    assert "10 transitions/s" in stream.getvalue() and "ETA 0:08" in stream.getvalue()
+
+
 def test_unknown_total_gives_count_and_rate_without_eta():
     clock = Clock()
     bar = Progress(None, "reading", "B", stream=io.StringIO(), force=True, clock=clock)

@@ -98,14 +98,17 @@ def run_task_chain(task: TaskDeclaration, prepared: PreparedTask, chain_index: i
 
 def run_task_chains_nuts(task: TaskDeclaration, prepared: PreparedTask,
                          devices: int | None = None, shard_data: bool = False,
-                         run_options=None, sampler=None) -> list[ChainPredictions]:
+                         run_options=None, sampler=None,
+                         progress=None) -> list[ChainPredictions]:
     """Every chain of a task at once on BlackJAX's NUTS, from the same prior draws as the
     numpy engine; the seed of the JAX random stream is the task's. The chains are split over
     the devices (``nuts.py``), or with ``shard_data`` the training rows are (``sharded.py``);
     with ``run_options`` (``distributed.RunOptions``) the rows are split over every device of
     every host, in checkpointed chunks (``distributed.py``). ``sampler``: None for NUTS, or
     ``fixed_hmc.FixedHMC`` for HMC with a fixed trajectory length, on the same layouts (not
-    ``run_options``: the cluster path runs NUTS only)."""
+    ``run_options``: the cluster path runs NUTS only). ``progress``: a
+    ``bundle.progress.Progress`` the chains advance by transitions as they run, on the
+    devices' layout (the data-split and cluster paths report their own way, or not)."""
     from . import jax_model, nuts, sharded
     model = task_model(task, prepared)
     starts = np.stack([initial_position(task, model, chain)
@@ -129,12 +132,13 @@ def run_task_chains_nuts(task: TaskDeclaration, prepared: PreparedTask,
                                             prepared.x_train, prepared.y_train)
         sampled = fixed_hmc.sample(log_density, starts, *settings,
                                    sampler.trajectory_for(task.prior_variance), sampler.step_size,
-                                   task.hmc.target_acceptance, devices=devices)
+                                   task.hmc.target_acceptance, devices=devices,
+                                   progress=progress)
     else:
         log_density = jax_model.log_density(model, task.likelihood, task.prior_variance,
                                             prepared.x_train, prepared.y_train)
         sampled = nuts.sample(log_density, starts, *settings, task.hmc.target_acceptance,
-                              devices=devices)
+                              devices=devices, progress=progress)
     return [chain_predictions(
         task, prepared, chain, sampled.positions[chain], -sampled.log_densities[chain],
         acceptance_rate=float(sampled.acceptance_rates[chain]),

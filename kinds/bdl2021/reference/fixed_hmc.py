@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import jax_model  # noqa: F401  (float64 switched on before any array exists)
-from .nuts import SampledChains, default_devices, on_devices
+from .nuts import SampledChains, default_devices, on_devices, report_transition, ticks
 
 import blackjax  # noqa: E402
 import jax  # noqa: E402
@@ -84,12 +84,14 @@ def _num_steps(trajectory_length: float, step_size):
 
 
 def _chain(log_density, num_warmup: int, num_samples: int, trajectory_length: float,
-           step_size: float | None, target: float):
+           step_size: float | None, target: float, tick=None):
     """One chain as a pure function of (key, initial position), returning what
-    ``nuts._chain`` returns, so that both fill the same ``SampledChains``."""
+    ``nuts._chain`` returns, so that both fill the same ``SampledChains``; ``tick`` as
+    ``nuts._chain``'s."""
     kernel = blackjax.hmc.build_kernel()
 
     def transition(key, state, eps, inverse_mass):
+        report_transition(tick)
         return kernel(key, state, log_density, eps, inverse_mass,
                       _num_steps(trajectory_length, eps))
 
@@ -139,11 +141,12 @@ def _chain(log_density, num_warmup: int, num_samples: int, trajectory_length: fl
 
 def sample(log_density, initial_positions: np.ndarray, seed: int, num_warmup: int,
            num_samples: int, trajectory_length: float, step_size: float | None = None,
-           target_acceptance: float = 0.8, devices: int | None = None) -> SampledChains:
+           target_acceptance: float = 0.8, devices: int | None = None,
+           progress=None) -> SampledChains:
     """K chains of fixed-trajectory HMC from ``initial_positions`` (K x D), laid out over the
-    devices as NUTS's are (``nuts.on_devices``)."""
+    devices as NUTS's are (``nuts.on_devices``); ``progress`` as ``nuts.sample``'s."""
     positions = jnp.asarray(initial_positions, dtype=jnp.float64)
     devices = devices or default_devices(positions.shape[0])
     chain = _chain(log_density, num_warmup, num_samples, trajectory_length, step_size,
-                   target_acceptance)
+                   target_acceptance, ticks(progress, devices))
     return on_devices(chain, positions, seed, devices)

@@ -9,6 +9,7 @@ from one seed, split per chain, so a run is reproducible on the same device kind
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -37,12 +38,43 @@ class SampledChains:
     devices: int
 
 
-def _chain(log_density, num_warmup: int, num_samples: int, target: float, depth: int):
-    """One chain as a pure function of (key, initial position): warm-up, then sampling."""
+class TransitionTicks:
+    """Transitions reported from inside the compiled chains, added to a ``bundle.progress``
+    bar. The chains run as one program a device (``on_devices``), each reporting every step
+    of its scan once whatever number of chains it holds: ``programs`` reports make one
+    transition of every chain. The reports come on XLA's threads, hence the lock."""
+
+    def __init__(self, progress, programs: int):
+        self.progress, self.programs = progress, programs
+        self.lock, self.first = threading.Lock(), True
+
+    def __call__(self) -> None:
+        with self.lock:
+            if self.first:          # the rate and ETA leave the compilation out
+                self.progress.restart()
+                self.first = False
+            self.progress.advance(1 / self.programs)
+
+
+def report_transition(tick) -> None:
+    """In a scan body: one transition done. Without ``tick`` nothing is compiled in, so a
+    run that shows no progress (stderr not a terminal) runs the very program it always did."""
+    if tick is not None:
+        jax.debug.callback(tick)
+
+
+def _chain(log_density, num_warmup: int, num_samples: int, target: float, depth: int,
+           tick=None):
+    """One chain as a pure function of (key, initial position): warm-up, then sampling;
+    ``tick``: told of each transition (``TransitionTicks``)."""
+    def warmup_info(state, info, adaptation):
+        report_transition(tick)
+        return info.is_divergent
+
     warmup = blackjax.window_adaptation(
         blackjax.nuts, log_density, is_mass_matrix_diagonal=True,
         target_acceptance_rate=target, max_num_doublings=depth,
-        adaptation_info_fn=lambda state, info, adaptation: info.is_divergent)
+        adaptation_info_fn=warmup_info)
 
     def run(key, position):
         warm_key, sample_key = jax.random.split(key)
@@ -51,6 +83,7 @@ def _chain(log_density, num_warmup: int, num_samples: int, target: float, depth:
 
         def transition(state, key):
             state, info = step(key, state)
+            report_transition(tick)
             return state, (state.position, state.logdensity, info.acceptance_rate,
                            info.num_integration_steps, info.is_divergent)
 
@@ -63,14 +96,22 @@ def _chain(log_density, num_warmup: int, num_samples: int, target: float, depth:
 
 def sample(log_density, initial_positions: np.ndarray, seed: int, num_warmup: int,
            num_samples: int, target_acceptance: float = TARGET_ACCEPTANCE,
-           max_tree_depth: int = MAX_TREE_DEPTH, devices: int | None = None) -> SampledChains:
+           max_tree_depth: int = MAX_TREE_DEPTH, devices: int | None = None,
+           progress=None) -> SampledChains:
     """K chains from ``initial_positions`` (K x D), split evenly over ``devices`` (default:
-    as many local devices as divide K)."""
+    as many local devices as divide K); ``progress``: a ``bundle.progress.Progress`` over
+    the ``num_warmup + num_samples`` transitions, advanced as they run."""
     positions = jnp.asarray(initial_positions, dtype=jnp.float64)
     chains = positions.shape[0]
     devices = devices or default_devices(chains)
-    chain = _chain(log_density, num_warmup, num_samples, target_acceptance, max_tree_depth)
+    chain = _chain(log_density, num_warmup, num_samples, target_acceptance, max_tree_depth,
+                   ticks(progress, devices))
     return on_devices(chain, positions, seed, devices)
+
+
+def ticks(progress, devices: int) -> TransitionTicks | None:
+    """What the chains report to: ``on_devices`` runs one program a device."""
+    return None if progress is None else TransitionTicks(progress, devices)
 
 
 def on_devices(chain, positions, seed: int, devices: int) -> SampledChains:
