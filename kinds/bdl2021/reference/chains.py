@@ -108,7 +108,7 @@ def run_task_chains_nuts(task: TaskDeclaration, prepared: PreparedTask,
     ``fixed_hmc.FixedHMC`` for HMC with a fixed trajectory length, on the same layouts (not
     ``run_options``: the cluster path runs NUTS only). ``progress``: a
     ``bundle.progress.Progress`` the chains advance by transitions as they run, on the
-    devices' layout (the data-split and cluster paths report their own way, or not)."""
+    devices' layout or the data split (the cluster path prints its own lines)."""
     from . import jax_model, nuts, sharded
     model = task_model(task, prepared)
     starts = np.stack([initial_position(task, model, chain)
@@ -125,7 +125,8 @@ def run_task_chains_nuts(task: TaskDeclaration, prepared: PreparedTask,
             jax_model.log_density_of_data(model, task.likelihood, task.prior_variance),
             prepared.x_train, _training_labels(task, prepared), starts, *settings, devices=devices,
             target_acceptance=task.hmc.target_acceptance,
-            make_chain=None if sampler is None else _fixed_hmc_chain(task, sampler))
+            make_chain=None if sampler is None else _fixed_hmc_chain(task, sampler),
+            progress=progress)
     elif sampler is not None:
         from . import fixed_hmc
         log_density = jax_model.log_density(model, task.likelihood, task.prior_variance,
@@ -150,12 +151,12 @@ def run_task_chains_nuts(task: TaskDeclaration, prepared: PreparedTask,
 
 
 def _fixed_hmc_chain(task: TaskDeclaration, sampler):
-    """log density -> one chain of fixed-trajectory HMC with the task's lengths."""
+    """(log density, tick) -> one chain of fixed-trajectory HMC with the task's lengths."""
     from . import fixed_hmc
-    return lambda log_density: fixed_hmc._chain(
+    return lambda log_density, tick: fixed_hmc._chain(
         log_density, task.hmc.num_warmup, task.hmc.num_samples,
         sampler.trajectory_for(task.prior_variance), sampler.step_size,
-        task.hmc.target_acceptance)
+        task.hmc.target_acceptance, tick)
 
 
 def _training_labels(task: TaskDeclaration, prepared: PreparedTask) -> np.ndarray:

@@ -252,7 +252,7 @@ def run_chains_nuts(tasks: list[TaskDeclaration], printer: ProgressPrinter, prep
               f"({settings.num_warmup} warm-up + {settings.num_samples} kept draws), compiling "
               "and sampling", file=printer.stream, flush=True)
         started = time.perf_counter()
-        with transitions_bar(task, printer, shard_data or run_options is not None) as bar:
+        with transitions_bar(task, printer, run_options is not None) as bar:
             results[task.name] = run_task_chains_nuts(task, (prepared_of or prepare)(task),
                                                       shard_data=shard_data,
                                                       run_options=run_options, sampler=sampler,
@@ -266,8 +266,8 @@ def run_chains_nuts(tasks: list[TaskDeclaration], printer: ProgressPrinter, prep
 @contextlib.contextmanager
 def transitions_bar(task: TaskDeclaration, printer: ProgressPrinter, elsewhere: bool):
     """A bar over a task's transitions while its chains run in one compiled program, on a
-    terminal only (None elsewhere: nothing is compiled in for it). The data-split and cluster
-    paths (``elsewhere``) get none: the cluster's chunks print their own lines."""
+    terminal only (None elsewhere: nothing is compiled in for it). The cluster path
+    (``elsewhere``) gets none: its chunks print their own lines."""
     from bundle.progress import Progress
     bar = Progress(task.hmc.num_warmup + task.hmc.num_samples, f"{task.name} sampling",
                    "transitions", stream=printer.stream)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import jax_model  # noqa: F401  (float64 and host devices first)
-from .nuts import MAX_TREE_DEPTH, TARGET_ACCEPTANCE, SampledChains, _chain
+from .nuts import MAX_TREE_DEPTH, TARGET_ACCEPTANCE, SampledChains, _chain, ticks
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
@@ -30,14 +30,16 @@ def pad_rows(x: np.ndarray, y: np.ndarray, devices: int):
 
 def program(log_density_of_data, num_warmup: int, num_samples: int,
             target_acceptance: float = TARGET_ACCEPTANCE, max_tree_depth: int = MAX_TREE_DEPTH,
-            make_chain=None):
+            make_chain=None, tick=None):
     """The jitted sampler of (keys, starts, x, y, weights): ``log_density_of_data(theta, x, y,
     weights)`` is the log posterior with the data as arguments, so the data keep their split.
-    ``make_chain(log_density)``: another sampler's chain (``fixed_hmc``); default NUTS's."""
+    ``make_chain(log_density, tick)``: another sampler's chain (``fixed_hmc``); default NUTS's.
+    ``tick`` as ``nuts._chain``'s: the partitioned program reports each step once."""
     def run(keys, starts, x, y, weights):
         log_density = lambda theta: log_density_of_data(theta, x, y, weights)  # noqa: E731
-        chain = (make_chain(log_density) if make_chain is not None else
-                 _chain(log_density, num_warmup, num_samples, target_acceptance, max_tree_depth))
+        chain = (make_chain(log_density, tick) if make_chain is not None else
+                 _chain(log_density, num_warmup, num_samples, target_acceptance, max_tree_depth,
+                        tick))
         return jax.vmap(chain)(keys, starts)
     return jax.jit(run)
 
@@ -51,11 +53,13 @@ def place(x, y, weights, devices: int):
 
 def sample(log_density_of_data, x, y, initial_positions: np.ndarray, seed: int,
            num_warmup: int, num_samples: int, devices: int | None = None,
-           target_acceptance: float = TARGET_ACCEPTANCE, make_chain=None) -> SampledChains:
+           target_acceptance: float = TARGET_ACCEPTANCE, make_chain=None,
+           progress=None) -> SampledChains:
+    """K chains with the rows split over ``devices``; ``progress`` as ``nuts.sample``'s."""
     devices = devices or jax.device_count()
     x, y, weights = place(*pad_rows(np.asarray(x), np.asarray(y), devices), devices)
     starts = jnp.asarray(initial_positions, dtype=jnp.float64)
     keys = jax.random.split(jax.random.PRNGKey(seed), starts.shape[0])
     out = program(log_density_of_data, num_warmup, num_samples, target_acceptance,
-                  make_chain=make_chain)(keys, starts, x, y, weights)
+                  make_chain=make_chain, tick=ticks(progress, 1))(keys, starts, x, y, weights)
     return SampledChains(*(np.asarray(part) for part in out), devices=devices)
