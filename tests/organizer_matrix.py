@@ -172,10 +172,12 @@ BUDGETS = {"bdl2021": 3, "pgdl2020": 20, "retina": 10}
 
 
 def write_spec(case: Case, folder: Path, extra_task_keys: dict | None = None) -> Path:
-    """One code phase on the case's task, as docs/building.md's walkthrough writes it."""
+    """One code phase on the case's task, as docs/building.md's walkthrough writes it; the
+    slug is the case's id with hyphens for underscores (architectures such as cnn_lstm), as
+    the spec's rule allows."""
     shutil.copyfile(REPO / "kinds" / case.kind / "logo.png", folder / "logo.png")
     task = {"budget_seconds": BUDGETS[case.kind], **(extra_task_keys or {})}
-    spec = {"kind": case.kind, "slug": case.id[:40], "title": f"Matrix case {case.id}",
+    spec = {"kind": case.kind, "slug": case.id.replace("_", "-")[:40], "title": f"Matrix case {case.id}",
             "description": "A generated organizer task.",
             "organizers": [{"name": "Matrix", "contact": "matrix@example.org"}],
             "logo": "logo.png", "docker_image": "codalab/codalab-legacy:py312",
