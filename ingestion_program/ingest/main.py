@@ -350,8 +350,8 @@ def _run_first(config: IngestionConfig, base: Path, dirs: dict[str, Path | None]
     the rules' entries in the run record."""
     def run_tasks(tasks):
         done = _run_tasks(tasks, config, base, dirs, protections, contract, shared, write=False)
-        return [(task, outcome, asdict(_task_run(task, outcome, config.limits)))
-                for task, outcome in done]
+        return [(task, outcome, asdict(_task_run(task, outcome, config.limits)),
+                 rules.outcome_problems(task, outcome)) for task, outcome in done]
     return rules.run_first(config, contract, run_tasks)
 
 

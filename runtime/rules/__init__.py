@@ -56,6 +56,9 @@ Figures kept from participants (public rows' full figures) and how a task is sco
 - ``result_notes(task) -> list[str]``: what the report and the log add to a task's result.
   Default: none.
 
+A rule module imports ``records.py`` (``RuleError`` and the records hooks return), never this
+registry.
+
 A rule may run tasks of its own before the phase's, and fail the submission (the gate):
 
 - ``config_tasks(raw, where, parse_tasks) -> dict``: ``IngestionConfig.rules`` entries that
@@ -64,8 +67,9 @@ A rule may run tasks of its own before the phase's, and fail the submission (the
 - ``extra_tasks(config)``: the ``TaskSpec``s it runs besides the phase's (the run's worst
   case counts them). Default: none.
 - ``run_first(config, contract, run_tasks) -> dict``: runs its tasks before the phase's,
-  through ``run_tasks(tasks) -> [(task, outcome, run)]`` (the core's own run of a task,
-  writing no output; ``run``: the task's run as the record states it), and returns its
+  through ``run_tasks(tasks) -> [(task, outcome, run, problems)]`` (the core's own run of a
+  task, writing no output; ``run``: the task's run as the record states it; ``problems``:
+  the rules' ``outcome_problems``, so that a rule never asks this registry), and returns its
   entries in the run record (``RunRecord.rules``, top-level keys of the signed record).
   Default: none.
 - ``record_entries(raw, where) -> dict``: its entries of a run record as read back (raise
@@ -109,9 +113,8 @@ A rule may run a task its own way, each child the core's:
 """
 from __future__ import annotations
 
-from typing import NamedTuple
-
 from . import epoch_budgets, gate, public_rows, sd_columns, se_columns, smoke_test, units
+from .records import RuleError, RunInstead, ScoreInstead  # noqa: F401  (the rules' own names)
 
 RULES = (
     sd_columns,
@@ -180,10 +183,6 @@ def column_problem(statistic: str, task) -> str | None:
 def column_value(statistic: str, result, metric: str) -> float:
     """The value of a rule's column for one task's result."""
     return _owner(statistic).column_value(statistic, result, metric)
-
-
-class RuleError(ValueError):
-    """A rule cannot apply to this bundle as built: the organizer must fix it."""
 
 
 def task_budget(task, data, contract):
@@ -306,22 +305,6 @@ def outcome_lines(task, outcome) -> list[str]:
     """The rules' lines on a task's outcome in the ingestion's log, in ``RULES`` order."""
     return [line for rule in RULES if hasattr(rule, "outcome_lines")
             for line in rule.outcome_lines(task, outcome)]
-
-
-class RunInstead(NamedTuple):
-    """Tasks a rule runs instead of the phase's (``runs_instead``)."""
-    folder: str             # under $input and $output: kept apart from the phase's tasks
-    tasks: tuple            # TaskSpecs, their inputs relative to $input/<folder>
-    entries: dict           # the rule's entries in the run record
-
-
-class ScoreInstead(NamedTuple):
-    """What the scorer scores instead of the phase's tasks (``scores_instead``)."""
-    folder: str             # under ref/ and res/
-    config: object          # the ScoringConfig of those tasks
-    heading: str            # the detailed results' heading
-    exit_status: int        # non-zero: the platforms fail the submission, which ranks nowhere
-    closing: str            # the log's last line
 
 
 def submission_refusal(config, submission) -> tuple[str, str] | None:

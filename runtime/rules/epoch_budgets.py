@@ -9,11 +9,12 @@ import dataclasses
 import statistics
 from pathlib import Path
 
+from .records import RuleError
+
 
 def task_fields(raw_task: dict, where: str) -> dict:
     epochs = raw_task.get("budget_epochs")
     if epochs is not None and (not isinstance(epochs, (int, float)) or epochs <= 0):
-        from . import RuleError     # here: the registry imports this module before defining it
         raise RuleError(f"{where}.budget_epochs: must be a positive number, found {epochs!r}")
     return {"budget_epochs": float(epochs) if epochs is not None else None}
 
@@ -26,7 +27,6 @@ def task_budget(task, data: Path, contract):
         return task
     measure = contract.epoch_seconds
     if measure is None:
-        from . import RuleError     # here: the registry imports this module before defining it
         raise RuleError(f"task {task.name}: a budget in epochs, but the kind has no "
                         "reference training to time (rebuild the bundle)")
     measured = measure(task, data)

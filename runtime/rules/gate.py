@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 from runtime import failures
 
+from .records import RuleError
+
 
 @dataclass(frozen=True)
 class Gate:
@@ -25,7 +27,6 @@ class Gate:
 
 
 def _error(message: str):
-    from . import RuleError     # here: the registry imports this module before defining it
     return RuleError(message)
 
 
@@ -58,25 +59,24 @@ def run_first(config, contract, run_tasks) -> dict:
     _say(f"gate: your code first runs on the tasks of {gate.label} ({names}); it runs "
          "on this phase's tasks only if it completes every one of them")
     done = run_tasks(gate.tasks)
-    problems = [problem for task, outcome, _ in done
-                for problem in [_task_problem(task, outcome, contract)] if problem]
+    problems = [problem for task, outcome, _, found in done
+                for problem in [_task_problem(task, outcome, found, contract)] if problem]
     _say("gate: passed" if not problems else
          f"gate: NOT passed ({'; '.join(problems)}): this phase's tasks were not run")
     return {"gate": {"label": gate.label, "passed": not problems, "reason": "; ".join(problems),
-                     "tasks": {task.name: run for task, _, run in done}}}
+                     "tasks": {task.name: run for task, _, run, _ in done}}}
 
 
-def _task_problem(task, outcome, contract) -> str | None:
+def _task_problem(task, outcome, rules_problems: list[str], contract) -> str | None:
     """Why a gate task was not completed: it must end ok with its final output, pass the
-    other rules' checks of its outcome, and pass the kind's own test."""
+    other rules' checks of its outcome (``rules_problems``, found by the core), and pass the
+    kind's own test."""
     if outcome.status != "ok" or outcome.prediction != "final":
         how = (failures.title(outcome.failed_as) if outcome.failed_as     # what to act on
                else outcome.status.replace('_', ' '))
         return f"{task.name}: {how}" + (f" ({outcome.message})" if outcome.message else "")
-    from . import outcome_problems      # here: the registry imports this module before defining it
-    problems = outcome_problems(task, outcome)
-    if problems:
-        return f"{task.name}: {'; '.join(problems)}"
+    if rules_problems:
+        return f"{task.name}: {'; '.join(rules_problems)}"
     problem = contract.gate_problem(outcome.predictions, task)
     return f"{task.name}: {problem}" if problem else None
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from kinds.kind import scoring_runtime
 
+from .records import RuleError
+
 FULL_VALUE = "full_value"
 FULL_AGGREGATE = "full_weighted_loss"
 # The full figures are the leaderboard's own statistics, on all rows.
@@ -21,7 +23,6 @@ PRIVATE_OUTPUT = "full"
 
 
 def _rule_error(message: str):
-    from . import RuleError     # here: the registry imports this module before defining it
     return RuleError(message)
 
 

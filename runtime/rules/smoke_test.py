@@ -22,6 +22,8 @@ from pathlib import Path
 
 from runtime import failures
 
+from .records import RuleError, RunInstead, ScoreInstead
+
 MARKER = "SMOKE_TEST"         # an empty file at the root of the submission's zip
 FOLDER = "smoke"              # the smoke tasks' inputs, references and predictions
 SMOKE_TEST = 6                # the scorer's exit status after a smoke test
@@ -34,7 +36,6 @@ class SmokeTest:
 
 
 def _error(message: str):
-    from . import RuleError     # here: the registry imports this module before defining it
     return RuleError(message)
 
 
@@ -74,7 +75,6 @@ def runs_instead(config, submission: Path):
     smoke = config.rules.get("smoke_test")
     if smoke is None or not asked(submission):
         return None
-    from . import RunInstead    # here: the registry imports this module before defining it
     names = ", ".join(task.name for task in smoke.tasks)
     _say(f"smoke test: your code runs on the smoke tasks only ({names}), public data shaped "
          "like this phase's tasks; it is scored but not ranked, and the submission fails so "
@@ -117,7 +117,6 @@ def scores_instead(config, entries: dict):
     if nested is None:
         raise _error("the run record says the code ran a smoke test, but this phase's scoring "
                      "config has none (rebuild the bundle)")
-    from . import ScoreInstead  # here: the registry imports this module before defining it
     return ScoreInstead(FOLDER, nested, HEADING, SMOKE_TEST,
                         "smoke test: scored but not ranked; the submission fails so that it "
                         "counts toward no limit")
