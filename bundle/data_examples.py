@@ -152,15 +152,25 @@ def _candidates(training) -> list[tuple[str, list[int]]]:
             for c in np.unique(targets)]
 
 
-def _examples(training, budget: int) -> tuple[list[dict], int]:
+# Inputs that are not 8-bit pixels (standardised values, say) are drawn stretched per image
+# (``eight_bit``): where each value was standardised at its place, the pictures look grainier
+# than the originals, and the page says how they were drawn.
+STRETCHED_NOTE = ("drawn from the input values as you get them, each image stretched from its "
+                  "lowest value to its highest")
+
+
+def _examples(training, budget: int) -> tuple[list[dict], int, bool]:
     """Up to EXAMPLES_PER_CLASS thumbnails per class, taken in rounds (the first of every
     class, then the second, ...) until the next would pass ``budget`` bytes of data URIs.
-    Returns the strip (one entry per class) and how many were left out for the budget."""
+    Returns the strip (one entry per class), how many were left out for the budget, and
+    whether they were stretched from values other than 8-bit pixels."""
     chosen = _candidates(training)
     rows = sorted({row for _, picked in chosen for row in picked})
     if not rows:
-        return [], 0
-    pixels = dict(zip(rows, eight_bit(training.images(np.asarray(rows)))))
+        return [], 0, False
+    images = training.images(np.asarray(rows))
+    stretched = np.asarray(images).dtype != np.uint8
+    pixels = dict(zip(rows, eight_bit(images)))
     strip = [{"value": value, "images": []} for value, _ in chosen]
     used, left_out = 0, 0
     for position in range(EXAMPLES_PER_CLASS):
@@ -177,7 +187,7 @@ def _examples(training, budget: int) -> tuple[list[dict], int]:
                 "src": uri, "height": int(small.shape[0]), "width": int(small.shape[1]),
                 "alt": f"training row {picked[position]}"
                        + (f", {training.target} {value}" if value else "")})
-    return [entry for entry in strip if entry["images"]], left_out
+    return [entry for entry in strip if entry["images"]], left_out, stretched
 
 
 def task_summaries(plan) -> list[dict]:
@@ -193,16 +203,18 @@ def add_examples(summaries_per_phase: list[list[dict]]) -> None:
     """The example strips of one page's tasks, sharing PAGE_IMAGE_BYTES equally; in place."""
     imaged = [s for summaries in summaries_per_phase for s in summaries
               if s["_training"].images is not None]
-    seen: dict[str, tuple[list[dict], int]] = {}
+    seen: dict[str, tuple[list[dict], int, bool]] = {}
     for summary in imaged:
         # a task shown in two phases of one page is drawn once and shown twice
         if summary["task"] not in seen:
             share = PAGE_IMAGE_BYTES // len({s["task"] for s in imaged})
             seen[summary["task"]] = _examples(summary["_training"], share)
-        summary["examples"], left_out = seen[summary["task"]]
+        summary["examples"], left_out, stretched = seen[summary["task"]]
+        notes = [STRETCHED_NOTE] if stretched else []
         if left_out:
-            summary["examples_note"] = (f"{left_out} more example(s) left out to keep the page "
-                                        f"under {PAGE_IMAGE_BYTES // 1000} kB of images")
+            notes.append(f"{left_out} more example(s) left out to keep the page under "
+                         f"{PAGE_IMAGE_BYTES // 1000} kB of images")
+        summary["examples_note"] = "; ".join(notes)
     for summaries in summaries_per_phase:
         for summary in summaries:
             summary.pop("_training", None)

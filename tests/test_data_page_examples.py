@@ -168,6 +168,19 @@ def test_page_images_held_to_the_byte_cap():
     for summary in summaries[0]:
         assert len(summary["examples"]) == 10
         assert "left out" in summary["examples_note"]
+        assert "stretched" not in summary["examples_note"]      # 8-bit photographs
+
+
+def test_images_of_other_values_than_pixels_say_how_they_were_drawn():
+    """Standardised inputs (BDL's digits) are stretched into pixels per image; the page says
+    so (they look grainy), and 8-bit images get no such note (the test above)."""
+    rng = np.random.default_rng(2)
+    values = rng.standard_normal((20, 8, 8))
+    training = PublicTraining(source="x", input_shape=(8, 8), targets=np.arange(20) % 2,
+                              images=lambda rows: values[rows])
+    summaries = [[{**data_examples._figures(training, "a"), "_training": training}]]
+    data_examples.add_examples(summaries)
+    assert summaries[0][0]["examples_note"] == data_examples.STRETCHED_NOTE
 
 
 def test_overview_names_the_kit_and_every_phase_close():
