@@ -18,7 +18,9 @@ from test_bdl_reference_engine import run_cli, run_python
 REPO = Path(__file__).resolve().parents[3]
 
 CONJUGATE = """
+import io
 import numpy as np, jax.numpy as jnp
+from bundle.progress import Progress
 from kinds.bdl2021.reference import fixed_hmc
 from test_bdl_reference_engine import conjugate_data
 from test_bdl_hmc import posterior_mismatches, NOISE_STD, PRIOR_VARIANCE
@@ -32,15 +34,17 @@ def log_density(w):
 starts = np.random.default_rng(1).normal(0, 2, (4, 3))
 for step_size in (None, 0.01):          # dual averaging in warm-up; fixed
     # about a quarter period in the posterior's widest direction (sd 0.1), as the paper's rule
+    # with the terminal's bar over the transitions (test_bdl_sampling_progress.py), counted
+    bar = Progress(2300, "t", "transitions", stream=io.StringIO(), force=True)
     chains = fixed_hmc.sample(log_density, starts, 0, 300, 2000, trajectory_length=0.12,
-                              step_size=step_size)
+                              step_size=step_size, progress=bar)
     assert chains.positions.shape == (4, 2000, 3) and (chains.divergences == 0).all()
     if step_size is None:
         assert (abs(chains.acceptance_rates - 0.8) < 0.15).all(), chains.acceptance_rates
     else:
         # 0.12 / 0.01 is 11.999999999999998 in floating point: 12 steps all the same
         assert (chains.step_sizes == 0.01).all() and (chains.mean_num_steps == 12).all()
-    print("devices", chains.devices, "step", step_size, "mismatches",
+    print("devices", chains.devices, "step", step_size, "transitions", bar.done, "mismatches",
           posterior_mismatches(chains.positions, mean, covariance))
 """
 
@@ -48,8 +52,9 @@ for step_size in (None, 0.01):          # dual averaging in warm-up; fixed
 @pytest.mark.parametrize("devices", [1, 4])
 def test_fixed_hmc_matches_the_closed_form_posterior_with_the_chains_split_over_devices(devices):
     out = run_python(CONJUGATE, devices)
-    assert f"devices {devices} step None mismatches []" in out
-    assert f"devices {devices} step 0.01 mismatches []" in out
+    # 300 + 2000 transitions counted once each, whether the 4 chains share a program or not
+    assert f"devices {devices} step None transitions 2300.0 mismatches []" in out
+    assert f"devices {devices} step 0.01 transitions 2300.0 mismatches []" in out
 
 
 def test_fixed_hmc_writes_references_that_pass_the_gate_and_name_the_sampler(tmp_path):

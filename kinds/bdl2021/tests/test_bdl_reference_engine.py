@@ -87,7 +87,9 @@ def conjugate_data():
 
 
 CHAINS_SPLIT = """
+import io
 import numpy as np, jax.numpy as jnp
+from bundle.progress import Progress
 from kinds.bdl2021.reference import nuts
 from test_bdl_reference_engine import conjugate_data
 from test_bdl_hmc import posterior_mismatches, NOISE_STD, PRIOR_VARIANCE
@@ -98,19 +100,25 @@ def log_density(w):
     residual = y - x @ w
     return -(0.5 * residual @ residual / NOISE_STD ** 2 + 0.5 * w @ w / PRIOR_VARIANCE)
 
-chains = nuts.sample(log_density, np.random.default_rng(1).normal(0, 2, (4, 3)), 0, 500, 2000)
+# with the terminal's bar over the transitions (test_bdl_sampling_progress.py), counted here
+bar = Progress(2500, "t", "transitions", stream=io.StringIO(), force=True)
+chains = nuts.sample(log_density, np.random.default_rng(1).normal(0, 2, (4, 3)), 0, 500, 2000,
+                     progress=bar)
 assert chains.positions.shape == (4, 2000, 3) and (chains.divergences == 0).all()
 assert (abs(chains.acceptance_rates - 0.8) < 0.15).all()
 np.testing.assert_allclose(chains.log_densities[0, :5],
                            [float(log_density(jnp.asarray(p))) for p in chains.positions[0, :5]])
-print("devices", chains.devices, "mismatches",
+print("devices", chains.devices, "transitions", bar.done, "mismatches",
       posterior_mismatches(chains.positions, mean, covariance))
 """
 
 
 @pytest.mark.parametrize("devices", [1, 4])
 def test_nuts_matches_the_closed_form_posterior_with_the_chains_split_over_devices(devices):
-    assert f"devices {devices} mismatches []" in run_python(CHAINS_SPLIT, devices)
+    """On 1 device the 4 chains are one vectorised program; on 4, one program each: either
+    way the bar counts each of the 500 + 2000 transitions once."""
+    assert (f"devices {devices} transitions 2500.0 mismatches []"
+            in run_python(CHAINS_SPLIT, devices))
 
 
 DATA_SPLIT = """
