@@ -20,9 +20,11 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
 from kinds.baseline_table import stopped_by_failures
@@ -37,6 +39,9 @@ from .spec import DEFAULT_SPEC, CompetitionSpec, SpecError, load_spec
 KIT_RUN_LOCAL = "run_local.py"
 KIT_REFERENCES = Path("data") / "reference"     # where the kit's run_local looks for them
 SCORING_OUTPUT = Path("scoring") / "run" / "output"    # in a run's folder, once scored
+# Ctrl-C, kill and a closed terminal: passed on to the kit's run_local, which stops the code
+STOPPING_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGINT", "SIGHUP")
+                         if hasattr(signal, name))
 
 
 class LocalRunError(RuntimeError):
@@ -113,9 +118,37 @@ def run_kit(kit: Path, work: Path, code: Path | str | None = None,
     flag, source = ("--code", code) if code is not None else ("--results", results)
     command = [sys.executable, KIT_RUN_LOCAL, flag, str(source), "--out", str(Path(work).absolute())]
     if log is None:
-        return subprocess.run(command, cwd=kit).returncode
+        return _run_passing_stops(command, kit)
     with open(log, "w", encoding="utf-8") as written:
-        return subprocess.run(command, cwd=kit, stdout=written, stderr=subprocess.STDOUT).returncode
+        return _run_passing_stops(command, kit, stdout=written, stderr=subprocess.STDOUT)
+
+
+def _run_passing_stops(command: list[str], kit: Path, **streams) -> int:
+    """The kit's run_local, with a stopping signal sent to this process passed on to it: it
+    stops the code it runs and removes what it staged. It runs in a process group of its own,
+    so that a terminal's Ctrl-C reaches it once, through here. Once it has stopped, this
+    process gets the signal as it would have without waiting (KeyboardInterrupt, or the
+    default end). Before, a ``kill`` of this command left the kit's run and the code going."""
+    process = subprocess.Popen(command, cwd=kit, process_group=0, **streams)
+    received: list[int] = []
+
+    def pass_on(number, _frame):
+        received.append(number)
+        if process.poll() is None:
+            process.send_signal(number)
+
+    # handlers can only be set from the main thread (a caller may run this in another)
+    in_main = threading.current_thread() is threading.main_thread()
+    previous = {number: signal.signal(number, pass_on)
+                for number in (STOPPING_SIGNALS if in_main else ())}
+    try:
+        returncode = process.wait()
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+    if received:
+        signal.raise_signal(received[0])
+    return returncode
 
 
 def scored_details(work: Path, what: str, log: Path | None = None) -> dict:
@@ -192,7 +225,10 @@ def main(argv: list[str] | None = None) -> int:
           + (", with its hidden references (never give this kit out)"
              if args.score_hidden else ""), flush=True)
     code = f"baselines/{args.baseline}.py" if args.baseline else _absolute(args.code)
-    return run_kit(kit, out, code=code, results=_absolute(args.results))
+    try:
+        return run_kit(kit, out, code=code, results=_absolute(args.results))
+    except KeyboardInterrupt:           # the kit's run_local stopped first and said so
+        return 128 + signal.SIGINT
 
 
 if __name__ == "__main__":

@@ -88,3 +88,42 @@ def test_a_stopped_local_run_stops_the_code_it_runs(stop, tmp_path, built_bundle
     assert f"stopped by {stop.name}" in stderr and "Traceback" not in stderr, stderr[-2000:]
     assert processes_naming(str(staging)) == []
     assert left == [], "the staging folder was left"
+
+
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT])
+def test_a_stopped_organizers_local_run_stops_the_kits_run_and_the_code(stop, tmp_path):
+    """The organizer's ``python -m bundle.local_run`` runs the kit's run_local under it: a
+    stop of the command is passed on, so the code stops too (before, a ``kill`` left both
+    running). The command then ends as the signal would end it: by SIGTERM, or with 130 and
+    no traceback after a Ctrl-C."""
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "submission.py").write_text(ENDLESS)
+    staging = Path(tempfile.mkdtemp(prefix="stop-test-"))
+    staging.chmod(0o755)
+    command = subprocess.Popen(
+        [str(REPO / ".venv" / "bin" / "python"), "-m", "bundle.local_run", "--config",
+         str(KINDS["label_accuracy"].DEFAULT_SPEC), "--phase", "evaluation", "--code",
+         str(tmp_path / "mine"), "--out", str(tmp_path / "run")], cwd=REPO,
+        env={**os.environ, "TMPDIR": str(staging)}, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 300
+        while not list(staging.glob("**/started")):
+            assert command.poll() is None, command.communicate()
+            assert time.monotonic() < deadline, "the code never started"
+            time.sleep(0.1)
+        command.send_signal(stop)               # the command alone, as `kill` does
+        stdout, stderr = command.communicate(timeout=120)
+    finally:
+        if command.poll() is None:
+            command.kill()
+            command.wait()
+        left = [path for path in staging.iterdir() if path.name != "tmp"] if staging.exists() else []
+        remaining = processes_naming(str(staging))
+        shutil.rmtree(staging, ignore_errors=True)
+    assert command.returncode == (-stop if stop == signal.SIGTERM else 128 + stop), (
+        command.returncode, stdout[-2000:], stderr[-2000:])
+    assert f"stopped by {stop.name}" in stderr and "Traceback" not in stderr, stderr[-2000:]
+    # stopped then, not at the end of each task's budget (what a kill left running did)
+    assert "within its budget" not in stderr, stderr[-2000:]
+    assert remaining == [] and left == [], (remaining, left)
