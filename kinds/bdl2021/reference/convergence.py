@@ -97,7 +97,8 @@ def rank_normalised(draws: np.ndarray) -> dict[str, np.ndarray]:
     error and standard deviation of the mean, per quantity of ``draws[:, :, ...]``.
 
     A quantity that is constant over every draw (a probability pinned at 1) has converged by
-    definition: R-hat 1, ESS the number of draws, MCSE 0 (ArviZ gives NaN there). Columns go in
+    definition: R-hat 1, ESS the number of draws, MCSE 0 (ArviZ gives NaN there); one nearly
+    constant, where ArviZ's MCSE is NaN, gets its standard deviation as its MCSE. Columns go in
     batches, so the rank transforms of a large test set never sit in memory at once.
     """
     draws = np.asarray(draws, dtype=float)
@@ -126,4 +127,10 @@ def _rank_normalised(draws: np.ndarray) -> dict[str, np.ndarray]:
     for name, value in (("rhat", 1.0), ("ess_bulk", size), ("ess_tail", size),
                         ("mcse_mean", 0.0)):
         figures[name] = np.where(constant, value, figures[name])
+    # Nearly constant, not constant (a stuck chain's draws, a few units in the last place
+    # apart): ArviZ's MCSE is NaN there. The most cautious finite error stands in, the
+    # standard deviation itself (an effective sample size of 1), so that a reference file
+    # never holds a NaN the build must refuse; the gate has failed such a run anyway.
+    figures["mcse_mean"] = np.where(np.isfinite(figures["mcse_mean"]), figures["mcse_mean"],
+                                    figures["sd"])
     return figures

@@ -44,3 +44,19 @@ def test_ess_of_ar1_matches_theory():
         x[:, t] = phi * x[:, t - 1] + noise[:, t]
     expected = 4 * n * (1 - phi) / (1 + phi)
     assert abs(effective_sample_size(x) / expected - 1) < 0.15
+
+
+def test_a_stuck_chains_nearly_constant_draws_get_a_finite_cautious_mcse():
+    """Draws a few units in the last place apart (a stuck chain of a generated CNN task): ArviZ
+    gives NaN for their MCSE, which made a reference file the build refused. They get their
+    standard deviation instead (an effective sample size of 1); constant draws keep 0 and
+    ordinary ones ArviZ's figure."""
+    from kinds.bdl2021.reference.convergence import rank_normalised
+    rng = np.random.default_rng(0)
+    stuck = -8.3 + 1e-9 * rng.standard_normal((2, 500))
+    draws = np.stack([stuck, np.full((2, 500), 0.25), rng.standard_normal((2, 500))], axis=2)
+    figures = rank_normalised(draws)
+    assert np.isfinite(figures["mcse_mean"]).all(), figures["mcse_mean"]
+    assert figures["mcse_mean"][0] == figures["sd"][0] > 0
+    assert figures["mcse_mean"][1] == 0.0
+    assert 0 < figures["mcse_mean"][2] < figures["sd"][2]
