@@ -75,3 +75,29 @@ def test_predictions_have_the_contract_shape_and_repeat_given_the_seed(
     if task.task_type == "classification":
         assert np.allclose(first.sum(axis=1), 1.0)
     np.testing.assert_array_equal(first, second)
+
+
+def test_the_curvature_search_stops_at_its_deadline(baseline_module):
+    """The SG baselines and HMC size their steps by a power iteration of twenty full-batch
+    gradients, which on a large network outlasted a short budget before any checkpoint (the
+    organizer matrix's LeNet task, 3 s). Past its deadline it stops with the estimate so far;
+    before it, all twenty run and give the same number as without a deadline."""
+    import time
+    sgld = baseline_module("sgld")
+    hessian = np.diag([4.0, 1.0, 0.5])
+    calls = []
+
+    def gradient(theta):
+        calls.append(1)
+        return hessian @ theta
+
+    theta = np.ones(3)
+    unbounded = sgld.largest_curvature(gradient, theta, np.random.default_rng(0))
+    assert len(calls) == 21 and abs(unbounded - 4.0) < 1e-3
+    calls.clear()
+    assert sgld.largest_curvature(gradient, theta, np.random.default_rng(0),
+                                  deadline=time.monotonic() + 600) == unbounded
+    calls.clear()
+    passed = sgld.largest_curvature(gradient, theta, np.random.default_rng(0),
+                                    deadline=time.monotonic() - 1)
+    assert len(calls) == 2 and np.isfinite(passed) and passed > 0   # the base and one product

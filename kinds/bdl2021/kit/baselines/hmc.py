@@ -62,7 +62,8 @@ def predict(task, x_train, y_train, x_test, checkpoint):
     theta = adam(potential_fn, initial_parameters(model, task.likelihood["name"], rng),
                  ADAM_STEPS, 3e-3, started + ADAM_SHARE * (deadline - started), time.monotonic)
     state = Point.at(theta, potential_fn)
-    step_size = 0.5 / math.sqrt(largest_curvature(lambda t: potential_fn(t)[1], theta, rng))
+    step_size = 0.5 / math.sqrt(largest_curvature(lambda t: potential_fn(t)[1], theta, rng,
+                                                  deadline=deadline))
     warmup_end = time.monotonic() + WARMUP_SHARE * (deadline - time.monotonic())
     state, step_size, inverse_mass = warm_up(state, potential_fn, step_size,
                                              np.ones_like(theta), warmup_end, rng)

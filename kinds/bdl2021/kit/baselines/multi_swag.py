@@ -40,7 +40,8 @@ def swag_diagonal(model, likelihood, prior_variance, theta, x_train, y_train, rn
     def full_gradient(parameters):
         return potential_and_grad(model, likelihood, prior_variance, parameters,
                                   x_train, y_train)[1]
-    learning_rate = SGD_FRACTION / largest_curvature(full_gradient, theta, rng)
+    learning_rate = SGD_FRACTION / largest_curvature(full_gradient, theta, rng,
+                                                     deadline=deadline)
     first, second, count = np.zeros_like(theta), np.zeros_like(theta), 0
     for step in range(1, SWAG_STEPS + 1):
         rows = rng.choice(n, batch, replace=False)

@@ -49,7 +49,7 @@ def predict(task, x_train, y_train, x_test, checkpoint):
                                   x_train, y_train)[1]
     theta = adam(lambda t: (None, full_gradient(t)), initial_parameters(model, likelihood, rng),
                  300, 3e-3, deadline, time.monotonic)        # burn-in starts near a mode
-    eta = STEP_FRACTION / largest_curvature(full_gradient, theta, rng)
+    eta = STEP_FRACTION / largest_curvature(full_gradient, theta, rng, deadline=deadline)
     noise_scale = math.sqrt(2 * FRICTION * eta)
     velocity = np.zeros_like(theta)
     samples, keep_every = [], KEEP_EVERY

@@ -25,8 +25,11 @@ KEEP_EVERY = 25
 TIME_SHARE = 0.5
 
 
-def largest_curvature(gradient, theta, rng, iterations=20, delta=1e-4):
-    """Power iteration on finite-difference Hessian-vector products: lambda_max of grad^2 U."""
+def largest_curvature(gradient, theta, rng, iterations=20, delta=1e-4, deadline=None):
+    """Power iteration on finite-difference Hessian-vector products: lambda_max of grad^2 U.
+    Past ``deadline`` (time.monotonic) it stops with the estimate so far: on a large network
+    twenty full-batch gradients can take longer than a short budget, and a run that never
+    reached its first checkpoint would leave nothing to score."""
     direction = rng.standard_normal(theta.shape)
     direction /= np.linalg.norm(direction)
     base = gradient(theta)
@@ -37,6 +40,8 @@ def largest_curvature(gradient, theta, rng, iterations=20, delta=1e-4):
         if not math.isfinite(curvature) or curvature == 0:
             return 1.0
         direction = product / curvature
+        if deadline is not None and time.monotonic() > deadline:
+            break
     return curvature
 
 
@@ -52,7 +57,7 @@ def predict(task, x_train, y_train, x_test, checkpoint):
                                   x_train, y_train)[1]
     theta = adam(lambda t: (None, full_gradient(t)), initial_parameters(model, likelihood, rng),
                  300, 3e-3, deadline, time.monotonic)        # a sensible place to start
-    peak_step = STEP_FRACTION / largest_curvature(full_gradient, theta, rng)
+    peak_step = STEP_FRACTION / largest_curvature(full_gradient, theta, rng, deadline=deadline)
     samples, prediction = [], None
     for _ in range(CYCLES):
         for step in range(STEPS_PER_CYCLE):
