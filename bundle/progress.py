@@ -25,6 +25,14 @@ def _amount(value: float, unit: str) -> str:
     return f"{value:,.0f} {unit}".rstrip()
 
 
+def _rate(rate: float, unit: str) -> str:
+    """Units a second, or for slow work (under one a second: a transition of a large
+    network's chains) seconds each, which "0 transitions/s" would hide."""
+    if 0 < rate < 1 and unit != "B":
+        return f"{1 / rate:,.1f} s each"
+    return f"{_amount(rate, unit)}/s"
+
+
 class Progress:
     """``with Progress(total, "decoding", "images") as bar: ... bar.advance()``.
 
@@ -80,7 +88,7 @@ class Progress:
             share = min(self.done / self.total, 1.0)
             bar = "#" * int(20 * share)
             text += f" of {_amount(self.total, self.unit)} [{bar:<20}] {100 * share:3.0f}%"
-        text += f", {_amount(rate, self.unit)}/s, {_duration(elapsed)} elapsed"
+        text += f", {_rate(rate, self.unit)}, {_duration(elapsed)} elapsed"
         if self.total and rate > 0:
             text += f", ETA {_duration((self.total - self.done) / rate)}"
         return text

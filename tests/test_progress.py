@@ -53,6 +53,15 @@ def test_a_restart_leaves_the_wait_before_it_out_of_the_rate():
     assert "10 transitions/s" in stream.getvalue() and "ETA 0:08" in stream.getvalue()
 
 
+def test_slow_work_gives_seconds_each_rather_than_none_a_second():
+    clock, stream = Clock(), io.StringIO()
+    bar = Progress(40, "sampling", "transitions", stream=stream, force=True, clock=clock)
+    clock.now = 60.0
+    bar.advance(3)
+    assert "3 transitions of 40 transitions" in stream.getvalue()
+    assert "20.0 s each" in stream.getvalue() and "ETA 12:20" in stream.getvalue()
+
+
 def test_unknown_total_gives_count_and_rate_without_eta():
     clock = Clock()
     bar = Progress(None, "reading", "B", stream=io.StringIO(), force=True, clock=clock)
