@@ -160,3 +160,27 @@ def test_the_scorer_refuses_a_malformed_public_part_or_one_its_kind_cannot_score
     other["tasks"][0]["public_rows"] = 5
     with pytest.raises(ConfigError, match=r"tasks\[0\]\.public_rows: this kind does not score"):
         parse_config(other)
+
+
+def test_a_task_run_in_units_never_records_negative_training_seconds():
+    """The units rule adds its children's wall times, rounded to the millisecond, and takes
+    the first child's start-up from them: a task whose code began and took no time at all
+    came out at -2.3e-05 s on a loaded machine (the organizer matrix, a PGDL zoo), and the
+    scorer refused the record (``run_record._task_run``: "expected a non-negative number"),
+    failing the submission. It is 0 now."""
+    from ingestion_program.ingest.supervisor import TaskOutcome
+    from runtime.rules import units
+
+    class Contract:
+        def check_output(self, merged, task, where):
+            return merged, []
+
+    child = TaskOutcome(status="ok", message="", wall_seconds=0.1000004,
+                        predictions=None, prediction=None, startup_seconds=0.1000234,
+                        training_seconds=0.0, units_done=1)
+    combined = units._combined(object(), Contract(), [(0, child)], [units.DONE], None,
+                               (("network_1",), 5.0))
+    assert combined.wall_seconds == 0.1 and combined.training_seconds == 0.0
+    never = dataclasses.replace(child, training_seconds=None)
+    assert units._combined(object(), Contract(), [(0, never)], [units.DONE], None,
+                           (("network_1",), 5.0)).training_seconds is None

@@ -114,7 +114,10 @@ def _combined(task, contract, children: list[tuple[int, object]],
     begun = outcomes[0].training_seconds is not None
     combined = dataclasses.replace(
         last, wall_seconds=wall, startup_seconds=outcomes[0].startup_seconds,
-        training_seconds=wall - outcomes[0].startup_seconds if begun else None,
+        # at least 0: the rounded wall time can fall a few microseconds short of the first
+        # child's start-up when training took none, and the scorer refuses a record with a
+        # negative figure, failing the whole submission (the organizer matrix, a loaded machine)
+        training_seconds=max(wall - outcomes[0].startup_seconds, 0.0) if begun else None,
         peak_memory_mb=max((o.peak_memory_mb for o in outcomes if o.peak_memory_mb),
                            default=None),
         resident_peak_mb=max((o.resident_peak_mb for o in outcomes
