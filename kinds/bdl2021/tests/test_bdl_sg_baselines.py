@@ -101,3 +101,29 @@ def test_the_curvature_search_stops_at_its_deadline(baseline_module):
     passed = sgld.largest_curvature(gradient, theta, np.random.default_rng(0),
                                     deadline=time.monotonic() - 1)
     assert len(calls) == 2 and np.isfinite(passed) and passed > 0   # the base and one product
+
+
+def test_the_trivial_baseline_cuts_its_prior_draws_to_its_time(baseline_module):
+    """Regression: each of the 200 prior draws is a forward pass, too many for a large network
+    on a short budget (the matrix's retinopathy CNN, 2 s, timed out with nothing). With time
+    for all it gives the prediction it always gave; with almost none, one draw, after a
+    checkpoint."""
+    trivial = baseline_module("trivial")
+    training = sys.modules["training"]
+    task = FakeTask("diabetes_gap")
+    inputs = np.load(EMBEDDED / "diabetes_gap" / "diabetes_gap.npz")
+    x_train, y_train, x_test = inputs["x_train"], inputs["y_train"], inputs["x_test"]
+    kept = []
+    full = trivial.predict(task, x_train, y_train, x_test, kept.append)
+    model, _, prepared = training.task_model_and_inputs(task, x_train, x_test)
+    rng = np.random.default_rng(2)
+    draws = [rng.normal(0.0, task.prior["variance"] ** 0.5, model.num_parameters)
+             for _ in range(trivial.PRIOR_DRAWS)]
+    np.testing.assert_array_equal(full, training.predictive(task, model, draws, prepared, rng))
+    task.time_left = lambda: 1e-9
+    short = trivial.predict(task, x_train, y_train, x_test, kept.append)
+    rng = np.random.default_rng(2)
+    [rng.normal(0.0, 1.0, model.num_parameters) for _ in range(trivial.PRIOR_DRAWS)]
+    assert len(kept) == 2 and short.shape == full.shape and np.isfinite(short).all()
+    np.testing.assert_array_equal(
+        short, training.predictive(task, model, draws[:1], prepared, rng))
