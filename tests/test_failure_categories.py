@@ -274,5 +274,5 @@ def test_a_gate_task_that_failed_is_named_by_its_category():
     from runtime.rules import gate
     outcome = TaskOutcome("failed", "importing complexity.py failed: ImportError: no", 0.2,
                           failure=failures.IMPORT_ERROR)
-    assert gate._task_problem(SimpleNamespace(name="zoo"), outcome, None) == (
+    assert gate._task_problem(SimpleNamespace(name="zoo"), outcome, [], None) == (
         "zoo: Import error (importing complexity.py failed: ImportError: no)")
