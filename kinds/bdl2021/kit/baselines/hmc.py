@@ -27,7 +27,7 @@ are, so the baseline spends its time on drawing as many as it can.
   transition yet, not the last one: a transition's leapfrog steps are drawn anew each time,
   so one may take up to MAX_LEAPFROG times as long as the one before it, and the last
   one's time let a long one start too late to end within the budget on a slower machine.
-  A checkpoint follows every CHECKPOINT_SECONDS of sampling.
+  A checkpoint follows every CHECKPOINT_SECONDS of sampling, and a first one the warm start.
 """
 import math
 import time
@@ -62,6 +62,12 @@ def predict(task, x_train, y_train, x_test, checkpoint):
     theta = adam(potential_fn, initial_parameters(model, task.likelihood["name"], rng),
                  ADAM_STEPS, 3e-3, started + ADAM_SHARE * (deadline - started), time.monotonic)
     state = Point.at(theta, potential_fn)
+    # a first answer at the warm start, before warm-up: on a large network and a short budget
+    # the sampling's own first checkpoint may come too late (its generator is its own, so the
+    # draws below are those the baseline always made)
+    first = Draws(task, model, x_test, np.random.default_rng(5))
+    first.add(theta)
+    checkpoint(first.predictive())
     step_size = 0.5 / math.sqrt(largest_curvature(lambda t: potential_fn(t)[1], theta, rng,
                                                   deadline=deadline))
     warmup_end = time.monotonic() + WARMUP_SHARE * (deadline - time.monotonic())
