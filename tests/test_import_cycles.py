@@ -89,16 +89,15 @@ def test_no_product_module_imports_one_that_imports_it_back():
     assert cycles(graph) == []
 
 
-# The cycles deferred imports still close: the build-side rule seam (a rule module asks the
-# registry or the plan that calls it) and BDL's reference commands (the kind's record names
-# the CLI, whose plan and verify read the kind's declarations). Issue 51 removes them.
+# The cycle deferred imports still close: the build-side rule seam (a rule module asks the
+# registry or the plan that calls it). Issue 51 removes it. (BDL's reference commands closed
+# one too, the kind naming its CLI whose verify read the kind's name; the name is in the
+# package's __init__ now.)
 DEFERRED_CYCLES_LEFT = [
     ["bundle.competition_rules", "bundle.competition_rules.gate",
      "bundle.competition_rules.smoke_test", "bundle.leaderboard", "bundle.methodology",
      "bundle.phase_data", "bundle.phase_plan", "bundle.programs", "bundle.render", "bundle.spec",
      "bundle.spec_schema", "bundle.starting_kit"],
-    ["kinds.bdl2021.kind", "kinds.bdl2021.reference.cli", "kinds.bdl2021.reference.plan",
-     "kinds.bdl2021.reference.verify"],
 ]
 
 

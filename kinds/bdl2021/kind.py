@@ -29,7 +29,6 @@ from .tasks import (data_source, files, has_public_references, has_std, predicti
                     std_description, task_type, test_rows)
 
 HERE = Path(__file__).resolve().parent
-NAME = "bdl2021"
 DEFAULT_SPEC = HERE / "default_spec.yaml"
 EMBEDDED_ROOT = DEFAULT_ROOT
 TEMPLATES = HERE / "templates"

@@ -10,7 +10,7 @@ from pathlib import Path
 from reference_data.manifest import print_verification
 
 from .task_files import DEFAULT_ROOT
-from .tasks import TASKS, task_by_name
+from .tasks import TASKS, chosen_names, task_by_name
 
 EPILOG = """examples:
   python -m reference_data verify                 check the committed references
@@ -234,7 +234,7 @@ def _export(args) -> int:
     import json
     found = sorted(path.parent.name for path in args.root.glob("*/*_task.json")
                    if path.name == f"{path.parent.name}_task.json")
-    names = _names(args, found)
+    names = chosen_names(args.tasks, found)
     unknown = [name for name in names if name not in found]
     if unknown:
         print(f"error: no task {', '.join(unknown)} under {args.root} (found: "
@@ -249,11 +249,6 @@ def _export(args) -> int:
             return 1
         print(f"{name}: " + ", ".join(str(path) for path in written))
     return 0
-
-
-def _names(args, default: list[str]) -> list[str]:
-    return [name.strip() for name in args.tasks.split(",") if name.strip()] if args.tasks \
-        else default
 
 
 def _gate_failed(problems: list[str], failed: list, kept: list[Path], declared: str) -> int:
@@ -276,7 +271,7 @@ def _load_organizer_tasks(args) -> dict:
     overrides = {key: value for key, value in (("num_warmup", args.warmup),
                  ("num_samples", args.samples), ("num_chains", args.chains)) if value is not None}
     return {name: load_task(args.data_root, name, overrides)
-            for name in _names(args, task_names(args.data_root))}
+            for name in chosen_names(args.tasks, task_names(args.data_root))}
 
 
 def _generate_organizer(args) -> int:
@@ -335,7 +330,8 @@ def _generate(args) -> int:
         print(f"error: {problem}", file=sys.stderr)
         return 2
     try:
-        declared = [task_by_name(name) for name in _names(args, [t.name for t in TASKS])]
+        declared = [task_by_name(name)
+                    for name in chosen_names(args.tasks, [task.name for task in TASKS])]
     except KeyError as error:
         print(f"error: {error.args[0]}", file=sys.stderr)
         return 2

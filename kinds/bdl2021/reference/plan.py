@@ -22,19 +22,18 @@ TIMED_CALLS = 3
 
 def _tasks(args):
     """[(declaration, prepared arrays)] of the embedded tasks or an organizer's folders."""
-    from .cli import _names
     from .datasets import prepare
     from .generate import with_overrides
-    from .tasks import TASKS, task_by_name
+    from .tasks import TASKS, chosen_names, task_by_name
     if args.data_root is not None:
         from .organizer import load_task, task_names
         overrides = {key: value for key, value in (("num_warmup", args.warmup),
                      ("num_samples", args.samples), ("num_chains", args.chains))
                      if value is not None}
         return [load_task(args.data_root, name, overrides)
-                for name in _names(args, task_names(args.data_root))]
+                for name in chosen_names(args.tasks, task_names(args.data_root))]
     tasks = [with_overrides(task_by_name(name), args.warmup, args.samples, args.chains)
-             for name in _names(args, [t.name for t in TASKS])]
+             for name in chosen_names(args.tasks, [t.name for t in TASKS])]
     return [(task, prepare(task)) for task in tasks]
 
 

@@ -140,6 +140,12 @@ TASKS: tuple[TaskDeclaration, ...] = (
 )
 
 
+def chosen_names(tasks_flag: str | None, default: list[str]) -> list[str]:
+    """The task names a command's ``--tasks a,b`` gives, else ``default``."""
+    return [name.strip() for name in tasks_flag.split(",") if name.strip()] if tasks_flag \
+        else default
+
+
 def task_by_name(name: str) -> TaskDeclaration:
     for task in TASKS:
         if task.name == name:

@@ -88,7 +88,7 @@ def _is_organizer_root(root: Path) -> bool:
 def verify_organizer_task(root: Path, name: str) -> VerifiedTask:
     """An organizer's task as the build checks it (its inputs hold the true y_test), and the
     convergence gate its diagnostics state."""
-    from ..kind import NAME
+    from .. import NAME
     problems = task_data_problems(NAME, name, root)
     if problems:
         return VerifiedTask({"name": name}, {}, problems)
