@@ -4,8 +4,10 @@ temporary folder. At the repository's root so that both trees see it."""
 import fcntl
 import hashlib
 import os
+import re
 import shutil
 import sys
+from collections import OrderedDict
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -125,6 +127,46 @@ def pytest_terminal_summary(terminalreporter, config):
     for folder in config.stash.get(_ARTIFACT_FOLDERS, []):
         count = sum(1 for _ in folder.rglob("*.png"))
         terminalreporter.write_line(f"test artefacts: {count} screenshots in {folder}")
+
+
+DURATIONS_TABLE = REPO / "docs" / "test_durations.md"     # scripts/test_durations.py writes it
+
+
+def measured_file_seconds(table: Path = DURATIONS_TABLE) -> dict[str, float]:
+    """Each test file's seconds in the last durations table ("| `path` | tests | seconds |")."""
+    try:
+        lines = table.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return {}
+    rows = (re.match(r"\| `([^`]+\.py)` \| \d+ \| ([0-9.]+) \|", line) for line in lines)
+    return {row.group(1): float(row.group(2)) for row in rows if row}
+
+
+class LongestFileFirst(OrderedDict):
+    """pytest-xdist's queue of files for --dist loadfile, handing out the longest file (by its
+    measured seconds) first. xdist's own order is most tests first, which left files of a few
+    long tests (a kit's install line and guide, a real-size build) to the end: one worker ran
+    them for a minute after the others were done. Ties keep xdist's order; a file the table
+    does not know counts as short."""
+
+    def __init__(self, seconds: dict[str, float]):
+        super().__init__()
+        self.seconds = seconds
+
+    def popitem(self, last: bool = True):
+        if last:
+            return super().popitem(last=True)
+        scope = max(self, key=lambda name: self.seconds.get(name, 0.0))
+        return scope, self.pop(scope)
+
+
+def pytest_xdist_make_scheduler(config, log):
+    if config.getoption("dist") != "loadfile":
+        return None                                   # xdist's own for any other mode
+    from xdist.scheduler import LoadFileScheduling
+    scheduler = LoadFileScheduling(config, log)
+    scheduler.workqueue = LongestFileFirst(measured_file_seconds())
+    return scheduler
 
 
 def pytest_configure(config):

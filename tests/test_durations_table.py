@@ -75,3 +75,17 @@ def test_the_command_line_writes_the_table_from_a_junit_file(tmp_path):
     assert "tests/test_spec.py::test_marked_long[a-1]: over" not in result.stderr
     assert "over 60 s without the slow marker: tests/test_spec.py::test_marked_long[a-1]" \
         in result.stderr
+
+
+def test_the_suite_hands_out_the_longest_file_first_by_the_committed_table():
+    """conftest.py's xdist queue: the committed table's longest file leaves first, a file the
+    table does not know last, and a tie keeps the queue's own order."""
+    from conftest import LongestFileFirst, measured_file_seconds
+    seconds = measured_file_seconds()
+    longest = max(seconds, key=seconds.get)
+    assert len(seconds) > 50 and Path(longest).is_file(), longest
+    queue = LongestFileFirst({**seconds, "tie_a.py": 5.0, "tie_b.py": 5.0})
+    for name in ("unknown.py", "tie_a.py", longest, "tie_b.py"):
+        queue[name] = {}
+    assert [queue.popitem(last=False)[0] for _ in range(4)] == [longest, "tie_a.py", "tie_b.py",
+                                                                 "unknown.py"]
