@@ -47,14 +47,16 @@ ROWS_WORDS = re.compile(r"\bpublic_rows\b|reveal_full_scores|full_value|full_wei
 ROWS_ALLOWED = {"bundle/competition_rules/public_rows.py", "runtime/rules/public_rows.py",
                 "kinds/kind.py", "bundle/platforms/codalab.py", "bundle/platforms/codabench.py",
                 "scripts/fingerprint.py"}
-REGISTRATION = re.compile(r"^from \. import [\w, ]+$|^    \w+,$")
+REGISTRATION = re.compile(r"^from \. import [\w, ]+$|^    \w+\.RULE,$")
 # The gate's words: its spec key, its fields and config entries, its record entry, its exit.
 # BDL's "convergence gate" (a check of its references) is another thing. The registries name
-# the rule (their lists of rules, their RULES); the kind records declare its hook.
+# the rule (their lists of rules, their RULES); the kind records declare its hook; the rule
+# records give it as the example of their hooks for tasks run first.
 GATE_WORDS = re.compile(r"(?<!convergence )\bgat(e|ed|es)\b|\bgate_\w+|_gate\b",
                         re.IGNORECASE)
 GATE_ALLOWED = {"bundle/competition_rules/gate.py", "runtime/rules/gate.py", "kinds/kind.py",
-                "bundle/competition_rules/__init__.py", "runtime/rules/__init__.py"}
+                "bundle/competition_rules/__init__.py", "runtime/rules/__init__.py",
+                "bundle/competition_rules/records.py", "runtime/rules/records.py"}
 # Units' loop, checks and log lines: planning a task in units, asking the kind for them,
 # the states of units not done. The child protocol's unit window (ingest/supervisor.py:
 # UnitWindow, units_done, a unit's own kill) and the fields the outcome and the run record
@@ -70,7 +72,7 @@ SMOKE_ALLOWED = {"bundle/competition_rules/smoke_test.py", "runtime/rules/smoke_
 
 
 def _names(registry):
-    return [module.__name__.rsplit(".", 1)[1] for module in registry.RULES]
+    return [rule.name for rule in registry.RULES]
 
 
 def test_each_rule_has_a_build_half_and_a_worker_half():
@@ -178,9 +180,9 @@ def test_a_task_run_in_units_never_records_negative_training_seconds():
     child = TaskOutcome(status="ok", message="", wall_seconds=0.1000004,
                         predictions=None, prediction=None, startup_seconds=0.1000234,
                         training_seconds=0.0, units_done=1)
-    combined = units._combined(object(), Contract(), [(0, child)], [units.DONE], None,
+    combined = units._combined(object(), Contract(), [(0, child)], [units._DONE], None,
                                (("network_1",), 5.0))
     assert combined.wall_seconds == 0.1 and combined.training_seconds == 0.0
     never = dataclasses.replace(child, training_seconds=None)
-    assert units._combined(object(), Contract(), [(0, never)], [units.DONE], None,
+    assert units._combined(object(), Contract(), [(0, never)], [units._DONE], None,
                            (("network_1",), 5.0)).training_seconds is None

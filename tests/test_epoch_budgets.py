@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import yaml
 
-from bundle.competition_rules.epoch_budgets import budget_facts
+from bundle.competition_rules.epoch_budgets import RULE as BUILD_RULE
 from bundle.phase_plan import phase_plan
 from bundle.programs import ingestion_config
 from bundle.spec import SpecError, load_spec
@@ -19,7 +19,7 @@ from ingestion_program.ingest.config import TaskSpec
 from kinds.bdl2021.runtime import calibration
 from kinds.bdl2021.runtime.declared_model import MLP, walk_full_batches
 from local_runs import REPO, run_local
-from runtime.rules.epoch_budgets import task_budget
+from runtime.rules.epoch_budgets import RULE as WORKER_RULE
 
 BDL_SPEC = REPO / "kinds" / "bdl2021" / "default_spec.yaml"
 WINE = REPO / "kinds" / "bdl2021" / "reference" / "embedded" / "wine"
@@ -51,14 +51,14 @@ def _task(epochs, ceiling):
 
 def test_the_median_epoch_converts_the_budget_and_the_ceiling_caps_it():
     contract = types.SimpleNamespace(epoch_seconds=lambda task, data: [0.03, 0.01, 0.02])
-    task = task_budget(_task(100, 30.0), Path("data"), contract)
+    task = WORKER_RULE.task_budget(_task(100, 30.0), Path("data"), contract)
     assert task.budget_seconds == pytest.approx(2.0)
     assert task.rules["calibration"] == {"epochs": 100, "seconds_per_epoch": 0.02,
                                 "samples": [0.03, 0.01, 0.02], "budget_seconds": 2.0,
                                 "ceiling_seconds": 30.0, "capped": False}
-    capped = task_budget(_task(100, 1.5), Path("data"), contract)
+    capped = WORKER_RULE.task_budget(_task(100, 1.5), Path("data"), contract)
     assert capped.budget_seconds == 1.5 and capped.rules["calibration"]["capped"] is True
-    assert task_budget(_task(None, 7.0), Path("data"), contract).budget_seconds == 7.0
+    assert WORKER_RULE.task_budget(_task(None, 7.0), Path("data"), contract).budget_seconds == 7.0
 
 
 def test_the_reference_sgd_is_timed_in_epochs_or_scaled_steps_and_stops_at_its_cap():
@@ -98,12 +98,11 @@ def test_the_config_and_pages_state_the_epochs_and_the_ceiling(tmp_path):
     plan = phase_plan(load_spec(spec_with_epochs(tmp_path)), "evaluation")
     wine = next(task for task in plan.tasks if task.name == "wine")
     assert wine.budget_text() == "3000 epochs (at most 30 s)"
-    assert budget_facts(plan.tasks) == ["an epoch is one pass of plain SGD over the training "
-                                        "data with the declared model (minibatches of 128; in "
-                                        "PyTorch where the image installs it, on the GPU images' "
-                                        "GPU, else in numpy), timed on the worker just "
-                                        "before your code runs, and the epochs are converted to "
-                                        "seconds there"]
+    assert BUILD_RULE.budget_facts(plan.tasks) == [
+        "an epoch is one pass of plain SGD over the training data with the declared model "
+        "(minibatches of 128; in PyTorch where the image installs it, on the GPU images' GPU, "
+        "else in numpy), timed on the worker just before your code runs, and the epochs are "
+        "converted to seconds there"]
     config = next(t for t in ingestion_config(plan)["tasks"] if t["name"] == "wine")
     assert config["budget_epochs"] == EPOCHS and config["budget_seconds"] == 30
 

@@ -21,6 +21,7 @@ sys.path.insert(0, REPO)
 import yaml
 
 BUILD = """
+from bundle.competition_rules.records import BuildRule
 from bundle.spec_key import Key
 SPEC_KEYS = {"tasks.<task>": {"tag": Key({"type": "string", "maxLength": 20},
                                          "A short tag shown with the task.", default=None,
@@ -39,12 +40,18 @@ def scoring_task_entries(task):
 def phase_facts(plan):
     tagged = [f"{t.name}: {t.rules['tag']}" for t in plan.tasks if t.rules["tag"]]
     return [("Task tags", "; ".join(tagged))] if tagged else []
+RULE = BuildRule(name="tags", SPEC_KEYS=SPEC_KEYS, spec_values=spec_values,
+                 spec_problems=spec_problems, plan_task=plan_task,
+                 ingestion_task_entries=ingestion_task_entries,
+                 scoring_task_entries=scoring_task_entries, phase_facts=phase_facts)
 """
 WORKER = """
+from runtime.rules.records import WorkerRule
 def task_fields(raw_task, where):
     return {"tag": raw_task.get("tag")}
 def scoring_task_fields(raw_task, where):
     return {"tag": raw_task.get("tag")}
+RULE = WorkerRule(name="tags", task_fields=task_fields, scoring_task_fields=scoring_task_fields)
 """
 
 def module(name, source):
@@ -54,9 +61,10 @@ def module(name, source):
 
 import bundle.competition_rules as build_rules
 import runtime.rules as worker_rules
+from runtime.rules.records import registered
 if REGISTER:
-    build_rules.RULES += (module("bundle.competition_rules.tags", BUILD),)
-    worker_rules.RULES += (module("runtime.rules.tags", WORKER),)
+    build_rules.RULES = registered(*build_rules.RULES, module("bundle.competition_rules.tags", BUILD).RULE)
+    worker_rules.RULES = registered(*worker_rules.RULES, module("runtime.rules.tags", WORKER).RULE)
 import bundle.spec_schema, bundle.spec
 importlib.reload(bundle.spec_schema)
 spec_module = importlib.reload(bundle.spec)

@@ -275,4 +275,4 @@ def test_the_board_shows_a_standard_error_the_scorer_could_not_measure_as_the_ra
     assert rules.column_value("se", result, "share") == pytest.approx(1.0)
     assert rules.column_value("se", result, "distance") == pytest.approx(0.25)
     measured = TaskResult(task, {"share": MetricResult("share", 0.9, se=0.01)})
-    assert se_columns.column_value("se", measured, "share") == pytest.approx(0.01)
+    assert se_columns.RULE.column_value("se", measured, "share") == pytest.approx(0.01)

@@ -15,6 +15,7 @@ from ingestion_program.ingest.supervisor import MIN_BUDGET_SECONDS, POLL_SECONDS
 from kinds.kind import KINDS
 
 from ..spec_key import Key, number
+from .records import BuildRule
 
 SPEC_KEYS = {"tasks.<task>": {
     "budget_epochs": Key(
@@ -95,3 +96,9 @@ def short_budgets(output: Path, floor: float) -> list[str]:
         if isinstance(seconds, (int, float)) and seconds < floor:
             found.append(f"{name}: {calibration.get('epochs')} epochs came to {seconds:g} s here")
     return found
+
+
+RULE = BuildRule(name="epoch_budgets", SPEC_KEYS=SPEC_KEYS, spec_values=spec_values,
+                 spec_problems=spec_problems, plan_task=plan_task, seconds_budget=seconds_budget,
+                 budget_text=budget_text, budget_facts=budget_facts,
+                 ingestion_task_entries=ingestion_task_entries, dry_run_notes=dry_run_notes)

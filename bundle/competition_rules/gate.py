@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from ..spec_key import Key
 from .held_tasks import replace_held_tasks
+from .records import BuildRule
 
 SPEC_KEYS = {"phases.<phase>": {
     "gate": Key(
@@ -119,3 +120,11 @@ def phase_facts(plan) -> list[tuple[str, str]]:
              "rules; only if it completes every one of them is it run on this phase's tasks. "
              "Otherwise the submission fails and the log says why; failed submissions do not "
              f"count toward the limits. The tasks of {gate.label} are not scored here")]
+
+
+RULE = BuildRule(name="gate", SPEC_KEYS=SPEC_KEYS, spec_values=spec_values,
+                 spec_problems=spec_problems, spec_extra_tasks=spec_extra_tasks,
+                 plan_phase_tasks=plan_phase_tasks, replace_tasks=replace_tasks,
+                 extra_tasks=extra_tasks, ingestion_config_tasks=ingestion_config_tasks,
+                 ingestion_config_extra_tasks=ingestion_config_extra_tasks,
+                 scoring_config_entries=scoring_config_entries, phase_facts=phase_facts)

@@ -21,9 +21,10 @@ from runtime.rules.public_rows import FULL_AGGREGATE, FULL_VALUE
 
 from ..task_declarations import TaskDataError, declaration_path, read_declaration
 from ..spec_key import Key, number
+from .records import BuildRule
 
-FULL_SUFFIX = "full"       # a task's figures on all its test rows, hidden while a part is public
-ON_ALL_ROWS = ", on all test rows"
+_FULL_SUFFIX = "full"       # a task's figures on all its test rows, hidden while a part is public
+_ON_ALL_ROWS = ", on all test rows"
 
 SPEC_KEYS = {
     "tasks.<task>": {"public_rows": Key(
@@ -97,8 +98,8 @@ def task_columns(plan, task, columns) -> list:
     if not task.rules.get("public_rows"):
         return []
     return [dataclasses.replace(
-        column, key=f"{column.key}_{FULL_SUFFIX}", label=f"{column.label} ({FULL_SUFFIX})",
-        description=column.description + ON_ALL_ROWS, statistic=FULL_VALUE, hidden=True)
+        column, key=f"{column.key}_{_FULL_SUFFIX}", label=f"{column.label} ({_FULL_SUFFIX})",
+        description=column.description + _ON_ALL_ROWS, statistic=FULL_VALUE, hidden=True)
         for column in columns if column.statistic == "value"]
 
 
@@ -107,8 +108,9 @@ def aggregate_columns(plan, aggregate) -> list:
     if not _public(plan):
         return []
     return [dataclasses.replace(
-        aggregate, key=f"{aggregate.key}_{FULL_SUFFIX}", label=f"{aggregate.label} ({FULL_SUFFIX})",
-        description=aggregate.description + ON_ALL_ROWS, statistic=FULL_AGGREGATE, hidden=True)]
+        aggregate, key=f"{aggregate.key}_{_FULL_SUFFIX}",
+        label=f"{aggregate.label} ({_FULL_SUFFIX})",
+        description=aggregate.description + _ON_ALL_ROWS, statistic=FULL_AGGREGATE, hidden=True)]
 
 
 def scoring_task_entries(task) -> dict:
@@ -129,3 +131,9 @@ def phase_facts(plan) -> list[tuple[str, str]]:
 def withholds_figures(spec) -> bool:
     """Until the organizer rebuilds with ``reveal_full_scores``, the full figures are kept."""
     return bool(spec.rules["public_rows"]) and not spec.rules["reveal_full_scores"]
+
+
+RULE = BuildRule(name="public_rows", SPEC_KEYS=SPEC_KEYS, spec_values=spec_values,
+                 spec_problems=spec_problems, plan_task=plan_task, task_columns=task_columns,
+                 aggregate_columns=aggregate_columns, scoring_task_entries=scoring_task_entries,
+                 phase_facts=phase_facts, withholds_figures=withholds_figures)

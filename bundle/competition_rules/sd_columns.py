@@ -13,7 +13,9 @@ from runtime.rules.sd_columns import STATISTIC
 
 from kinds.kind import kind
 
-KEY_SUFFIX = "std"
+from .records import BuildRule
+
+_KEY_SUFFIX = "std"
 
 
 def metric_columns(plan, task, metric, value_column) -> list:
@@ -22,5 +24,8 @@ def metric_columns(plan, task, metric, value_column) -> list:
         return []
     # A spread is better small, whichever way the metric itself sorts.
     return [dataclasses.replace(
-        value_column, key=f"{value_column.key}_{KEY_SUFFIX}", label=f"{value_column.label} sd",
+        value_column, key=f"{value_column.key}_{_KEY_SUFFIX}", label=f"{value_column.label} sd",
         sort="asc", description=definition.std_description(task, metric), statistic=STATISTIC)]
+
+
+RULE = BuildRule(name="sd_columns", metric_columns=metric_columns)

@@ -11,11 +11,12 @@ import dataclasses
 from runtime.rules.se_columns import STATISTIC
 
 from ..spec_key import Key
+from .records import BuildRule
 
-KEY_SUFFIX = "se"
-SPEC_KEY = "standard_error_columns"
+_KEY_SUFFIX = "se"
+_SPEC_KEY = "standard_error_columns"
 
-SPEC_KEYS = {"": {SPEC_KEY: Key(
+SPEC_KEYS = {"": {_SPEC_KEY: Key(
     {"type": "boolean"},
     "Add a column after each task metric's with its standard error (`<task>_<metric>_se`): "
     "how far the figure would move with another draw of the test rows (and, for BDL, of the "
@@ -27,19 +28,23 @@ SPEC_KEYS = {"": {SPEC_KEY: Key(
 
 
 def spec_values(raw: dict) -> dict:
-    return {SPEC_KEY: bool(raw[SPEC_KEY])}
+    return {_SPEC_KEY: bool(raw[_SPEC_KEY])}
 
 
 def plan_phase(spec, phase_key: str, code: bool) -> dict:
-    return {SPEC_KEY: spec.rules[SPEC_KEY]}
+    return {_SPEC_KEY: spec.rules[_SPEC_KEY]}
 
 
 def metric_columns(plan, task, metric, value_column) -> list:
-    if not plan.rules.get(SPEC_KEY):
+    if not plan.rules.get(_SPEC_KEY):
         return []
     # A standard error is better small, whichever way the metric itself sorts.
     return [dataclasses.replace(
-        value_column, key=f"{value_column.key}_{KEY_SUFFIX}", label=f"{value_column.label} SE",
+        value_column, key=f"{value_column.key}_{_KEY_SUFFIX}", label=f"{value_column.label} SE",
         sort="asc", statistic=STATISTIC,
         description=f"Standard error of {value_column.label}: how far it would move with "
                     "another draw of what it was measured on")]
+
+
+RULE = BuildRule(name="se_columns", SPEC_KEYS=SPEC_KEYS, spec_values=spec_values,
+                 plan_phase=plan_phase, metric_columns=metric_columns)

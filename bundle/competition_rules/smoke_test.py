@@ -26,9 +26,10 @@ from runtime.rules.smoke_test import FOLDER, MARKER, SMOKE_TEST
 
 from ..spec_key import Key, number
 from .held_tasks import replace_held_tasks
+from .records import BuildRule
 
-STAND_IN = "stand_in"
-DEFAULT_MAX_SECONDS = 30.0    # a smoke test finds crashes; it need not train for long
+_STAND_IN = "stand_in"
+_DEFAULT_MAX_SECONDS = 30.0    # a smoke test finds crashes; it need not train for long
 
 SPEC_KEYS = {"phases.<phase>": {
     "smoke_test": Key(
@@ -40,20 +41,20 @@ SPEC_KEYS = {"phases.<phase>": {
         "results, then fails the submission, so that it counts toward no submission "
         "limit on either platform. Never made of hidden rows (smoke submissions are "
         "unlimited, so scores on hidden references would leak them). Code phases only.",
-        default=None, shown="no smoke test", example={"tasks": STAND_IN}, keys={
+        default=None, shown="no smoke test", example={"tasks": _STAND_IN}, keys={
             "tasks": Key(
-                {"oneOf": [{"enum": [STAND_IN]},
+                {"oneOf": [{"enum": [_STAND_IN]},
                            {"type": "array", "minItems": 1, "uniqueItems": True,
                             "items": {"type": "string"}}]},
-                f"`{STAND_IN}`: the starting kit's public stand-in of the phase (the kind's "
+                f"`{_STAND_IN}`: the starting kit's public stand-in of the phase (the kind's "
                 "stand-in of each task, made of its public data; else the spec's public "
                 "tasks); or a list of public tasks: tasks of a results phase whose "
-                "references the kind publishes.", default=STAND_IN, example=STAND_IN),
+                "references the kind publishes.", default=_STAND_IN, example=_STAND_IN),
             "budget_seconds": Key(
                 number(exclusive=0, maximum=86400),
                 "Each smoke task's training budget, in seconds.",
                 default=None,
-                shown=f"the task's budget, at most {DEFAULT_MAX_SECONDS:g} s", example=10)}),
+                shown=f"the task's budget, at most {_DEFAULT_MAX_SECONDS:g} s", example=10)}),
 }}
 
 
@@ -82,15 +83,15 @@ def _problems(raw: dict, key: str, data_root) -> list[str]:
     if raw["phases"][key]["submission"] != "code":
         return [f"{where}: only a code phase can have a smoke test (this phase scores "
                 "uploaded files and runs no code)"]
-    tasks = smoke.get("tasks", STAND_IN)
-    if tasks == STAND_IN and raw.get("tracks") and _kind(raw).stand_in_task:
-        return [f"{where}.tasks: {STAND_IN} not with tracks where the kind makes a stand-in "
+    tasks = smoke.get("tasks", _STAND_IN)
+    if tasks == _STAND_IN and raw.get("tracks") and _kind(raw).stand_in_task:
+        return [f"{where}.tasks: {_STAND_IN} not with tracks where the kind makes a stand-in "
                 "of each task (a track's phase runs the track's tasks, of which the smoke "
                 "test would need a stand-in of its own); name public tasks instead"]
     public = _public_task_names(raw, data_root)
-    if tasks == STAND_IN:
+    if tasks == _STAND_IN:
         if not _kind(raw).stand_in_task and not public:
-            return [f"{where}.tasks: {STAND_IN} needs a stand-in: the kind has none of its "
+            return [f"{where}.tasks: {_STAND_IN} needs a stand-in: the kind has none of its "
                     "own and the spec no results phase whose references the kind publishes; "
                     "name public tasks or leave the smoke test out"]
         names = raw["phases"][key]["tasks"] if _kind(raw).stand_in_task else sorted(public)
@@ -107,7 +108,7 @@ def _time_problems(raw: dict, key: str, names: list[str], seconds: float | None)
     """A smoke run is a run of the phase: its time limit must cover it as it covers the
     phase's own (``bundle/spec.py``, with the same formula)."""
     from ingestion_program.ingest.config import worst_case_seconds
-    budgets = [seconds if seconds is not None else min(budget, DEFAULT_MAX_SECONDS)
+    budgets = [seconds if seconds is not None else min(budget, _DEFAULT_MAX_SECONDS)
                for name in names
                for budget in [raw["tasks"].get(name, {}).get("budget_seconds")] if budget]
     sandbox = raw["sandbox"]
@@ -147,7 +148,7 @@ def plan_phase_tasks(spec, phase_key: str, code: bool, planned) -> dict:
     given = spec.rules["smoke_tests"].get(phase_key) if code else None
     if given is None:
         return {"smoke_test": None}
-    if given.get("tasks", STAND_IN) == STAND_IN:
+    if given.get("tasks", _STAND_IN) == _STAND_IN:
         tasks, about = _stand_in(spec, phase_key, planned)
     else:
         tasks = planned(given["tasks"])
@@ -161,7 +162,7 @@ def _budgeted(task, seconds: float | None):
     """A smoke task keeps none of the phase task's rules: its budget is in seconds, and its
     rows, public, are scored whole (a public part of hidden rows means nothing here)."""
     return dataclasses.replace(task, rules={}, budget_seconds=(
-        seconds if seconds is not None else min(task.budget_seconds, DEFAULT_MAX_SECONDS)))
+        seconds if seconds is not None else min(task.budget_seconds, _DEFAULT_MAX_SECONDS)))
 
 
 # The kind's stand-in writes its tasks' files; a plan is made many times in a build (pages,
@@ -258,3 +259,12 @@ NOT_CHECKED = (
     "a smoke test (where a phase has one): that the site shows its sender the scoring log and "
     "the detailed results of a submission it marks Failed; the dry run checks the scorer's "
     "exit status, its report and that no scores file is written",)
+
+
+RULE = BuildRule(name="smoke_test", SPEC_KEYS=SPEC_KEYS, spec_values=spec_values,
+                 spec_problems=spec_problems, plan_phase_tasks=plan_phase_tasks,
+                 replace_tasks=replace_tasks, public_tasks_apart=public_tasks_apart,
+                 ingestion_config_tasks=ingestion_config_tasks,
+                 scoring_config_entries=scoring_config_entries, phase_facts=phase_facts,
+                 kit_steps=kit_steps, dry_run_submissions=dry_run_submissions,
+                 NOT_CHECKED=NOT_CHECKED)

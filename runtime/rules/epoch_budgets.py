@@ -9,7 +9,7 @@ import dataclasses
 import statistics
 from pathlib import Path
 
-from .records import RuleError
+from .records import RuleError, WorkerRule
 
 
 def task_fields(raw_task: dict, where: str) -> dict:
@@ -54,10 +54,10 @@ def record_fields(task) -> dict:
 
 def task_notes(fields: dict) -> list[str]:
     calibration = fields.get("calibration")
-    return [calibration_text(calibration)] if calibration else []
+    return [_calibration_text(calibration)] if calibration else []
 
 
-def calibration_text(calibration: dict) -> str:
+def _calibration_text(calibration: dict) -> str:
     """A budget in epochs and how it became seconds, for the ingestion log and the report."""
     text = (f"budget {calibration['epochs']:g} epochs x {calibration['seconds_per_epoch']:.3g} s "
             f"per epoch on this machine (median of {len(calibration['samples'])} timed samples)"
@@ -69,3 +69,6 @@ def calibration_text(calibration: dict) -> str:
                  "(this machine is slower than the organizers' worst case)")
     return text
 
+
+RULE = WorkerRule(name="epoch_budgets", task_fields=task_fields, task_budget=task_budget,
+                  record_fields=record_fields, task_notes=task_notes)

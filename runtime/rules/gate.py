@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from runtime import failures
 
-from .records import RuleError
+from .records import RuleError, WorkerRule
 
 
 @dataclass(frozen=True)
@@ -111,3 +111,9 @@ def unrun_failure(config) -> str | None:
     return ("In a phase with a gate the submission fails rather than finishing with the worst "
             "scores, so it does not use up the phase's submissions"
             if config.rules.get("gated") else None)
+
+
+RULE = WorkerRule(name="gate", config_tasks=config_tasks, extra_tasks=extra_tasks,
+                  run_first=run_first, record_entries=record_entries,
+                  record_failure=record_failure, scoring_config_fields=scoring_config_fields,
+                  unrun_failure=unrun_failure)

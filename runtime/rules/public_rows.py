@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from kinds.kind import scoring_runtime
 
-from .records import RuleError
+from .records import RuleError, WorkerRule
 
 FULL_VALUE = "full_value"
 FULL_AGGREGATE = "full_weighted_loss"
@@ -52,3 +52,9 @@ def result_notes(task) -> list[str]:
     rows = task.rules.get("public_rows")
     return [f"scored on its first {rows} test rows, the public part; the figures on all rows "
             "stay hidden until the organizers reveal them"] if rows else []
+
+
+RULE = WorkerRule(name="public_rows", PRIVATE_STATISTICS=PRIVATE_STATISTICS,
+                  PRIVATE_OUTPUT=PRIVATE_OUTPUT, scoring_task_fields=scoring_task_fields,
+                  scoring_config_fields=scoring_config_fields, score_options=score_options,
+                  result_notes=result_notes)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from kinds.kind import ScoringRuntime
 
+from .records import WorkerRule
+
 STATISTIC = "std"
 COLUMN_STATISTICS = (STATISTIC,)
 
@@ -30,3 +32,8 @@ def worst_metric_fields(score_type, cap: float | None) -> dict:
     K >= 2, so no scored task can do worse."""
     upper = score_type.maximum if score_type.maximum is not None else float(cap)
     return {"std": upper - score_type.minimum}
+
+
+RULE = WorkerRule(name="sd_columns", COLUMN_STATISTICS=COLUMN_STATISTICS,
+                  column_problem=column_problem, column_value=column_value,
+                  worst_metric_fields=worst_metric_fields)

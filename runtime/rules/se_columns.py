@@ -5,6 +5,8 @@ the columns, is ``bundle/competition_rules/se_columns.py``.
 """
 from __future__ import annotations
 
+from .records import WorkerRule
+
 STATISTIC = "se"
 COLUMN_STATISTICS = (STATISTIC,)
 
@@ -32,3 +34,7 @@ def worst_metric_fields(score_type, cap: float | None) -> dict:
     the range), and an unmeasured one is given no more (``unmeasured_se``)."""
     upper = score_type.maximum if score_type.maximum is not None else float(cap)
     return {"se": upper - score_type.minimum}
+
+
+RULE = WorkerRule(name="se_columns", COLUMN_STATISTICS=COLUMN_STATISTICS,
+                  column_value=column_value, worst_metric_fields=worst_metric_fields)

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from runtime import failures
 
-from .records import RuleError, RunInstead, ScoreInstead
+from .records import RuleError, RunInstead, ScoreInstead, WorkerRule
 
 MARKER = "SMOKE_TEST"         # an empty file at the root of the submission's zip
 FOLDER = "smoke"              # the smoke tasks' inputs, references and predictions
@@ -43,7 +43,7 @@ def _say(message: str) -> None:
     print(message, flush=True)
 
 
-def asked(submission: Path) -> bool:
+def _asked(submission: Path) -> bool:
     return (Path(submission) / MARKER).is_file()
 
 
@@ -63,7 +63,7 @@ def config_tasks(raw: dict, where: str, parse_tasks) -> dict:
 def submission_refusal(config, submission: Path) -> tuple[str, str] | None:
     """A smoke test asked of a phase that has none: refused, so that nothing of the phase's
     hidden tasks runs for a submission its sender meant as a trial."""
-    if not asked(submission) or config.rules.get("smoke_test") is not None:
+    if not _asked(submission) or config.rules.get("smoke_test") is not None:
         return None
     return (f"your submission holds a {MARKER} file at its root, which asks for a smoke test, "
             "but this phase has none; remove the file to make a real submission "
@@ -73,7 +73,7 @@ def submission_refusal(config, submission: Path) -> tuple[str, str] | None:
 def runs_instead(config, submission: Path):
     """The smoke tasks, where the submission asks for them: run instead of everything else."""
     smoke = config.rules.get("smoke_test")
-    if smoke is None or not asked(submission):
+    if smoke is None or not _asked(submission):
         return None
     names = ", ".join(task.name for task in smoke.tasks)
     _say(f"smoke test: your code runs on the smoke tasks only ({names}), public data shaped "
@@ -120,3 +120,9 @@ def scores_instead(config, entries: dict):
     return ScoreInstead(FOLDER, nested, HEADING, SMOKE_TEST,
                         "smoke test: scored but not ranked; the submission fails so that it "
                         "counts toward no limit")
+
+
+RULE = WorkerRule(name="smoke_test", config_tasks=config_tasks,
+                  submission_refusal=submission_refusal, runs_instead=runs_instead,
+                  output_folders=output_folders, record_entries=record_entries,
+                  scoring_configs=scoring_configs, scores_instead=scores_instead)

@@ -26,8 +26,10 @@ import numpy as np
 from runtime import failures
 from runtime.formats.matrix_files import FormatError
 
-DONE, TIMED_OUT, FAILED, NOT_REACHED = "done", "timed_out", "failed", "not_reached"
-UNDONE = (TIMED_OUT, FAILED, NOT_REACHED)
+from .records import WorkerRule
+
+_DONE, _TIMED_OUT, _FAILED, _NOT_REACHED = "done", "timed_out", "failed", "not_reached"
+_UNDONE = (_TIMED_OUT, _FAILED, _NOT_REACHED)
 
 
 def task_runner(task, contract):
@@ -42,7 +44,7 @@ def outcome_problems(task, outcome) -> list[str]:
     """The units a task's outcome did not get done, by how."""
     units = outcome.units or {}
     return [f"{state.replace('_', ' ')}: {', '.join(units[state])}"
-            for state in UNDONE if units.get(state)]
+            for state in _UNDONE if units.get(state)]
 
 
 def outcome_lines(task, outcome) -> list[str]:
@@ -50,7 +52,7 @@ def outcome_lines(task, outcome) -> list[str]:
     if not outcome.units:
         return []
     counts = ", ".join(f"{len(outcome.units[state])} {state.replace('_', ' ')}"
-                       for state in UNDONE)
+                       for state in _UNDONE)
     return [f"run one unit at a time, each killed after {outcome.units['seconds']:g} s: {counts}"]
 
 
@@ -70,7 +72,7 @@ def _run_in_units(task, contract, plan: tuple[tuple[str, ...], float], run_child
     units from ``first`` on (the supervisor's ``UnitWindow``), its ``TaskOutcome``."""
     names, seconds = plan
     deadline = None         # the first child's start-up is not the budget's
-    states = [NOT_REACHED] * len(names)
+    states = [_NOT_REACHED] * len(names)
     children: list[tuple[int, object]] = []
     merged, first = None, 0
     while first < len(names) and (deadline is None or time.monotonic() < deadline):
@@ -80,11 +82,11 @@ def _run_in_units(task, contract, plan: tuple[tuple[str, ...], float], run_child
         merged = _merge(merged, outcome.predictions, first)
         final = outcome.prediction == "final"
         finished = len(names) if final else min(first + outcome.units_done, len(names))
-        states[first:finished] = [DONE] * (finished - first)
+        states[first:finished] = [_DONE] * (finished - first)
         if final or finished == len(names):
             break
         if outcome.training_seconds is not None:   # it began: the unit under way was hit
-            states[finished] = TIMED_OUT if outcome.status == "timed_out" else FAILED
+            states[finished] = _TIMED_OUT if outcome.status == "timed_out" else _FAILED
         if not outcome.resumable:
             break
         first = finished + 1
@@ -109,7 +111,7 @@ def _combined(task, contract, children: list[tuple[int, object]],
     names, seconds = plan
     outcomes = [child for _, child in children]
     last = outcomes[-1]
-    complete = NOT_REACHED not in states and (last.prediction == "final" or last.resumable)
+    complete = _NOT_REACHED not in states and (last.prediction == "final" or last.resumable)
     wall = round(sum(o.wall_seconds for o in outcomes), 3)
     begun = outcomes[0].training_seconds is not None
     combined = dataclasses.replace(
@@ -126,12 +128,12 @@ def _combined(task, contract, children: list[tuple[int, object]],
         killed_descendants=sum(o.killed_descendants for o in outcomes),
         protections=_weakest([o.protections for o in outcomes]),
         scratch="; ".join(o.scratch for o in outcomes if o.scratch) or None,
-        units_done=states.count(DONE), resumable=False,
+        units_done=states.count(_DONE), resumable=False,
         units={"seconds": seconds, **{state: [n for n, s in zip(names, states) if s == state]
-                                      for state in (TIMED_OUT, FAILED, NOT_REACHED)}})
+                                      for state in (_TIMED_OUT, _FAILED, _NOT_REACHED)}})
     notes = _unit_notes(children, names)
-    if states.count(NOT_REACHED):
-        notes.append(f"{states.count(NOT_REACHED)} of {len(names)} not reached")
+    if states.count(_NOT_REACHED):
+        notes.append(f"{states.count(_NOT_REACHED)} of {len(names)} not reached")
     if complete:
         combined.status, combined.message = "ok", ""
     if merged is not None:
@@ -184,7 +186,7 @@ def _no_value_text(states: list[str], unit_notes: list[str]) -> str:
     """Why a task whose every unit was tried counts as failed, and the first error that ended
     a child (each unit's own line follows in the notes)."""
     counts = ", ".join(f"{states.count(state)} {label}" for state, label in (
-        (FAILED, "failed"), (TIMED_OUT, "timed out"), (DONE, "finished without one"))
+        (_FAILED, "failed"), (_TIMED_OUT, "timed out"), (_DONE, "finished without one"))
         if state in states)
     return f"none of the {len(states)} units got a value ({counts})" + (
         f"; the first error: {unit_notes[0]}" if unit_notes else "")
@@ -192,3 +194,7 @@ def _no_value_text(states: list[str], unit_notes: list[str]) -> str:
 
 def _joined(texts: list[str]) -> str:
     return "".join(text if text.endswith("\n") or not text else text + "\n" for text in texts)
+
+
+RULE = WorkerRule(name="units", task_runner=task_runner, outcome_problems=outcome_problems,
+                  outcome_lines=outcome_lines)
