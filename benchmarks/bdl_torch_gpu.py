@@ -9,8 +9,9 @@ PyTorch baselines' scores against the HMC references of the embedded CNN task (d
    step timing on the CPU (PyTorch, every core) and in numpy gives the GPU's speed-up, which
    is how much more a budget in epochs buys on a GPU worker than on a CPU one.
 2. Baselines. Each PyTorch baseline (kit/baselines/torch_*.py, imported from one folder as a
-   submission holds them) runs on digits_cnn with ``--budget`` seconds; its predictive is
-   scored as the scoring program does for the primary metrics (top-1 agreement and total
+   submission holds them) runs on digits_cnn with ``--budget`` seconds, then numpy's
+   full-batch HMC (hmc.py, on the CPU) as the measure of its twin torch_hmc. Each predictive
+   is scored as the scoring program does for the primary metrics (top-1 agreement and total
    variation against the HMC model average), per test block, beside each HMC chain's own
    figures against the average of all four (how far one exact-sampler run is from it) and
    the uniform predictive (the floor).
@@ -42,10 +43,13 @@ from kinds.bdl2021.runtime.metrics import top1_agreement, total_variation  # noq
 
 BDL = REPO / "kinds" / "bdl2021"
 TASK = BDL / "reference" / "embedded" / "digits_cnn"
-BASELINES = ("torch_deep_ensemble", "torch_sghmc", "torch_mc_dropout", "torch_mfvi")
+BASELINES = ("torch_deep_ensemble", "torch_sghmc", "torch_mc_dropout", "torch_mfvi", "torch_hmc",
+             "hmc")
 SUPPORT = (BDL / "kit" / "baselines" / "torch_training.py",
            BDL / "runtime" / "declared_model.py", BDL / "runtime" / "declared_model_torch.py",
-           BDL / "runtime" / "networks.py")
+           BDL / "runtime" / "networks.py",
+           # what numpy's hmc.py imports
+           BDL / "kit" / "baselines" / "training.py", BDL / "kit" / "baselines" / "sgld.py")
 SAMPLE_SECONDS = (0.05, 0.5, 2.0)     # the ingestion's, and longer
 CIFAR = {"model": {"type": "resnet20_frn", "activation": "swish", "input_shape": [32, 32, 3],
                    "outputs": 10},
@@ -173,7 +177,8 @@ def baseline_scores(budget: float) -> dict:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--budget", type=float, default=60.0,
-                        help="seconds per baseline on digits_cnn (each aims at half of it)")
+                        help="seconds per baseline on digits_cnn (each aims at half of it, "
+                             "the HMCs at 90%%)")
     parser.add_argument("--images", type=int, default=50_000,
                         help="training images of the CIFAR-shaped calibration")
     parser.add_argument("--whole-epochs", type=int, default=3)
