@@ -39,12 +39,12 @@ from .kit_check import check_kit_sample
 from .leakage import PAGE_IMAGE, page_images, shown_test_inputs
 from .leaderboard import competition_columns, written_keys
 from .phase_data import leakage_problems, stage_input_data, stage_public_data, stage_reference_data
-from .phase_plan import PhasePlan, code_variant, phase_plan
+from .phase_plan import PhasePlan, code_variant, phase_plan, references_in_kit
 from .platforms import DEFAULT_PLATFORM, Platform, platform as platform_named
 from .programs import assemble_ingestion_program, assemble_scoring_program
 from .render import guide_contexts, page_contexts, render_pages
 from .spec import CompetitionSpec
-from .starting_kit import references_in_kit, stage_starting_kit
+from .starting_kit import stage_starting_kit
 from .task_declarations import TaskDataError
 from .worker_data import WorkerPart, folder_name, worker_files, worker_part, write_worker_folder
 from .zips import (Content, content_sha256, content_size, folder_members, read_members,

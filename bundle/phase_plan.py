@@ -4,6 +4,12 @@ and weights: the one way a phase plan is made, from the organizer spec.
 Each task comes from its declaration, ``<task>_task.json``; the kind names its task type.
 ``bundle/leaderboard.py`` derives the columns from the plan and the kind's score types, so
 no column key is typed twice.
+
+What a phase's kit scores a local run on is told here too (``local_scores``), and the plans
+made of a phase besides, for its kit and for the rules: the kit's public stand-in of a phase
+whose references are hidden (``stand_in_plan``) and a plan run on some tasks alone
+(``tasks_alone``). A rule that holds tasks of its own is handed the core's ways of making them
+(``planned``, ``stand_in``) and never imports this module, which calls it.
 """
 from __future__ import annotations
 
@@ -11,7 +17,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kinds.kind import KINDS
+from kinds.kind import KINDS, kind
 
 from . import competition_rules
 from .task_declarations import TaskDataError, declaration_path, read_declaration
@@ -88,9 +94,74 @@ def phase_plan(spec, phase_key: str, track_key: str | None = None, *,
                               (budget_seconds or spec.budgets[name]) if code else None),
             rules=competition_rules.plan_task(spec, name, bool(code and not budget_seconds)))
                      for name in names)
+
+    def stand_in(tasks, work: Path):
+        made = stand_in_plan(spec, PhasePlan(phase_key, spec.kind, tasks, True), work)
+        return None if made is None else (made[0].tasks, made[1])
     rules = {**competition_rules.plan_phase(spec, phase_key, bool(code)),
-             **competition_rules.plan_phase_tasks(spec, phase_key, bool(code), planned)}
+             **competition_rules.plan_phase_tasks(spec, phase_key, bool(code), planned,
+                                                  stand_in)}
     return PhasePlan(phase_key, spec.kind, planned(names), code, dict(spec.weights), rules)
+
+
+def tasks_alone(plan: PhasePlan, name: str, tasks) -> PhasePlan:
+    """The plan run on these tasks alone, under a name of its own (so its record key is not
+    the phase's): the rules' entries kept, the tasks they run besides a phase's dropped."""
+    return dataclasses.replace(plan, name=name, tasks=tuple(tasks),
+                               rules=competition_rules.replace_tasks(plan.rules, lambda tasks: ()))
+
+
+def public_tasks(spec) -> list:
+    """The spec's tasks whose references a kit publishes: those of its results phases where
+    the kind's references are public (their kits score against them), as code tasks."""
+    tasks = {}
+    for phase in spec.phases:
+        if phase.code_submission:
+            continue
+        plan = phase_plan(spec, phase.key, code_submission=True)
+        definition = kind(plan.kind)
+        tasks |= {task.name: (task, phase.key) for task in plan.tasks
+                  if definition.has_public_references(task)}
+    return list(tasks.values())
+
+
+def references_in_kit(plan: PhasePlan) -> bool:
+    """A results phase whose references the kind makes public: its kit holds them and a local
+    run scores prediction files against them."""
+    definition = kind(plan.kind)
+    return not plan.code_submission and all(definition.has_public_references(task)
+                                            for task in plan.tasks)
+
+
+def local_scores(spec, plan: PhasePlan) -> str:
+    """What a local run in the phase's kit scores on: "references" (public ones, in the kit),
+    "stand_in" (hidden references; code is scored on a public stand-in, ``stand_in_plan``)
+    or "none" (hidden references, and neither a stand-in of the kind nor a public task)."""
+    if references_in_kit(plan):
+        return "references"
+    if kind(plan.kind).stand_in_task or public_tasks(spec):
+        return "stand_in"
+    return "none"
+
+
+def stand_in_plan(spec, code_plan: PhasePlan, work: Path) -> tuple[PhasePlan, list[str]] | None:
+    """What a kit whose references are hidden scores a local code run on instead, with a line
+    per task saying what data it is: the kind's own stand-in of each task (its
+    ``stand_in_task(task, folder)``, made of public data only), else the spec's public tasks;
+    None where there is neither. Its own tasks only: those the rules run besides a phase's are
+    hidden (``tasks_alone``)."""
+    stand_in_task = kind(code_plan.kind).stand_in_task
+    if stand_in_task:
+        made = [stand_in_task(task, work / task.name) for task in code_plan.tasks]
+        tasks, about = [task for task, _ in made], [text for _, text in made]
+    else:
+        found = public_tasks(spec)
+        tasks = [task for task, _ in found]
+        about = [f"{task.name}: the public task of phase {phase}, whose references that "
+                 "phase's kit holds too" for task, phase in found]
+    if not tasks:
+        return None
+    return tasks_alone(code_plan, f"{code_plan.name}-stand-in", tasks), about
 
 
 def with_budget(plan: PhasePlan, seconds: float) -> PhasePlan:

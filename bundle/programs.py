@@ -29,7 +29,7 @@ from ingestion_program.ingest.config import parse_config as parse_ingestion_conf
 
 from . import competition_rules
 from .leaderboard import phase_columns, ranking_entry
-from .phase_plan import PhasePlan
+from .phase_plan import PhasePlan, tasks_alone
 from . import platforms
 from .platforms import DEFAULT_PLATFORM
 from .record_key import write_record_key
@@ -56,12 +56,15 @@ def scoring_config(plan: PhasePlan, platform: str = DEFAULT_PLATFORM,
     columns = [{"key": c.key, "label": c.label, "statistic": c.statistic, "task": c.task,
                 "metric": c.metric}
                for c in phase_columns(plan) if not c.computed]
+
+    def config_of(name, tasks):     # a rule's: the plan run on these tasks alone
+        return scoring_config(tasks_alone(plan, name, tasks))
     config = {"format": CONFIG_FORMAT, "phase": plan.name, "kind": plan.kind, "tasks": tasks,
               "columns": columns, "ranking": ranking_entry(plan, leaderboard),
               # a code phase's res/ holds a record signed by its ingestion (scorer/config.py)
               "record": (platforms.platform(platform).record_rule if plan.code_submission
                          else "optional"),
-              **competition_rules.scoring_config_entries(plan)}
+              **competition_rules.scoring_config_entries(plan, config_of)}
     if worker_references:
         config["worker_references"] = worker_references
     parse_config(config, "generated scoring config")      # the scorer must accept what we emit

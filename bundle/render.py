@@ -22,7 +22,7 @@ from . import competition_rules, platforms
 from .data_examples import data_page_tasks
 from .leaderboard import LeaderboardColumn, aggregate_description
 from .markdown_text import markdown_html
-from .phase_plan import PhasePlan
+from .phase_plan import PhasePlan, local_scores
 from .programs import DEFAULT_LIMITS
 from .spec import CompetitionSpec, PhaseSpec
 
@@ -163,7 +163,6 @@ def budget_lines(spec: CompetitionSpec, code: bool) -> list[str]:
 def _phase_context(spec, phases, index, plan, baseline_results, limit_note: str = "") -> dict:
     """What the pages and the phase's kit guide show of one phase of this competition;
     ``kind`` for the kind's parts."""
-    from .starting_kit import local_scores     # it renders the kit's guide with ours
     phase = phases[index]
     definition = kind(plan.kind)
     kind_context = definition.page_context(plan, phase, baseline_results)
@@ -303,7 +302,7 @@ def _kit_steps(code: bool, example: str, scores: str, rules_steps: list[dict] = 
     """The commands of the starting kit page and guide, run from the unzipped kit's folder,
     each as written there (on the kit's own sample and ``example`` baseline): a ``command``
     (or None) and what it does. ``scores``: what a local run scores on
-    (``starting_kit.local_scores``); ``rules_steps``: the competition rules' commands
+    (``phase_plan.local_scores``); ``rules_steps``: the competition rules' commands
     (``competition_rules.kit_steps``), before the upload."""
     flag, name = ("--code", "submission.zip") if code else ("--results", "predictions.zip")
     own_code = [] if code else [

@@ -397,7 +397,8 @@ def _meaning_problems(raw: dict, data_root: Path, spec_folder: Path) -> list[str
         if name not in weights:
             problems.append(f"metric_weights.{name}: not a metric of kind {raw['kind']}; "
                             f"expected one of {', '.join(weights)}")
-    problems += _budget_problems(raw) + competition_rules.spec_problems(raw, data_root)
+    problems += _budget_problems(raw) + competition_rules.spec_problems(
+        raw, data_root, lambda name: load_planned_task(raw["kind"], name, data_root))
     for task in tasks:
         declaration = declaration_path(data_root, task)
         if not declaration.is_file():

@@ -20,11 +20,10 @@ image's Python). ``versions.py`` prints the local Python and packages beside the
 Where the phase's references are hidden, the kit holds a public stand-in (``stand_in/``): the
 phase's programs set up for the kind's ``stand_in_task`` of each task, else for the spec's
 public tasks, with their own data, references and record key. ``run_local --code`` scores
-there and says so; ``local_scores`` tells the guide which case holds.
+there and says so; ``phase_plan.local_scores`` tells the guide which case holds.
 """
 from __future__ import annotations
 
-import dataclasses
 import json
 import shutil
 import subprocess
@@ -35,11 +34,10 @@ from pathlib import Path
 from ingestion_program.ingest.config import CONFIG_NAME as INGESTION_CONFIG_NAME
 from kinds.kind import kind
 
-from . import competition_rules
 from .phase_data import stage_input_data, stage_reference_data
 from .kit_requirements import kit_requirements, write_requirements
 from .leaderboard import written_keys
-from .phase_plan import PhasePlan, phase_plan
+from .phase_plan import PhasePlan, references_in_kit, stand_in_plan
 from .programs import assemble_ingestion_program, assemble_scoring_program
 from .render import PREDICTIONS_TOOL, RESULTS_FILE, SAMPLE_FOLDERS, render_guide
 from .spec import is_gpu_image
@@ -82,62 +80,6 @@ def image_requirements(image: str) -> Path | None:
     """The versions of ``image``'s packages, where this repository has them: the image that
     .venv-image reproduces, which the dry run takes for every image that is not a GPU one."""
     return None if is_gpu_image(image) else IMAGE_REQUIREMENTS
-
-
-def public_tasks(spec) -> list:
-    """The spec's tasks whose references a kit publishes: those of its results phases where
-    the kind's references are public (their kits score against them), as code tasks."""
-    tasks = {}
-    for phase in spec.phases:
-        if phase.code_submission:
-            continue
-        plan = phase_plan(spec, phase.key, code_submission=True)
-        definition = kind(plan.kind)
-        tasks |= {task.name: (task, phase.key) for task in plan.tasks
-                  if definition.has_public_references(task)}
-    return list(tasks.values())
-
-
-def references_in_kit(plan: PhasePlan) -> bool:
-    """A results phase whose references the kind makes public: its kit holds them and a local
-    run scores prediction files against them."""
-    definition = kind(plan.kind)
-    return not plan.code_submission and all(definition.has_public_references(task)
-                                            for task in plan.tasks)
-
-
-def local_scores(spec, plan: PhasePlan) -> str:
-    """What a local run in the phase's kit scores on: "references" (public ones, in the kit),
-    "stand_in" (hidden references; code is scored on a public stand-in, ``stand_in_plan``)
-    or "none" (hidden references, and neither a stand-in of the kind nor a public task)."""
-    if references_in_kit(plan):
-        return "references"
-    if kind(plan.kind).stand_in_task or public_tasks(spec):
-        return "stand_in"
-    return "none"
-
-
-def stand_in_plan(spec, code_plan: PhasePlan, work: Path) -> tuple[PhasePlan, list[str]] | None:
-    """What a kit whose references are hidden scores a local code run on instead, with a line
-    per task saying what data it is: the kind's own stand-in of each task (its
-    ``stand_in_task(task, folder)``, made of public data only), else the spec's public tasks;
-    None where there is neither. The plan has a name of its own, so its record key is not the
-    phase's."""
-    stand_in_task = kind(code_plan.kind).stand_in_task
-    if stand_in_task:
-        made = [stand_in_task(task, work / task.name) for task in code_plan.tasks]
-        tasks, about = [task for task, _ in made], [text for _, text in made]
-    else:
-        found = public_tasks(spec)
-        tasks = [task for task, _ in found]
-        about = [f"{task.name}: the public task of phase {phase}, whose references that "
-                 "phase's kit holds too" for task, phase in found]
-    if not tasks:
-        return None
-    # The stand-in runs its own tasks only: those the rules run besides a phase's are hidden.
-    return dataclasses.replace(code_plan, name=f"{code_plan.name}-stand-in", tasks=tuple(tasks),
-                               rules=competition_rules.replace_tasks(code_plan.rules,
-                                                                     lambda tasks: ())), about
 
 
 def stage_stand_in(spec, code_plan: PhasePlan, destination: Path, limits: dict,

@@ -2,9 +2,8 @@
 cycle makes the order modules load in matter, and a rule or kind module that imports the
 core calling it is no longer a leaf one can read alone. Found by reading the modules' syntax
 trees, so the check itself imports nothing. Imports inside functions (deferred to a call) close
-cycles too, read the same way: the worker-side rules have none any more; the build-side rule
-seam and BDL's reference commands still hold two, named here so that no other appears (issue
-51, item 1)."""
+cycles too, read the same way, and none is left: a rule is handed what it needs of the core
+that calls it through its hook's arguments (issue 51, item 1)."""
 import ast
 from pathlib import Path
 
@@ -89,20 +88,8 @@ def test_no_product_module_imports_one_that_imports_it_back():
     assert cycles(graph) == []
 
 
-# The cycle deferred imports still close: the build-side rule seam (a rule module asks the
-# registry or the plan that calls it). Issue 51 removes it. (BDL's reference commands closed
-# one too, the kind naming its CLI whose verify read the kind's name; the name is in the
-# package's __init__ now.)
-DEFERRED_CYCLES_LEFT = [
-    ["bundle.competition_rules", "bundle.competition_rules.gate",
-     "bundle.competition_rules.smoke_test", "bundle.leaderboard", "bundle.methodology",
-     "bundle.phase_data", "bundle.phase_plan", "bundle.programs", "bundle.render", "bundle.spec",
-     "bundle.spec_schema", "bundle.starting_kit"],
-]
-
-
-def test_imports_inside_functions_close_no_cycle_but_those_named():
+def test_imports_inside_functions_close_no_cycle_either():
     modules = product_modules()
     graph = {name: load_time_imports(name, path, set(modules), anywhere=True)
              for name, path in modules.items()}
-    assert sorted(cycles(graph)) == sorted(DEFERRED_CYCLES_LEFT)
+    assert cycles(graph) == []

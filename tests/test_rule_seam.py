@@ -28,7 +28,7 @@ SPEC_KEYS = {"tasks.<task>": {"tag": Key({"type": "string", "maxLength": 20},
                                          shown="none", example="vision")}}
 def spec_values(raw):
     return {"tags": {name: task["tag"] for name, task in raw["tasks"].items() if "tag" in task}}
-def spec_problems(raw, data_root):
+def spec_problems(raw, data_root, load_task):
     return [f"tasks.{name}.tag: {task['tag']!r} is upper case" for name, task in raw["tasks"].items()
             if task.get("tag", "").isupper()]
 def plan_task(spec, name, spec_budgets):
@@ -37,7 +37,7 @@ def ingestion_task_entries(task):
     return {"tag": task.rules["tag"]} if task.rules["tag"] else {}
 def scoring_task_entries(task):
     return {"tag": task.rules["tag"]} if task.rules["tag"] else {}
-def phase_facts(plan):
+def phase_facts(plan, budget_facts):
     tagged = [f"{t.name}: {t.rules['tag']}" for t in plan.tasks if t.rules["tag"]]
     return [("Task tags", "; ".join(tagged))] if tagged else []
 RULE = BuildRule(name="tags", SPEC_KEYS=SPEC_KEYS, spec_values=spec_values,

@@ -13,7 +13,9 @@ A rule is a frozen record, ``BuildRule`` (``records.py``), which its module make
 (``RULE = BuildRule(name=..., hook=function, ...)``) and this registry holds, checked when
 registered (``runtime.rules.records.registered``). The record's fields are the hooks, each
 described there with what its absence means. The core asks this registry, never a rule, for
-every registered rule; those defaults are applied here and nowhere else.
+every registered rule; those defaults are applied here and nowhere else. A rule imports neither
+this registry nor the core: what it needs of them is handed to its hook (``load_task``,
+``planned``, ``stand_in``, ``config_of``, ``budget_facts``).
 
 Every rule named above is on this seam. ``docs/extending.md``, "Adding a rule", says which
 hooks each uses and every step of adding one.
@@ -55,9 +57,10 @@ def spec_values(spec: dict) -> dict:
     return _merged(lambda rule: rule.spec_values, spec)
 
 
-def spec_problems(raw: dict, data_root) -> list[str]:
-    """The rules' problems with a spec's keys, in ``RULES`` order (none by default)."""
-    return _listed(lambda rule: rule.spec_problems, raw, data_root)
+def spec_problems(raw: dict, data_root, load_task) -> list[str]:
+    """The rules' problems with a spec's keys, in ``RULES`` order (none by default);
+    ``load_task(name)``: the spec's task as the core plans it."""
+    return _listed(lambda rule: rule.spec_problems, raw, data_root, load_task)
 
 
 def metric_columns(plan, task, metric, value_column) -> list:
@@ -110,9 +113,10 @@ def ingestion_config_entries(plan) -> dict:
     return _merged(lambda rule: rule.ingestion_config_entries, plan)
 
 
-def scoring_config_entries(plan) -> dict:
-    """The rules' top-level entries in the scoring config."""
-    return _merged(lambda rule: rule.scoring_config_entries, plan)
+def scoring_config_entries(plan, config_of) -> dict:
+    """The rules' top-level entries in the scoring config; ``config_of(name, tasks)``: the
+    core's whole scoring config of the plan run on those tasks alone."""
+    return _merged(lambda rule: rule.scoring_config_entries, plan, config_of)
 
 
 def page_facts(plan) -> dict:
@@ -138,8 +142,9 @@ def aggregate_columns(plan, aggregate) -> list:
 
 
 def phase_facts(plan) -> list[tuple[str, str]]:
-    """The (label, text) facts the rules add to a phase's on the pages, in ``RULES`` order."""
-    return _listed(lambda rule: rule.phase_facts, plan)
+    """The (label, text) facts the rules add to a phase's on the pages, in ``RULES`` order;
+    each rule is handed ``budget_facts``, the rules' words on a list of tasks' budgets."""
+    return _listed(lambda rule: rule.phase_facts, plan, budget_facts)
 
 
 def withholds_figures(spec) -> bool:
@@ -147,9 +152,11 @@ def withholds_figures(spec) -> bool:
     return any(rule.withholds_figures(spec) for rule in RULES if rule.withholds_figures is not None)
 
 
-def plan_phase_tasks(spec, phase_key: str, code: bool, planned) -> dict:
-    """The entries of ``PhasePlan.rules`` that hold tasks, planned by ``planned(names)``."""
-    return _merged(lambda rule: rule.plan_phase_tasks, spec, phase_key, code, planned)
+def plan_phase_tasks(spec, phase_key: str, code: bool, planned, stand_in) -> dict:
+    """The entries of ``PhasePlan.rules`` that hold tasks, planned by ``planned(names)`` or
+    made by ``stand_in(tasks, work)``, the kit's public stand-in of planned tasks."""
+    return _merged(lambda rule: rule.plan_phase_tasks, spec, phase_key, code, planned,
+                   stand_in)
 
 
 def replace_tasks(rules: dict, change) -> dict:

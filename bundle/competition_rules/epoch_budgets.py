@@ -36,7 +36,7 @@ def spec_values(raw: dict) -> dict:
                        if "budget_epochs" in task}}
 
 
-def spec_problems(raw: dict, data_root) -> list[str]:
+def spec_problems(raw: dict, data_root, load_task) -> list[str]:
     """A budget in epochs needs a kind that times an epoch of its reference training."""
     epochs = [name for name, task in raw["tasks"].items() if "budget_epochs" in task]
     if not epochs or KINDS[raw["kind"]].times_epochs:

@@ -41,7 +41,7 @@ def spec_values(raw: dict) -> dict:
                       if phase.get("gate")}}
 
 
-def spec_problems(raw: dict, data_root) -> list[str]:
+def spec_problems(raw: dict, data_root, load_task) -> list[str]:
     return [problem for key in raw["phases"] for problem in _problems(raw, key)]
 
 
@@ -73,7 +73,7 @@ def spec_extra_tasks(raw: dict, phase_key: str) -> dict[str, list[str]]:
     return {"the gate": list(gate)} if gate else {}
 
 
-def plan_phase_tasks(spec, phase_key: str, code: bool, planned) -> dict:
+def plan_phase_tasks(spec, phase_key: str, code: bool, planned, stand_in) -> dict:
     gate = spec.rules["gates"].get(phase_key) if code else None   # never with tracks
     if gate is None:
         return {"gate": None}
@@ -101,18 +101,18 @@ def ingestion_config_extra_tasks(config: dict) -> list[dict]:
     return config.get("gate", {}).get("tasks", [])
 
 
-def scoring_config_entries(plan) -> dict:
+def scoring_config_entries(plan, config_of) -> dict:
     # A zip whose code never ran must fail in a gated phase: see runtime/rules/gate.py.
     return {"gated": True} if plan.rules.get("gate") else {}
 
 
-def phase_facts(plan) -> list[tuple[str, str]]:
+def phase_facts(plan, budget_facts) -> list[tuple[str, str]]:
     """The same on both platforms: CodaLab fails the submission at the ingestion's exit
-    status, Codabench at the scorer's, and neither counts failed submissions."""
+    status, Codabench at the scorer's, and neither counts failed submissions. The gate's
+    tasks' budgets are worded as the phase's (``budget_facts``, the rules' words on them)."""
     gate = plan.rules.get("gate")
     if gate is None:
         return []
-    from . import budget_facts      # here: the registry imports this module before defining it
     tasks = ", ".join(f"{task.name} ({task.budget_text()})" for task in gate.tasks)
     tasks += "".join(f" ({fact})" for fact in budget_facts(gate.tasks))
     return [("Runs first",

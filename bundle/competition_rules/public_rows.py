@@ -55,7 +55,7 @@ def spec_values(raw: dict) -> dict:
             "reveal_full_scores": raw["reveal_full_scores"]}
 
 
-def spec_problems(raw: dict, data_root) -> list[str]:
+def spec_problems(raw: dict, data_root, load_task) -> list[str]:
     """A public part needs a kind that scores a prefix of the test rows, and fewer rows than
     the task has (else nothing would be hidden)."""
     problems = []
@@ -119,7 +119,7 @@ def scoring_task_entries(task) -> dict:
     return {"public_rows": rows} if rows else {}
 
 
-def phase_facts(plan) -> list[tuple[str, str]]:
+def phase_facts(plan, budget_facts) -> list[tuple[str, str]]:
     public = _public(plan)
     if not public:
         return []

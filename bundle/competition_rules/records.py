@@ -3,10 +3,13 @@ makes at its end and the registry (``bundle/competition_rules/__init__.py``) hol
 that a rule module imports it at its top and never the registry that imports the rule.
 
 A rule module ends with one ``RULE = BuildRule(name=..., hook=function, ...)``, naming each
-hook and constant it gives; the registry holds ``RULES = registered(module.RULE, ...)``. The
-record is checked as the worker side's ``WorkerRule`` is (``runtime/rules/records.py``): a name
-that is no field fails when the record is made, a hook that is not callable or a constant of
-the wrong type too, and two rules of one name when they are registered."""
+hook and constant it gives; the registry holds ``RULES = registered(module.RULE, ...)``. A rule
+module is a leaf too: it imports neither the registry nor the core that calls its hooks, which
+hand it what it needs of theirs (``load_task``, ``planned``, ``stand_in``, ``config_of``,
+``budget_facts``; ``tests/test_import_cycles.py``). The record is checked as the worker side's
+``WorkerRule`` is (``runtime/rules/records.py``): a name that is no field fails when the record
+is made, a hook that is not callable or a constant of the wrong type too, and two rules of one
+name when they are registered."""
 from __future__ import annotations
 
 import dataclasses
@@ -32,9 +35,11 @@ class BuildRule:
     # ``tasks.<task>``; ``phases.<phase>``), so the schema, the defaults and the reference
     # page have them. Default: none.
     SPEC_KEYS: Mapping[str, Mapping] = constant(Mapping, dict)
-    # ``spec_problems(raw, data_root)``: what is wrong, by meaning, with the rule's keys of a
-    # spec that passed the schema (``raw``: the spec as loaded), as ``bundle.spec`` states
-    # problems. Default: none.
+    # ``spec_problems(raw, data_root, load_task)``: what is wrong, by meaning, with the rule's
+    # keys of a spec that passed the schema (``raw``: the spec as loaded), as ``bundle.spec``
+    # states problems. ``load_task(name)``: the spec's task ``name`` as the core plans it (a
+    # ``PlannedTask`` with no budget, ``phase_plan.load_planned_task``), which raises
+    # ``TaskDataError`` where its declaration cannot be read. Default: none.
     spec_problems: Callable[..., list] | None = hook()
     # ``spec_values(raw) -> dict``: the rule's entries in ``CompetitionSpec.rules``, read from
     # the valid spec (defaults filled). Default: none.
@@ -57,11 +62,13 @@ class BuildRule:
     # ``scoring_task_fields`` read back. Default: none.
     ingestion_task_entries: Callable[[object], dict] | None = hook()
     scoring_task_entries: Callable[[object], dict] | None = hook()
-    # ``ingestion_config_entries(plan)``, ``scoring_config_entries(plan)`` -> dict: the rule's
-    # top-level entries in those configs, read back by ``config_fields`` /
-    # ``scoring_config_fields``. Default: none.
+    # ``ingestion_config_entries(plan)``, ``scoring_config_entries(plan, config_of)`` -> dict:
+    # the rule's top-level entries in those configs, read back by ``config_fields`` /
+    # ``scoring_config_fields``. ``config_of(name, tasks)``: the core's whole scoring config
+    # (the default platform's) of the plan run on those tasks alone, under phase name
+    # ``name`` (``phase_plan.tasks_alone``: no rule's tasks besides). Default: none.
     ingestion_config_entries: Callable[[object], dict] | None = hook()
-    scoring_config_entries: Callable[[object], dict] | None = hook()
+    scoring_config_entries: Callable[..., dict] | None = hook()
     # ``seconds_budget(rules) -> dict``: a task's ``PlannedTask.rules`` once its budget is
     # given in seconds instead of the spec's (``bundle.phase_plan.with_budget``). Default:
     # unchanged.
@@ -90,10 +97,11 @@ class BuildRule:
     # ``aggregate_columns(plan, aggregate)``: columns to put after the weighted loss column
     # (``aggregate``), as ``task_columns``. Default: none.
     aggregate_columns: Callable[..., list] | None = hook()
-    # ``phase_facts(plan) -> list[tuple[str, str]]``: (label, text) facts the pages add to a
-    # phase's facts, before its metric weights (the gate: what runs first; public rows: what
-    # is scored during the phase). Default: none.
-    phase_facts: Callable[[object], list] | None = hook()
+    # ``phase_facts(plan, budget_facts) -> list[tuple[str, str]]``: (label, text) facts the
+    # pages add to a phase's facts, before its metric weights (the gate: what runs first;
+    # public rows: what is scored during the phase). ``budget_facts(tasks)``: the rules' words
+    # on a list of tasks' budgets (the registry's, as for the phase's own). Default: none.
+    phase_facts: Callable[..., list] | None = hook()
     # ``withholds_figures(spec) -> bool``: whether the built bundles keep figures from
     # participants until the organizer rebuilds (the build's summary then says how to reveal
     # them, in the platform's words). Default: False.
@@ -102,9 +110,12 @@ class BuildRule:
     # ---- tasks of its own besides the phase's (the gate: an earlier phase's, first) ----------
     # The rule holds them in ``PhasePlan.rules`` and is given the core's own way with tasks,
     # so they are planned, written and staged as the phase's are.
-    # ``plan_phase_tasks(spec, phase_key, code, planned) -> dict``: the rule's entries in
-    # ``PhasePlan.rules`` that hold tasks, made with ``planned(names)`` (the phase's own task
-    # planning). Default: none.
+    # ``plan_phase_tasks(spec, phase_key, code, planned, stand_in) -> dict``: the rule's
+    # entries in ``PhasePlan.rules`` that hold tasks, made with ``planned(names)`` (the
+    # phase's own task planning) or ``stand_in(tasks, work)``: the kit's public stand-in of
+    # those planned tasks (``phase_plan.stand_in_plan``), its files made in folder ``work``,
+    # as (its tasks, a line per task saying what data it is), or None where there is none.
+    # Default: none.
     plan_phase_tasks: Callable[..., dict] | None = hook()
     # ``replace_tasks(rules, change) -> dict``: a phase's ``PhasePlan.rules`` with each task
     # list the rule holds passed through ``change(tasks) -> tasks`` (a budget given in

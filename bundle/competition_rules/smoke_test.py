@@ -5,13 +5,14 @@ tasks; it is scored but not ranked, and the submission fails so that it counts t
 limit. The worker's half, ``runtime/rules/smoke_test.py``, runs and scores it.
 
 The slice is never made of hidden rows: smoke submissions are unlimited, so scores on hidden
-references would leak them. It is the kit's stand-in of the phase (``starting_kit.stand_in_plan``:
-the kind's ``stand_in_task`` of each task, else the spec's public tasks) or public tasks named
-in the spec. The phase plan holds it as ``PhasePlan.rules["smoke_test"]`` (a ``SmokeTest``,
-or None); its inputs and references are staged under ``smoke/`` of the phase's input and
-reference data (public data: the leakage check does not count them as hidden), the ingestion
-config holds its tasks as ``smoke_test.tasks``, the scoring config a whole scoring config of
-them as ``smoke_test``.
+references would leak them. It is the kit's stand-in of the phase (``phase_plan.stand_in_plan``,
+which the core hands ``plan_phase_tasks`` as ``stand_in``: the kind's ``stand_in_task`` of each
+task, else the spec's public tasks) or public tasks named in the spec. The phase plan holds it
+as ``PhasePlan.rules["smoke_test"]`` (a ``SmokeTest``, or None); its inputs and references are
+staged under ``smoke/`` of the phase's input and reference data (public data: the leakage
+check does not count them as hidden), the ingestion config holds its tasks as
+``smoke_test.tasks``, the scoring config a whole scoring config of them as ``smoke_test`` (the
+core's, handed in as ``config_of``).
 """
 from __future__ import annotations
 
@@ -22,9 +23,12 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from ingestion_program.ingest.config import worst_case_seconds
+from kinds.kind import kind
 from runtime.rules.smoke_test import FOLDER, MARKER, SMOKE_TEST
 
 from ..spec_key import Key, number
+from ..task_declarations import TaskDataError
 from .held_tasks import replace_held_tasks
 from .records import BuildRule
 
@@ -70,11 +74,11 @@ def spec_values(raw: dict) -> dict:
                             if phase.get("smoke_test")}}
 
 
-def spec_problems(raw: dict, data_root) -> list[str]:
-    return [problem for key in raw["phases"] for problem in _problems(raw, key, data_root)]
+def spec_problems(raw: dict, data_root, load_task) -> list[str]:
+    return [problem for key in raw["phases"] for problem in _problems(raw, key, load_task)]
 
 
-def _problems(raw: dict, key: str, data_root) -> list[str]:
+def _problems(raw: dict, key: str, load_task) -> list[str]:
     """A smoke test belongs to a code phase and is made of public data only."""
     smoke = raw["phases"][key].get("smoke_test")
     if smoke is None:
@@ -88,7 +92,7 @@ def _problems(raw: dict, key: str, data_root) -> list[str]:
         return [f"{where}.tasks: {_STAND_IN} not with tracks where the kind makes a stand-in "
                 "of each task (a track's phase runs the track's tasks, of which the smoke "
                 "test would need a stand-in of its own); name public tasks instead"]
-    public = _public_task_names(raw, data_root)
+    public = _public_task_names(raw, load_task)
     if tasks == _STAND_IN:
         if not _kind(raw).stand_in_task and not public:
             return [f"{where}.tasks: {_STAND_IN} needs a stand-in: the kind has none of its "
@@ -107,7 +111,6 @@ def _problems(raw: dict, key: str, data_root) -> list[str]:
 def _time_problems(raw: dict, key: str, names: list[str], seconds: float | None) -> list[str]:
     """A smoke run is a run of the phase: its time limit must cover it as it covers the
     phase's own (``bundle/spec.py``, with the same formula)."""
-    from ingestion_program.ingest.config import worst_case_seconds
     budgets = [seconds if seconds is not None else min(budget, _DEFAULT_MAX_SECONDS)
                for name in names
                for budget in [raw["tasks"].get(name, {}).get("budget_seconds")] if budget]
@@ -121,20 +124,19 @@ def _time_problems(raw: dict, key: str, names: list[str], seconds: float | None)
 
 
 def _kind(raw: dict):
-    from kinds.kind import kind
     return kind(raw["kind"])
 
 
-def _public_task_names(raw: dict, data_root) -> set[str]:
+def _public_task_names(raw: dict, load_task) -> set[str]:
     """The tasks of the spec's results phases whose references the kind publishes (as
-    ``starting_kit.public_tasks`` finds them in a loaded spec)."""
-    from ..phase_plan import TaskDataError, load_planned_task
+    ``phase_plan.public_tasks`` finds them in a loaded spec); ``load_task(name)``: the task as
+    the core plans it."""
     names = {name for phase in raw["phases"].values() if phase["submission"] != "code"
              for name in phase["tasks"]}
     public = set()
     for name in names:
         try:
-            task = load_planned_task(raw["kind"], name, data_root)
+            task = load_task(name)
         except TaskDataError:
             continue                  # the spec's own checks name the task's files
         if _kind(raw).has_public_references(task):
@@ -142,14 +144,14 @@ def _public_task_names(raw: dict, data_root) -> set[str]:
     return public
 
 
-def plan_phase_tasks(spec, phase_key: str, code: bool, planned) -> dict:
+def plan_phase_tasks(spec, phase_key: str, code: bool, planned, stand_in) -> dict:
     # Its tasks are the phase's whatever the track: a kind's stand-in is refused with
     # tracks, and public tasks are the spec's.
     given = spec.rules["smoke_tests"].get(phase_key) if code else None
     if given is None:
         return {"smoke_test": None}
     if given.get("tasks", _STAND_IN) == _STAND_IN:
-        tasks, about = _stand_in(spec, phase_key, planned)
+        tasks, about = _stand_in(spec, phase_key, planned, stand_in)
     else:
         tasks = planned(given["tasks"])
         about = [f"{task.name}: the public task, whose references a results phase's kit "
@@ -172,9 +174,7 @@ _STAND_INS: dict = {}
 _WORK: list[Path] = []
 
 
-def _stand_in(spec, phase_key: str, planned) -> tuple[list, list[str]]:
-    from ..phase_plan import PhasePlan
-    from ..starting_kit import stand_in_plan
+def _stand_in(spec, phase_key: str, planned, stand_in) -> tuple[list, list[str]]:
     phase_tasks = planned(spec.phase(phase_key).tasks)
     key = (spec.kind, tuple((task.name, str(task.folder)) for task in phase_tasks),
            tuple(task.budget_seconds for task in phase_tasks))
@@ -182,12 +182,11 @@ def _stand_in(spec, phase_key: str, planned) -> tuple[list, list[str]]:
         if not _WORK:
             _WORK.append(Path(tempfile.mkdtemp(prefix="smoke-test-")))
             atexit.register(shutil.rmtree, _WORK[0], True)
-        made = stand_in_plan(spec, PhasePlan(phase_key, spec.kind, phase_tasks, True),
-                             _WORK[0] / str(len(_STAND_INS)))
+        made = stand_in(phase_tasks, _WORK[0] / str(len(_STAND_INS)))
         if made is None:
             raise ValueError(f"phases.{phase_key}.smoke_test: there is no stand-in to make "
                              "it of")
-        _STAND_INS[key] = (list(made[0].tasks), made[1])
+        _STAND_INS[key] = (list(made[0]), made[1])
     return _STAND_INS[key]
 
 
@@ -200,25 +199,16 @@ def public_tasks_apart(plan) -> dict:
     return {FOLDER: smoke.tasks} if smoke else {}
 
 
-def _smoke_plan(plan):
-    """The smoke tasks as a phase of their own (nothing of the rules' tasks besides)."""
-    from . import replace_tasks as replaced
-    smoke = plan.rules["smoke_test"]
-    return dataclasses.replace(plan, name=f"{plan.name}-smoke-test", tasks=smoke.tasks,
-                               rules=replaced(plan.rules, lambda tasks: ()))
-
-
 def ingestion_config_tasks(plan, entry) -> dict:
     smoke = plan.rules.get("smoke_test")
     return {"smoke_test": {"tasks": [entry(task) for task in smoke.tasks]}} if smoke else {}
 
 
-def scoring_config_entries(plan) -> dict:
-    """The smoke tasks' whole scoring config: the phase's own checks the record first."""
-    if plan.rules.get("smoke_test") is None:
-        return {}
-    from ..programs import scoring_config
-    return {"smoke_test": scoring_config(_smoke_plan(plan))}
+def scoring_config_entries(plan, config_of) -> dict:
+    """The smoke tasks' whole scoring config, the core's of them alone as a phase of their own
+    (nothing of the rules' tasks besides): the phase's own checks the record first."""
+    smoke = plan.rules.get("smoke_test")
+    return {"smoke_test": config_of(f"{plan.name}-smoke-test", smoke.tasks)} if smoke else {}
 
 
 def _tasks_text(smoke) -> str:
@@ -226,7 +216,7 @@ def _tasks_text(smoke) -> str:
                      for line, task in zip(smoke.about, smoke.tasks))
 
 
-def phase_facts(plan) -> list[tuple[str, str]]:
+def phase_facts(plan, budget_facts) -> list[tuple[str, str]]:
     """The same on both platforms: a non-zero scoring exit fails the submission, and
     neither counts failed submissions."""
     smoke = plan.rules.get("smoke_test")
