@@ -30,6 +30,10 @@ _ARTIFACT_FOLDERS = pytest.StashKey[list]()
 RUN_TEMPORARY_FOLDER = "BUNDLE_TESTS_TMPDIR"     # the test run's own (pytest_configure)
 
 
+# each test's CPU seconds in its junit record (tests/cpu_accounting.py), which
+# scripts/test_durations.py adds up
+pytest_plugins = ("cpu_accounting",)
+
 PLATFORM_NAMES = ("codalab", "codabench")
 
 

@@ -3,12 +3,18 @@
     .venv/bin/python scripts/test_durations.py                   # runs the README's test command
     .venv/bin/python scripts/test_durations.py --from junit.xml  # reads a finished run
 
+Each test's CPU seconds (the property ``cpu_seconds`` that tests/cpu_accounting.py records: the
+test's process and every process it waited for) are added up per file and for the suite, beside
+the wall time: how much of the cores' time the run used says whether more workers could help
+(cores idle) or only less work can (cores busy).
+
 The table names every test over 30 s and flags each one over 60 s that lacks the `slow` marker
 (which tests carry it is asked of pytest's collection, since a junit file does not record
 markers). A test's time is its setup, call and teardown, so a module-scoped fixture counts
 toward the first test that uses it.
 """
 import argparse
+import os
 import subprocess
 import sys
 import tempfile
@@ -30,6 +36,7 @@ class CaseTime:
     name: str
     seconds: float
     outcome: str  # passed, failed, error or skipped
+    cpu_seconds: float | None = None     # None: the run did not record it
 
     @property
     def node_id(self):
@@ -42,6 +49,7 @@ class SuiteRun:
     timestamp: str
     host: str
     tests: list
+    cores: int | None = None             # of the machine that ran it, where known
 
 
 def junit_address(node_id):
@@ -69,6 +77,32 @@ def outcome_of(case):
     return "passed"
 
 
+def cpu_of(case):
+    """A junit testcase's recorded CPU seconds, or None."""
+    for prop in case.iter("property"):
+        if prop.get("name") == "cpu_seconds":
+            return float(prop.get("value"))
+    return None
+
+
+def cpu_text(tests):
+    """The tests' CPU seconds added up, or a dash where none was recorded."""
+    known = [t.cpu_seconds for t in tests if t.cpu_seconds is not None]
+    return f"{sum(known):.1f}" if known else "–"
+
+
+def cpu_line(run):
+    known = [t.cpu_seconds for t in run.tests if t.cpu_seconds is not None]
+    if not known:
+        return "- CPU: not recorded by this run"
+    line = (f"- CPU: {minutes(sum(known))} in all (each test's process and those it waited "
+            "for, setup and teardown included)")
+    if run.cores and run.wall_seconds:
+        line += (f"; the {run.cores} cores were busy {sum(known) / (run.cores * run.wall_seconds):.0%}"
+                 " of the wall time")
+    return line
+
+
 def read_junit(path):
     root = ElementTree.parse(path).getroot()
     suites = [root] if root.tag == "testsuite" else root.findall("testsuite")
@@ -77,7 +111,8 @@ def read_junit(path):
         for case in suite.iter("testcase"):
             file, classes = file_of(case.get("classname", ""))
             name = "::".join(classes + [case.get("name", "")])
-            tests.append(CaseTime(file, name, float(case.get("time") or 0), outcome_of(case)))
+            tests.append(CaseTime(file, name, float(case.get("time") or 0), outcome_of(case),
+                                  cpu_of(case)))
     return SuiteRun(wall_seconds=sum(float(s.get("time") or 0) for s in suites),
                     timestamp=suites[0].get("timestamp", "") if suites else "",
                     host=suites[0].get("hostname", "") if suites else "", tests=tests)
@@ -138,16 +173,17 @@ def render(run, marked, source):
         f"- Tests: {len(run.tests)} ({counts or 'none'}); their times add up to "
         f"{minutes(sum(t.seconds for t in run.tests))} (setup and teardown included; parallel "
         "workers overlap, so this can exceed the wall time)",
+        cpu_line(run),
         "",
         "## Per file",
         "",
-        "| file | tests | seconds | slowest test | its seconds |",
-        "|---|---:|---:|---|---:|",
+        "| file | tests | seconds | CPU seconds | slowest test | its seconds |",
+        "|---|---:|---:|---:|---|---:|",
     ]
     for file, tests in per_file(run):
         slowest = max(tests, key=lambda t: t.seconds)
         lines.append(f"| `{file}` | {len(tests)} | {sum(t.seconds for t in tests):.1f} "
-                     f"| `{slowest.name}` | {slowest.seconds:.1f} |")
+                     f"| {cpu_text(tests)} | `{slowest.name}` | {slowest.seconds:.1f} |")
     listed = sorted((t for t in run.tests if t.seconds > LISTED_SECONDS),
                     key=lambda t: (-t.seconds, t.node_id))
     lines += ["", f"## Tests over {LISTED_SECONDS:.0f} s", ""]
@@ -176,11 +212,15 @@ def main(argv=None):
     parser.add_argument("--from", dest="junit", type=Path,
                         help="read this junit xml file instead of running the suite")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="default: %(default)s")
+    parser.add_argument("--cores", type=int, default=len(os.sched_getaffinity(0)),
+                        help="the cores of the machine that ran the suite (default: this "
+                             "one's, %(default)s)")
     parser.add_argument("pytest_args", nargs="*",
                         help="passed on to pytest when it runs the suite (after --)")
     args = parser.parse_args(argv)
     if args.junit:
         status, run = 0, read_junit(args.junit)
+        run = SuiteRun(run.wall_seconds, run.timestamp, run.host, run.tests, args.cores)
         source = f"`{args.junit.name}`"
     else:
         with tempfile.TemporaryDirectory() as folder:
@@ -190,7 +230,7 @@ def main(argv=None):
                 raise SystemExit(f"pytest exited {status} without writing {junit_path}")
             run = read_junit(junit_path)
         # the session's own clock misses interpreter start-up and collection; ours does not
-        run = SuiteRun(wall, run.timestamp, run.host, run.tests)
+        run = SuiteRun(wall, run.timestamp, run.host, run.tests, args.cores)
         source = "`python -m pytest" + "".join(f" {arg}" for arg in args.pytest_args) + "`"
     marked = marked_node_ids(files=[test.file for test in run.tests])
     args.out.parent.mkdir(parents=True, exist_ok=True)
