@@ -22,6 +22,8 @@ EPILOG = """examples:
   python -m reference_data plan --data-root my_tasks/ --devices 8   the run's cost, measured here
   python -m reference_data generate --data-root my_tasks/ --coordinator node0:1234 \
       --num-processes 2 --process-id 0 --checkpoint ckpt/ --checkpoint-minutes 30   (per host)
+  python -m reference_data generate ... --num-processes 8 --chain-groups 4   many chains on
+      many hosts: each group of devices runs a quarter of the chains on all the rows
   python -m reference_data generate --data-root my_tasks/ ... --checkpoint ckpt/ --resume
 """
 
@@ -136,12 +138,17 @@ def _add_cluster(generate) -> None:
                        help="write a checkpoint when M minutes have passed since the last")
     group.add_argument("--resume", action="store_true",
                        help="continue from the checkpoints in --checkpoint")
+    group.add_argument("--chain-groups", type=int, default=None,
+                       help="split the devices into C groups, each running chains/C of the "
+                            "chains with the rows split over its devices, so that the "
+                            "gradient's all-reduce spans one group (default 1: every chain on "
+                            "every device); C must divide the device and chain counts")
 
 
 def _asks_for_a_run(args) -> bool:
     """Whether any flag of the distributed or checkpointed run is given."""
     flags = (args.coordinator, args.num_processes, args.process_id, args.checkpoint,
-             args.checkpoint_every, args.checkpoint_minutes)
+             args.checkpoint_every, args.checkpoint_minutes, args.chain_groups)
     return args.resume or any(flag is not None for flag in flags)
 
 
@@ -152,12 +159,19 @@ def _run_options(args):
         return None
     from .distributed import RunOptions
     return RunOptions(args.coordinator, args.num_processes, args.process_id, args.checkpoint,
-                      args.checkpoint_every, args.checkpoint_minutes, args.resume)
+                      args.checkpoint_every, args.checkpoint_minutes, args.resume,
+                      1 if args.chain_groups is None else args.chain_groups)
 
 
-def _check_run_options(options, names: list[str]) -> str | None:
-    """What is wrong with the cluster flags, in one line, or None."""
-    from .distributed import checkpoint_path
+def _check_run_options(options, chains: dict[str, int]) -> str | None:
+    """What is wrong with the cluster flags, in one line, or None. ``chains``: {task: its
+    chain count}."""
+    import jax
+    from .distributed import chain_groups_problem, checkpoint_path
+    names = list(chains)
+    problem = chain_groups_problem(options.chain_groups, chains, jax.device_count())
+    if problem:
+        return problem
     if options.checkpoint_every is not None and options.checkpoint_every < 1:
         return f"--checkpoint-every is {options.checkpoint_every}; expected a positive count"
     if options.checkpoint_minutes is not None and options.checkpoint_minutes <= 0:
@@ -175,13 +189,14 @@ def _check_run_options(options, names: list[str]) -> str | None:
     return None
 
 
-def _start(args, names: list[str]):
-    """(run options or None, exit code or None): the runtime joined and the flags checked."""
+def _start(args, chains: dict[str, int]):
+    """(run options or None, exit code or None): the runtime joined and the flags checked.
+    ``chains``: {task: its chain count}."""
     if not _asks_for_a_run(args):
         return None, None
     if args.engine != "nuts" or args.sampler != "nuts":     # refused before JAX is imported
-        print("error: --num-processes, --checkpoint and --resume run NUTS only (--engine nuts, "
-              "--sampler nuts)", file=sys.stderr)
+        print("error: --num-processes, --checkpoint, --resume and --chain-groups run NUTS only "
+              "(--engine nuts, --sampler nuts)", file=sys.stderr)
         return None, 2
     options = _run_options(args)
     from .distributed import RunError, start_runtime
@@ -190,7 +205,7 @@ def _start(args, names: list[str]):
     except RunError as error:
         print(f"error: {error}", file=sys.stderr)
         return options, 2
-    problem = _check_run_options(options, names)
+    problem = _check_run_options(options, chains)
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         return options, 2
@@ -296,7 +311,7 @@ def _generate_organizer(args) -> int:
         print(f"error: {args.data_root}: no task folder (<task>/<task>_task.json)", file=sys.stderr)
         return 2
     tasks = [task for task, _ in loaded.values()]
-    options, code = _start(args, [task.name for task in tasks])
+    options, code = _start(args, {task.name: task.hmc.num_chains for task in tasks})
     if code is not None:
         return code
     sampler = _sampler(args)
@@ -335,7 +350,8 @@ def _generate(args) -> int:
     except KeyError as error:
         print(f"error: {error.args[0]}", file=sys.stderr)
         return 2
-    options, code = _start(args, [task.name for task in declared])
+    options, code = _start(args, {task.name: task.hmc.num_chains if args.chains is None
+                                  else args.chains for task in declared})
     if code is not None:
         return code
     # imported once the flags are known good: it loads scikit-learn's data sets (seconds)

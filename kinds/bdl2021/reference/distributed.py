@@ -1,11 +1,15 @@
 """NUTS over every device of every host, resumable: ``generate --num-processes/--checkpoint``.
 
 The hosts run JAX's own multi-controller runtime (``jax.distributed.initialize``): one
-``generate`` per host, all running this same program. The training rows are split over one
-mesh axis spanning every device of every host, so XLA's all-reduce of the full-batch gradient
-crosses hosts; the chains run vectorised in step and their state is replicated, so every
-process holds the draws and only process 0 writes the references. With one process the same
-code runs on the local devices.
+``generate`` per host, all running this same program. The devices of every host form a mesh
+of chain groups times row shards (``Layout``). With one group (the default) the training rows
+are split over every device of every host, so XLA's all-reduce of the full-batch gradient
+crosses hosts, and the chains run vectorised in step on every device, their state replicated.
+With C groups (``generate --chain-groups C``) each group runs chains/C of the chains,
+vectorised, on its own devices, the rows split within the group, so the all-reduce spans one
+group. Either way every process ends each chunk holding the whole run state (the groups' parts
+gathered by XLA), and only process 0 writes the references. With one process the same code
+runs on the local devices.
 
 The run advances in chunks of a fixed number of transitions (warm-up, with Stan's window
 adaptation as BlackJAX builds it, then sampling). After a chunk the whole state - chain
@@ -58,6 +62,7 @@ class RunOptions:
     checkpoint_every: int | None = None      # transitions
     checkpoint_minutes: float | None = None
     resume: bool = False
+    chain_groups: int = 1                    # the chains split over this many device groups
 
     @property
     def chunk(self) -> int:
@@ -127,13 +132,33 @@ def _kernels(log_density_of_data, target: float, depth: int):
     return init, warm, draw, adapt_final
 
 
-class Layout:
-    """The global mesh: rows split over every device of every host, the rest replicated."""
+def chain_groups_problem(groups: int, chains: dict[str, int], devices: int) -> str | None:
+    """What is wrong with ``groups`` chain groups for these tasks' chain counts ({task:
+    chains}) on ``devices`` devices, in one line, or None."""
+    if groups >= 1 and not devices % groups and all(not n % groups for n in chains.values()):
+        return None
+    counts = ", ".join(f"{name} {n}" for name, n in chains.items())
+    return (f"--chain-groups is {groups}; expected a count that divides both the devices "
+            f"({devices}) and every task's chains ({counts})")
 
-    def __init__(self):
-        self.mesh = Mesh(np.array(jax.devices()), ("data",))
+
+class Layout:
+    """The global mesh, ``groups`` chain groups x row shards: the devices, each host's
+    together, cut into ``groups`` consecutive groups, so that a group spans as few hosts as
+    it can. The chains are split over the groups (axis ``chains``), the rows over the devices
+    of a group (axis ``data``), so the gradient's all-reduce runs within a group. One group:
+    the rows split over every device of every host in JAX's order, every chain on every
+    device (the layout before groups existed, bit for bit)."""
+
+    def __init__(self, groups: int = 1):
+        devices = np.array(jax.devices() if groups == 1 else sorted(
+            jax.devices(), key=lambda device: (device.process_index, device.id)))
+        self.mesh = Mesh(devices.reshape(groups, devices.size // groups), ("chains", "data"))
+        self.shards = devices.size // groups            # row shards in a group
         self.rows = NamedSharding(self.mesh, PartitionSpec("data"))
+        self.chains = NamedSharding(self.mesh, PartitionSpec("chains"))
         self.replicated = NamedSharding(self.mesh, PartitionSpec())
+        self._gather = jax.jit(lambda tree: tree, out_shardings=self.replicated)
 
     def put(self, tree, sharding):
         """Host numpy arrays as global arrays: each process places its own devices' parts."""
@@ -141,11 +166,26 @@ class Layout:
             np.shape(a), sharding, lambda index: np.asarray(a)[index]), tree)
 
     def compile(self, function, chained: int):
-        """``function`` vmapped over the chains (its first ``chained`` arguments), the data's
-        three arguments last, split by rows; every output replicated."""
+        """``function`` vmapped over the chains (its first ``chained`` arguments, split over
+        the groups), the data's three arguments last, split by rows within a group; every
+        output split over the groups as the chains are. With several groups, ``shard_map``
+        over the ``chains`` axis (the ``data`` axis left to XLA's partitioner) runs each
+        group's chains apart: no collective crosses groups, not even the vmapped NUTS loops'
+        "any chain still going" test, so a group does not wait for another's trees."""
         vmapped = jax.vmap(function, in_axes=(0,) * chained + (None, None, None))
-        return jax.jit(vmapped, in_shardings=(self.replicated,) * chained + (self.rows,) * 3,
-                       out_shardings=self.replicated)
+        if self.mesh.shape["chains"] > 1:
+            vmapped = jax.shard_map(
+                vmapped, mesh=self.mesh, axis_names={"chains"},
+                in_specs=(PartitionSpec("chains"),) * chained + (PartitionSpec(),) * 3,
+                out_specs=PartitionSpec("chains"), check_vma=False)
+        return jax.jit(vmapped, in_shardings=(self.chains,) * chained + (self.rows,) * 3,
+                       out_shardings=self.chains)
+
+    def to_host(self, tree):
+        """The chains' arrays of every group as numpy on every process: XLA gathers the
+        groups' parts (an all-gather, the chunk's states and draws crossing once); with one
+        group they are replicated already."""
+        return to_host(tree if self.mesh.shape["chains"] == 1 else self._gather(tree))
 
 
 def to_host(tree):
@@ -187,6 +227,11 @@ def write_checkpoint(path: Path, fingerprint: dict, carry: dict) -> None:
         os.close(directory)
 
 
+# Fingerprint entries written only where they differ from these (a checkpoint of one chain
+# group stays the file it was before groups existed), and read as these where absent.
+FINGERPRINT_DEFAULTS = {"chain_groups": 1}
+
+
 def read_checkpoint(path: Path, fingerprint: dict, template: dict) -> dict:
     """The carry saved at ``path``, refused unless it was written by the same declaration,
     seed, settings and device layout."""
@@ -194,7 +239,8 @@ def read_checkpoint(path: Path, fingerprint: dict, template: dict) -> dict:
         saved = np.load(path)
     except (OSError, ValueError) as error:
         raise RunError(f"cannot read the checkpoint {path}: {error}") from None
-    found = json.loads(str(saved["fingerprint"]))
+    found = {**FINGERPRINT_DEFAULTS, **json.loads(str(saved["fingerprint"]))}
+    fingerprint = {**FINGERPRINT_DEFAULTS, **fingerprint}
     differing = sorted(key for key in set(found) | set(fingerprint)
                        if found.get(key) != fingerprint.get(key))
     if differing:
@@ -238,19 +284,23 @@ def sample(name: str, log_density_of_data, x, y, starts: np.ndarray, seed: int,
            num_warmup: int, num_samples: int, target: float, options: RunOptions,
            fingerprint: dict, stream=None) -> SampledChains:
     """K chains of NUTS on the global mesh, in chunks, checkpointed and resumable."""
-    layout = Layout()
-    devices = jax.device_count()
-    data = layout.put(pad_rows(np.asarray(x), np.asarray(y), devices), layout.rows)
-    init, warm, draw, final = _kernels(log_density_of_data, target, MAX_TREE_DEPTH)
+    devices, groups = jax.device_count(), options.chain_groups
     chains, dim = starts.shape
+    problem = chain_groups_problem(groups, {name: chains}, devices)
+    if problem:
+        raise RunError(problem)
+    layout = Layout(groups)
+    data = layout.put(pad_rows(np.asarray(x), np.asarray(y), layout.shards), layout.rows)
+    init, warm, draw, final = _kernels(log_density_of_data, target, MAX_TREE_DEPTH)
     warm_keys, sample_keys = chain_keys(seed, chains, num_warmup, num_samples)
     stages = np.asarray(build_schedule(num_warmup))
     fingerprint = {**fingerprint, "format": FORMAT_VERSION, "seed": seed,
                    "num_warmup": num_warmup, "num_samples": num_samples, "chains": chains,
                    "target_acceptance": target, "chunk": options.chunk, "devices": devices,
-                   "processes": jax.process_count()}
-    state, adaptation = to_host(layout.compile(init, 1)(
-        layout.put(np.asarray(starts, np.float64), layout.replicated), *data))
+                   "processes": jax.process_count(),
+                   **({"chain_groups": groups} if groups != 1 else {})}
+    state, adaptation = layout.to_host(layout.compile(init, 1)(
+        layout.put(np.asarray(starts, np.float64), layout.chains), *data))
     carry = {"step": np.array(0), "state": state, "adaptation": adaptation,
              "warmup_divergences": np.zeros(chains, np.int64),
              "step_size": np.zeros(chains), "inverse_mass": np.zeros((chains, dim)),
@@ -304,12 +354,12 @@ class _Chunks:
                 (minutes is not None and time.monotonic() - last_saved >= 60 * minutes))
 
     def _put(self, tree):
-        return self.layout.put(tree, self.layout.replicated)
+        return self.layout.put(tree, self.layout.chains)
 
     def _warm(self, carry: dict, step: int, n: int):
         keys = self.warm_keys[:, step:step + n]
         stages = np.broadcast_to(self.stages[step:step + n], (len(keys), n, 2))
-        state, adaptation, divergent, gradients = to_host(self.warm(
+        state, adaptation, divergent, gradients = self.layout.to_host(self.warm(
             self._put(carry["state"]), self._put(carry["adaptation"]), self._put(keys),
             self._put(np.ascontiguousarray(stages)), *self.data))
         carry = {**carry, "state": state, "adaptation": adaptation,
@@ -320,7 +370,7 @@ class _Chunks:
 
     def _draw(self, carry: dict, kept: int, n: int):
         keys = self.sample_keys[:, kept:kept + n]
-        state, trace = to_host(self.draw(
+        state, trace = self.layout.to_host(self.draw(
             self._put(carry["state"]), self._put(carry["step_size"]),
             self._put(carry["inverse_mass"]), self._put(keys), *self.data))
         for whole, part in zip(carry["trace"], trace):

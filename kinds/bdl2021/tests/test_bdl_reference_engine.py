@@ -17,7 +17,7 @@ import pytest
 from kinds.bdl2021.runtime.formats import (TaskInputs, read_chain_probs,
                                            read_classification_probs, read_task_inputs,
                                            write_task_inputs)
-from test_bdl_hmc import NOISE_STD, linear_regression_problem
+from test_bdl_hmc import NOISE_STD, PRIOR_VARIANCE, linear_regression_problem
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -121,17 +121,21 @@ def test_nuts_matches_the_closed_form_posterior_with_the_chains_split_over_devic
             in run_python(CHAINS_SPLIT, devices))
 
 
-DATA_SPLIT = """
-import numpy as np, jax, jax.numpy as jnp
-from kinds.bdl2021.reference import sharded
-from test_bdl_reference_engine import conjugate_data
-from test_bdl_hmc import posterior_mismatches, NOISE_STD, PRIOR_VARIANCE
-x, y, mean, covariance = conjugate_data()
-
-def log_density(w, x, y, weights):
+def conjugate_log_density_of_data(w, x, y, weights):
+    """The conjugate posterior's log density with the rows as arguments (rows of weight 0
+    add nothing), for the data-split layouts; JAX is imported in the child that calls it."""
+    import jax.numpy as jnp
     residual = y - x @ w
     return -(0.5 * jnp.sum(weights * residual ** 2) / NOISE_STD ** 2
              + 0.5 * w @ w / PRIOR_VARIANCE)
+
+
+DATA_SPLIT = """
+import numpy as np, jax, jax.numpy as jnp
+from kinds.bdl2021.reference import sharded
+from test_bdl_reference_engine import conjugate_data, conjugate_log_density_of_data as log_density
+from test_bdl_hmc import posterior_mismatches
+x, y, mean, covariance = conjugate_data()
 
 chains = sharded.sample(log_density, x, y, np.random.default_rng(1).normal(0, 2, (4, 3)), 0,
                         500, 2000)

@@ -1,6 +1,7 @@
 """A reference run killed after its first checkpoint (SIGKILL, a real subprocess) and resumed
-with ``generate --resume`` gives the uninterrupted run's references bit for bit; a resume
-without a checkpoint, or from another run's, is refused in one line.
+with ``generate --resume`` gives the uninterrupted run's references bit for bit, with the
+chains on every device or split over chain groups; a resume without a checkpoint, or from
+another run's (another chain-group count included), is refused in one line.
 
 Every JAX computation runs in a child process (the ingestion tests fork this one later)."""
 import os
@@ -44,9 +45,10 @@ def _generate(*args):
                           env=_env(), capture_output=True, text=True, timeout=600)
 
 
-def _kill_after_first_checkpoint(out: Path, checkpoint: Path) -> None:
+def _kill_after_first_checkpoint(out: Path, checkpoint: Path, *extra) -> None:
     process = subprocess.Popen([sys.executable, "-m", "reference_data", *RUN, "--out",
-                                str(out), "--checkpoint", str(checkpoint)], cwd=REPO, env=_env(),
+                                str(out), "--checkpoint", str(checkpoint), *extra], cwd=REPO,
+                               env=_env(),
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     written = checkpoint / "iris.process0.npz"
     deadline = time.monotonic() + 300
@@ -90,3 +92,30 @@ def test_resume_without_a_checkpoint_or_from_another_run_is_refused(tmp_path):
     assert len(errors) == 1 and "was written by another run" in errors[0], other.stderr[-2000:]
     assert "num_samples: checkpoint 100, this run 150" in errors[0]
     assert "Traceback" not in other.stderr
+
+
+@pytest.mark.slow
+def test_a_checkpoint_of_two_chain_groups_resumes_with_two_and_is_refused_with_one(tmp_path):
+    """On 2 devices, 2 chains in 2 groups (a chain and a device each): killed after its first
+    checkpoint, the run resumes with 2 groups and gives the uninterrupted run's references bit
+    for bit; resuming it with 1 group is refused in one line, the layout named."""
+    groups = ("--chain-groups", "2")
+    _kill_after_first_checkpoint(tmp_path / "killed", tmp_path / "c", *groups)
+    one = _generate("--out", str(tmp_path / "killed"), "--checkpoint", str(tmp_path / "c"),
+                    "--resume")
+    assert one.returncode == 2 and "Traceback" not in one.stderr
+    assert [line for line in one.stderr.splitlines() if line.startswith("error:")] == [
+        f"error: {tmp_path / 'c' / 'iris.process0.npz'} was written by another run "
+        "(chain_groups: checkpoint 2, this run 1); resume with the checkpoint's settings, or "
+        "start afresh without --resume"], one.stderr[-2000:]
+    resumed = _generate("--out", str(tmp_path / "killed"), "--checkpoint", str(tmp_path / "c"),
+                        "--resume", *groups)
+    assert resumed.returncode == 1, resumed.stderr[-2000:]     # the gate, at this length
+    line = next(text for text in resumed.stderr.splitlines() if "resuming from" in text)
+    assert 0 < int(line.rsplit(" ", 1)[1]) < 200, line
+    whole = _generate("--out", str(tmp_path / "whole"), "--checkpoint", str(tmp_path / "c1"),
+                      *groups)
+    assert whole.returncode == 1, whole.stderr[-2000:]
+    for name in CHAIN_FILES:
+        assert (tmp_path / "whole.failed" / "iris" / name).read_bytes() == \
+            (tmp_path / "killed.failed" / "iris" / name).read_bytes(), name
