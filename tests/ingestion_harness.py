@@ -124,6 +124,35 @@ def run_ingestion(run: Path, timeout: float = 300, unprivileged: bool = False,
                           timeout=timeout, env={**os.environ, "TMPDIR": str(staging), **(env or {})})
 
 
+def run_then_score(tmp_path: Path, programs: Path, data: Path, submission: Path,
+                   prepare=None) -> tuple:
+    """The ingestion, then the scorer, in the CodaLab worker's layout: the programs
+    ``programs/ingestion_program`` and ``programs/scoring_program`` over ``data/input`` and
+    ``data/ref`` and a copy of the submission's folder, which ``prepare(folder)`` may change
+    first (``folder``: the worker's, holding input/ and program/). Returns (ingestion,
+    scoring, the scorer's output folder); the ingestion's output is in
+    ``tmp_path/score/input/res``."""
+    run = tmp_path / "run"
+    shutil.copytree(programs / "ingestion_program", run / "run" / "ingestion_program")
+    shutil.copytree(data / "input", run / "run" / "input")
+    shutil.copytree(data / "ref", run / "hidden_ref")
+    shutil.copytree(submission, run / "run" / "program")
+    (run / "run" / "program" / "metadata").write_text("description: test\n")
+    if prepare is not None:
+        prepare(run / "run")
+    (run / "run" / "output").mkdir()
+    ingestion = run_ingestion(run, timeout=120)
+    score = tmp_path / "score"
+    shutil.copytree(programs / "scoring_program", score / "program")
+    shutil.copytree(data / "ref", score / "input" / "ref")
+    shutil.copytree(run / "run" / "output", score / "input" / "res")
+    (score / "output").mkdir()
+    scoring = subprocess.run([image_python(), str(score / "program" / "score.py"),
+                              str(score / "input"), str(score / "output")],
+                             capture_output=True, text=True, timeout=120)
+    return ingestion, scoring, score / "output"
+
+
 def staging_root(run: Path) -> Path:
     return (Path(tempfile.gettempdir())
             / f"bdl-ingestion-test-{hashlib.sha1(str(run).encode()).hexdigest()[:16]}")

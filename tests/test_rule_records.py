@@ -162,9 +162,9 @@ def test_the_check_reads_the_names_another_module_uses(tmp_path, monkeypatch):
     user = tmp_path / "pkg" / "user.py"
     user.write_text("from runtime.rules.smoke_test import MARKER\n"
                     "from runtime.rules import gate as g\n"
-                    "def f():\n    from . import sibling\n    return g.run_first, sibling.X\n")
+                    "def f():\n    from . import sibling\n    return g.runs, sibling.X\n")
     assert _uses("runtime.rules.smoke_test", user) == {"MARKER"}
-    assert _uses("runtime.rules.gate", user) == {"run_first"}
+    assert _uses("runtime.rules.gate", user) == {"runs"}
     assert _uses("pkg.sibling", user) == {"X"}
 
 

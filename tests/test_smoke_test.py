@@ -20,8 +20,7 @@ from kinds.kind import KINDS
 from runtime import failures
 from runtime.formats import RECORD_NAME
 from runtime.rules import smoke_test
-from ingestion_harness import TEST_LIMITS, run_ingestion
-from scoring_harness import image_python
+from ingestion_harness import TEST_LIMITS, run_then_score
 from local_runs import REPO
 
 SPEC = REPO / "kinds" / "retina" / "default_spec.yaml"
@@ -57,31 +56,17 @@ def _run(prepared, tmp_path, marker=True, code=None, smoke_inputs_only=False):
     the scorer's output). ``smoke_inputs_only``: the phase's own inputs are taken away, so
     that staging any of them would fail the run."""
     root, _ = prepared
-    run = tmp_path / "run"
-    for name in ("ingestion_program", "input"):
-        shutil.copytree(root / name, run / "run" / name)
-    if smoke_inputs_only:
-        for path in (run / "run" / "input").iterdir():
-            if path.name != smoke_test.FOLDER:
-                shutil.rmtree(path) if path.is_dir() else path.unlink()
-    shutil.copytree(root / "ref", run / "hidden_ref")
-    shutil.copytree(root / "sample", run / "run" / "program")
-    (run / "run" / "program" / "metadata").write_text("description: test\n")
-    if code is not None:
-        (run / "run" / "program" / "submission.py").write_text(code)
-    if marker:
-        (run / "run" / "program" / smoke_test.MARKER).write_text("")
-    (run / "run" / "output").mkdir()
-    ingestion = run_ingestion(run, timeout=120)
-    score = tmp_path / "score"
-    shutil.copytree(root / "scoring_program", score / "program")
-    shutil.copytree(root / "ref", score / "input" / "ref")
-    shutil.copytree(run / "run" / "output", score / "input" / "res")
-    (score / "output").mkdir()
-    scoring = subprocess.run([image_python(), str(score / "program" / "score.py"),
-                              str(score / "input"), str(score / "output")],
-                             capture_output=True, text=True, timeout=120)
-    return ingestion, scoring, score / "output"
+
+    def prepare(folder):
+        if smoke_inputs_only:
+            for path in (folder / "input").iterdir():
+                if path.name != smoke_test.FOLDER:
+                    shutil.rmtree(path) if path.is_dir() else path.unlink()
+        if code is not None:
+            (folder / "program" / "submission.py").write_text(code)
+        if marker:
+            (folder / "program" / smoke_test.MARKER).write_text("")
+    return run_then_score(tmp_path, root, root, root / "sample", prepare)
 
 
 def test_a_smoke_submission_runs_and_scores_only_the_smoke_tasks(prepared, tmp_path):

@@ -142,7 +142,7 @@ class BuildRule:
     # the kit and the dry run take part --------------------------------------------------------
     # ``public_tasks_apart(plan) -> {folder: [PlannedTask]}``: tasks made of public data only,
     # whose inputs and references are staged in ``folder`` of the phase's input and reference
-    # data (the worker half's ``runs_instead`` runs them from there); the leakage check does
+    # data (the worker half's ``runs`` run them from there); the leakage check does
     # not count those references as hidden. Default: none.
     public_tasks_apart: Callable[[object], dict] | None = hook()
     # ``kit_steps(plan, sample) -> list[dict]``: commands the starting kit page and guide add

@@ -90,14 +90,14 @@ class IngestionConfig:
     entry_module: str = "submission"
     entry_function: str = "predict"
     # The competition rules' fields of this phase, under their own names (runtime/rules/),
-    # tasks they run besides the phase's included
+    # the tasks of their runs included
     rules: dict = field(default_factory=dict)
     # Where the input data is on the worker's data mount, when not in $input
     worker_input: WorkerFolder | None = None
 
     def total_seconds(self) -> float:
         """Worst case wall time of a whole ingestion run."""
-        tasks = (*rules.extra_tasks(self), *self.tasks)
+        tasks = [task for run in rules.runs(self, None) for task in run.tasks]
         return worst_case_seconds([t.budget_seconds for t in tasks],
                                   self.limits.grace_seconds, self.limits.startup_seconds)
 

@@ -6,17 +6,18 @@ For each task of the phase: stage its inputs (as the competition kind says) and 
 copy of the submission, run the participant's function in a sandboxed child under the task's
 budget through the kind's contract, validate what comes back (the kind's checks), write
 ``<output>/<stem>.npy`` and the run record ``ingestion_record.json`` that the scorer reads.
-One task's failure never stops the others. A competition rule may first run tasks of its own
-the same way, writing nothing of them but its entries in the record, and fail the submission
-(``runtime/rules/``: ``run_first``, ``record_failure``); then none of the phase's tasks run.
+One task's failure never stops the others. The tasks run in runs (``runtime/rules/``,
+``rules.runs``): the phase's own, and a competition rule's, before it or instead of it. A
+rule's run may write nothing of its tasks but its entries in the record, and fail the
+submission (its ``verdict``); then no later run, the phase's included, runs.
 Exit status: 0 when the run completed (even if tasks failed: the scorer penalises them),
 1 for an unusable config or input, 2 for bad arguments or an internal error, 3 when a
 competition rule fails the submission (the platform then marks it failed, and failed
 submissions do not count toward the limits), 4 when the submission carries a command of its own
 (``submission_metadata.py``) or a rule refuses it (``submission_refusal``), and nothing of it
-was run. A rule may run other tasks instead of the phase's (``runs_instead``: the smoke test),
-from a folder of the input data into one of the output, exiting 0 as after the phase's: the
-scorer decides what becomes of them.
+was run. A rule's run instead of the phase's (the smoke test) reads a folder of the input data
+and writes one of the output, exiting 0 as after the phase's: the scorer decides what becomes
+of them.
 """
 from __future__ import annotations
 
@@ -155,19 +156,21 @@ def _write_outputs(output_dir: Path, task: TaskSpec, outcome: TaskOutcome) -> se
     return set(files)
 
 
-def _settle_output(output_dir: Path, before: set[str], done: list[tuple[TaskSpec, TaskOutcome]],
-                   folder: str = "") -> list[str]:
+def _settle_output(output_dir: Path, before: set[str],
+                   done: dict[str, list[tuple[TaskSpec, TaskOutcome]]]) -> list[str]:
     """Makes the output folder hold only what this program wrote, in case a child could write
     there: every file is written again and anything else new is removed (returned).
-    ``folder``: the tasks' outputs are in that folder of it, which holds only them."""
-    ours = {RECORD_NAME, folder} if folder else {RECORD_NAME}
-    written = set()
-    for task, outcome in done:
-        written |= _write_outputs(output_dir / folder, task, outcome)
-    planted = sorted(set(os.listdir(output_dir)) - before - ours - (set() if folder else written))
-    if folder:
+    ``done``: each folder's tasks (a run's folder of it holds only its tasks' outputs; "": the
+    output folder itself)."""
+    written = {folder: set() for folder in done}
+    for folder, outcomes in done.items():
+        for task, outcome in outcomes:
+            written[folder] |= _write_outputs(output_dir / folder, task, outcome)
+    ours = {RECORD_NAME, *(folder for folder in done if folder)}
+    planted = sorted(set(os.listdir(output_dir)) - before - ours - written.get("", set()))
+    for folder in (folder for folder in done if folder):
         planted += sorted(f"{folder}/{name}" for name in
-                          set(os.listdir(output_dir / folder)) - written)
+                          set(os.listdir(output_dir / folder)) - written[folder])
     for name in planted:
         force_remove(output_dir / name)
     force_remove(output_dir / RECORD_NAME)
@@ -284,7 +287,7 @@ def _run_tasks(tasks: tuple[TaskSpec, ...], config: IngestionConfig, base: Path,
                folder: str = ""
                ) -> list[tuple[TaskSpec, TaskOutcome]]:
     """``folder``: the tasks' inputs are in that folder of the input data, their predictions
-    go to that folder of the output (tasks a rule runs instead of the phase's)."""
+    go to that folder of the output (a run's ``folder``)."""
     forbidden = tuple(p for p in (*dirs.values(), base) if p)
     sources, submission, modes, inputs = shared
     done = []
@@ -344,15 +347,24 @@ def _run_task(task: TaskSpec, config: IngestionConfig, staging: Staging,
     return runner(run_child) if runner else run_child()
 
 
-def _run_first(config: IngestionConfig, base: Path, dirs: dict[str, Path | None],
-               protections: Protections, contract, shared) -> dict:
-    """What the rules run before the phase's tasks, run as theirs are but writing no output;
-    the rules' entries in the run record."""
-    def run_tasks(tasks):
-        done = _run_tasks(tasks, config, base, dirs, protections, contract, shared, write=False)
-        return [(task, outcome, asdict(_task_run(task, outcome, config.limits)),
-                 rules.outcome_problems(task, outcome)) for task, outcome in done]
-    return rules.run_first(config, contract, run_tasks)
+def _make_run(run: rules.Run, config: IngestionConfig, base: Path,
+              dirs: dict[str, Path | None], protections: Protections, contract, shared
+              ) -> tuple[list[tuple[TaskSpec, TaskOutcome]], dict, str | None]:
+    """One run's tasks (``rules.Run``), a run not scored writing no output. Returns what it
+    wrote, its entries in the run record and why the submission fails (None: it does not)."""
+    if run.announcement:
+        _say(run.announcement)
+    if run.scored and run.folder:
+        (dirs["output"] / run.folder).mkdir(exist_ok=True)
+    done = _run_tasks(run.tasks, config, base, dirs, protections, contract, shared,
+                      write=run.scored, folder=run.folder)
+    written = done if run.scored else []
+    if run.verdict is None:
+        return written, dict(run.entries), None
+    entries, failure = run.verdict(
+        [(task, outcome, asdict(_task_run(task, outcome, config.limits)),
+          rules.outcome_problems(task, outcome)) for task, outcome in done], contract)
+    return written, entries, failure
 
 
 def ingest(input_dir: Path, output_dir: Path, program_dir: Path, submission_dir: Path,
@@ -382,12 +394,13 @@ def ingest(input_dir: Path, output_dir: Path, program_dir: Path, submission_dir:
     if refusal:         # nothing of theirs has run: the key is still out of their reach
         return _refuse(config, output_dir, hardware, key, *refusal, submission=ran)
     inputs = _held_folder(input_dir)
-    instead = rules.runs_instead(config, submission_dir)
-    folder = instead.folder if instead else ""
+    planned = rules.runs(config, submission_dir)
     base = new_staging_folder()
     os.chmod(base, 0o711)      # the child may pass through to its own folders, not list them
     before = set(os.listdir(output_dir))
-    done: list[tuple[TaskSpec, TaskOutcome]] = []
+    done: dict[str, list[tuple[TaskSpec, TaskOutcome]]] = {}
+    entries: dict = {}
+    failure = None
     try:
         # Modes are recorded once the submission's copy is staged, before any child runs; the
         # submission's own folder is not read again.
@@ -396,29 +409,31 @@ def ingest(input_dir: Path, output_dir: Path, program_dir: Path, submission_dir:
                   ModeGuard([dirs[name] for name in ("input", "output", "program", "hidden")]
                             + [base]),
                   inputs)
-        if instead:
-            first, failure = instead.entries, None
-            (output_dir / folder).mkdir(exist_ok=True)
-            done = _run_tasks(instead.tasks, config, base, dirs, protections, contract, shared,
-                              folder=folder)
-        else:
-            first = _run_first(config, base, dirs, protections, contract, shared)
-            failure = rules.record_failure(first)
-            if failure is None:
-                done = _run_tasks(config.tasks, config, base, dirs, protections, contract,
-                                  shared)
+        for run in planned:
+            written, found, failure = _make_run(run, config, base, dirs, protections,
+                                                contract, shared)
+            if run.scored:
+                done.setdefault(run.folder, []).extend(written)
+            clash = sorted(set(found) & set(entries))
+            if clash:
+                raise rules.RuleError(f"run {run.name}: sets {clash}, set by another run")
+            entries.update(found)
+            if failure is not None:
+                break
     finally:
         if not force_remove(base):
             _say(f"could not remove the staging folder {base}")
-    planted = _settle_output(output_dir, before, done, folder)
+    planted = _settle_output(output_dir, before, done)
     if planted:
         _say(f"removed from the output folder what a child put there: {', '.join(planted)}")
-    runs = {task.name: _task_run(task, outcome, config.limits) for task, outcome in done}
+    ran_tasks = [(task, outcome, folder) for folder, outcomes in done.items()
+                 for task, outcome in outcomes]
+    runs = {task.name: _task_run(task, outcome, config.limits) for task, outcome, _ in ran_tasks}
     files = {name: file_digest(output_dir / name)
-             for name in (_prediction_name(task, folder) for task, outcome in done
+             for name in (_prediction_name(task, folder) for task, outcome, folder in ran_tasks
                           if outcome.predictions is not None)}
     write_run_record(output_dir / RECORD_NAME,
-                     RunRecord(runs, hardware, files, rules=first, submission=ran), key)
+                     RunRecord(runs, hardware, files, rules=entries, submission=ran), key)
     if failure is not None:
         print(f"{failure}. The submission fails; failed submissions do not count toward the "
               "limits", file=sys.stderr)

@@ -85,7 +85,7 @@ class RunRecord:
     files: dict[str, str] = field(default_factory=dict)     # prediction file -> SHA-256
     signature: str | None = None
     # The competition rules' entries, top-level keys of the record under their own names
-    # (runtime/rules/: ``run_first`` writes them, ``record_entries`` reads them back)
+    # (runtime/rules/: a rule's ``Run`` gives them, ``record_entries`` reads them back)
     rules: dict = field(default_factory=dict)
     # Why the ingestion ran none of the submission (it carries a command the platform starts
     # outside the sandbox); the submission fails.
@@ -185,8 +185,8 @@ def write_run_record(path: PathLike, record: RunRecord, key: bytes | None = None
 
 
 def _plain_name(name: str) -> bool:
-    """A file beside the record, or in one folder of its own: tasks a rule runs instead of
-    the phase's write there (runtime/rules/, ``runs_instead``); never a way out of it."""
+    """A file beside the record, or in one folder of its own: a rule's run in a folder of its
+    own writes there (runtime/rules/, ``Run.folder``); never a way out of it."""
     parts = name.split("/")
     return len(parts) <= 2 and all(part not in ("", ".", "..") for part in parts)
 

@@ -19,7 +19,7 @@ registry.
 from __future__ import annotations
 
 from . import epoch_budgets, gate, public_rows, sd_columns, se_columns, smoke_test, units
-from .records import RuleError, RunInstead, ScoreInstead  # noqa: F401  (the rules' own names)
+from .records import RuleError, Run  # noqa: F401  (the rules' own names)
 from .records import WorkerRule, field_name, registered  # noqa: F401  (a rule's record)
 
 RULES = registered(
@@ -176,29 +176,26 @@ def config_tasks(raw: dict, where: str, parse_tasks) -> dict:
     return _merged(lambda rule: rule.config_tasks, raw, where, parse_tasks)
 
 
-def extra_tasks(config) -> tuple:
-    """The tasks the rules run besides the phase's (none by default)."""
-    return tuple(_listed(lambda rule: rule.extra_tasks, config))
+PHASE_RUN = "phase"     # the name of the phase's own run
 
 
-def run_first(config, contract, run_tasks) -> dict:
-    """What the rules run before the phase's tasks: their entries in the run record."""
-    return _merged(lambda rule: rule.run_first, config, contract, run_tasks)
+def _placed(found: list, own: Run) -> list:
+    """The runs in order: the rules' (``RULES`` order), then the phase's own; a run that runs
+    ``instead`` of the others alone (the first such)."""
+    instead = [run for run in found if run.instead]
+    return instead[:1] if instead else [*found, own]
+
+
+def runs(config, submission) -> list:
+    """What the ingestion runs for this submission (its folder; None: a submission that asks
+    for nothing, as the run's worst case counts it), in order (``records.Run``)."""
+    return _placed(_listed(lambda rule: rule.runs, config, submission),
+                   Run(name=PHASE_RUN, tasks=config.tasks))
 
 
 def record_entries(raw: dict, where: str) -> dict:
     """``RunRecord.rules``: the rules' entries of a run record as read."""
     return _merged(lambda rule: rule.record_entries, raw, where)
-
-
-def record_failure(entries: dict) -> str | None:
-    """Why the rules fail the submission, by their run record entries; None: they do not."""
-    return _first(lambda rule: rule.record_failure, entries)
-
-
-def unrun_failure(config) -> str | None:
-    """Why a submission whose code never ran fails in this phase rather than scoring worst."""
-    return _first(lambda rule: rule.unrun_failure, config)
 
 
 def outcome_problems(task, outcome) -> list[str]:
@@ -222,15 +219,9 @@ def submission_refusal(config, submission) -> tuple[str, str] | None:
     return _first(lambda rule: rule.submission_refusal, config, submission)
 
 
-def runs_instead(config, submission) -> RunInstead | None:
-    """The tasks a rule runs instead of the phase's, or None: the phase's run."""
-    return _first(lambda rule: rule.runs_instead, config, submission)
-
-
 def output_folders(config) -> list[str]:
-    """The folders of the ingestion's output that the phase's rules may write (a rule's tasks
-    run instead of the phase's go to one): names a submission must not hold where the worker
-    copies it over that output."""
+    """The folders of the ingestion's output that the phase's rules may write (their runs'):
+    names a submission must not hold where the worker copies it over that output."""
     return _listed(lambda rule: rule.output_folders, config)
 
 
@@ -239,6 +230,9 @@ def scoring_configs(raw: dict, where: str, parse_config) -> dict:
     return _merged(lambda rule: rule.scoring_configs, raw, where, parse_config)
 
 
-def scores_instead(config, entries: dict) -> ScoreInstead | None:
-    """What the scorer scores instead of the phase's tasks, by the run record's entries."""
-    return _first(lambda rule: rule.scores_instead, config, entries)
+def record_runs(config, entries: dict | None) -> list:
+    """What the scorer finds run, by the run record's entries (None: the code never ran, though
+    the phase runs code), in order (``records.Run``): the phase's own run is scored with
+    ``config``."""
+    return _placed(_listed(lambda rule: rule.record_runs, config, entries),
+                   Run(name=PHASE_RUN, config=config))

@@ -14,10 +14,11 @@ half is ``bundle/competition_rules/gate.py``.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 from runtime import failures
 
-from .records import RuleError, WorkerRule
+from .records import RuleError, Run, WorkerRule
 
 
 @dataclass(frozen=True)
@@ -41,30 +42,32 @@ def config_tasks(raw: dict, where: str, parse_tasks) -> dict:
     return {"gate": Gate(gate["label"], parse_tasks(gate["tasks"], f"{where}: gate.tasks"))}
 
 
-def extra_tasks(config) -> tuple:
-    gate = config.rules.get("gate")
-    return gate.tasks if gate else ()
-
-
 def _say(message: str) -> None:
     print(message, flush=True)
 
 
-def run_first(config, contract, run_tasks) -> dict:
-    """The gate's tasks, run by ``run_tasks`` as the phase's are; the record's ``gate``."""
+def runs(config, submission) -> list[Run]:
+    """The gate's tasks, run before the phase's as theirs are, writing nothing but the
+    record's ``gate``; the phase's run only if they pass."""
     gate = config.rules.get("gate")
     if gate is None:
-        return {}
+        return []
     names = ", ".join(task.name for task in gate.tasks)
-    _say(f"gate: your code first runs on the tasks of {gate.label} ({names}); it runs "
-         "on this phase's tasks only if it completes every one of them")
-    done = run_tasks(gate.tasks)
+    return [Run(name="gate", tasks=gate.tasks, scored=False, ranked=False,
+                announcement=f"gate: your code first runs on the tasks of {gate.label} "
+                f"({names}); it runs on this phase's tasks only if it completes every one of "
+                "them", verdict=partial(_verdict, gate))]
+
+
+def _verdict(gate: Gate, done, contract) -> tuple[dict, str | None]:
+    """The record's ``gate`` from the gate's tasks as they ran, and why the submission fails."""
     problems = [problem for task, outcome, _, found in done
                 for problem in [_task_problem(task, outcome, found, contract)] if problem]
     _say("gate: passed" if not problems else
          f"gate: NOT passed ({'; '.join(problems)}): this phase's tasks were not run")
-    return {"gate": {"label": gate.label, "passed": not problems, "reason": "; ".join(problems),
-                     "tasks": {task.name: run for task, _, run, _ in done}}}
+    entry = {"label": gate.label, "passed": not problems, "reason": "; ".join(problems),
+             "tasks": {task.name: run for task, _, run, _ in done}}
+    return {"gate": entry}, _failure(entry)
 
 
 def _task_problem(task, outcome, rules_problems: list[str], contract) -> str | None:
@@ -88,10 +91,9 @@ def record_entries(raw: dict, where: str) -> dict:
     return {"gate": gate} if gate is not None else {}
 
 
-def record_failure(entries: dict) -> str | None:
+def _failure(gate: dict) -> str | None:
     """Why the code was not run on this phase's tasks, when its gate stopped it."""
-    gate = entries.get("gate")
-    if gate is None or gate.get("passed") is True:
+    if gate.get("passed") is True:
         return None
     reason = str(gate.get("reason") or "it did not complete the gate's tasks")
     return (f"your code did not complete the tasks of {gate.get('label', 'the gate')}, which it "
@@ -105,15 +107,23 @@ def scoring_config_fields(raw: dict, where: str) -> dict:
     return {"gated": gated}
 
 
-def unrun_failure(config) -> str | None:
-    # A final phase allows one submission: a zip whose code never ran (CodaLab takes a zip
-    # without metadata for results) must fail there, not finish with the worst scores.
-    return ("In a phase with a gate the submission fails rather than finishing with the worst "
-            "scores, so it does not use up the phase's submissions"
-            if config.rules.get("gated") else None)
+def record_runs(config, entries: dict | None) -> list[Run]:
+    """The gate's run as the record says it went (it fails the submission where the gate
+    stopped the code); where the code never ran, a gated phase fails the submission too."""
+    if entries is None:
+        # A final phase allows one submission: a zip whose code never ran (CodaLab takes a zip
+        # without metadata for results) must fail there, not finish with the worst scores.
+        return ([Run(name="gate", scored=False, ranked=False, failure=_UNRUN_FAILURE)]
+                if config.rules.get("gated") else [])
+    gate = entries.get("gate")
+    return ([] if gate is None else
+            [Run(name="gate", scored=False, ranked=False, failure=_failure(gate))])
 
 
-RULE = WorkerRule(name="gate", config_tasks=config_tasks, extra_tasks=extra_tasks,
-                  run_first=run_first, record_entries=record_entries,
-                  record_failure=record_failure, scoring_config_fields=scoring_config_fields,
-                  unrun_failure=unrun_failure)
+_UNRUN_FAILURE = ("In a phase with a gate the submission fails rather than finishing with the "
+                  "worst scores, so it does not use up the phase's submissions")
+
+
+RULE = WorkerRule(name="gate", config_tasks=config_tasks, runs=runs,
+                  record_entries=record_entries, record_runs=record_runs,
+                  scoring_config_fields=scoring_config_fields)

@@ -1,6 +1,6 @@
 """What the rule modules and the registry (``runtime/rules/__init__.py``) share: the record each
-rule is (``WorkerRule``), the error a rule raises and the records its hooks return. A leaf, so
-that a rule module imports it at its top and never the registry that imports the rule.
+rule is (``WorkerRule``), the error a rule raises and the record of what runs (``Run``). A leaf,
+so that a rule module imports it at its top and never the registry that imports the rule.
 
 A rule module ends with one ``RULE = WorkerRule(name=..., hook=function, ...)``, naming each
 hook and constant it gives; the registry holds ``RULES = registered(module.RULE, ...)``. The
@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping
-from typing import NamedTuple
 
 
 class RuleError(ValueError):
@@ -24,20 +23,36 @@ class RuleDefinitionError(TypeError):
     """A rule's record is malformed (raised at import, naming the rule and its field)."""
 
 
-class RunInstead(NamedTuple):
-    """Tasks a rule runs instead of the phase's (``runs_instead``)."""
-    folder: str             # under $input and $output: kept apart from the phase's tasks
-    tasks: tuple            # TaskSpecs, their inputs relative to $input/<folder>
-    entries: dict           # the rule's entries in the run record
-
-
-class ScoreInstead(NamedTuple):
-    """What the scorer scores instead of the phase's tasks (``scores_instead``)."""
-    folder: str             # under ref/ and res/
-    config: object          # the ScoringConfig of those tasks
-    heading: str            # the detailed results' heading
-    exit_status: int        # non-zero: the platforms fail the submission, which ranks nowhere
-    closing: str            # the log's last line
+@dataclasses.dataclass(frozen=True, kw_only=True, eq=False)
+class Run:
+    """What runs: tasks the participant's code runs in one go, and what becomes of them. A
+    phase's submission makes a list of runs (``rules.runs`` on the ingestion's side,
+    ``rules.record_runs`` on the scorer's): the rules' runs, then the phase's own, or a rule's
+    run alone where it runs ``instead`` of the others. The ingestion runs each in order and stops
+    at one that fails the submission; the scorer fails the submission where a run says why, and
+    scores each ``scored`` run, a ``ranked`` one to the scores file, another apart. A field a
+    side does not read keeps its default there."""
+    name: str                       # the rule's name; the phase's own run: ``PHASE_RUN``
+    instead: bool = False           # runs instead of every other run, the phase's included
+    folder: str = ""                # under $input and $output, ref/ and res/: kept apart
+    scored: bool = True             # predictions written and scored; False: only its entries
+    ranked: bool = True             # its scores go to the scores file (the leaderboard)
+    # -- the ingestion's (``runs``)
+    tasks: tuple = ()               # TaskSpecs, their inputs relative to $input/<folder>
+    announcement: str = ""          # the log's line before its tasks run
+    entries: Mapping = dataclasses.field(default_factory=dict)   # its entries in the run record
+    # ``verdict(done, contract) -> (entries, failure)``, after its tasks ran, from ``done``:
+    # ``[(task, outcome, run, problems)]`` (``run``: the task's run as the record states it;
+    # ``problems``: the rules' ``outcome_problems``): its entries in the run record (in place
+    # of ``entries``) and why the submission fails (None: it does not; else no later run runs
+    # and the ingestion exits ``RULE_FAILED``).
+    verdict: Callable | None = None
+    # -- the scorer's (``record_runs``)
+    failure: str | None = None      # why the submission fails (exit ``RULE_FAILED``), or None
+    config: object = None           # the ScoringConfig of its tasks
+    heading: str = "Scoring report"   # the detailed results' heading
+    exit_status: int = 0            # after it is scored; non-zero: the platforms fail it
+    closing: str = ""               # the log's last line, where it is scored apart
 
 
 def hook(required_with: str | None = None):
@@ -171,63 +186,47 @@ class WorkerRule:
     # result. Default: none.
     result_notes: Callable[[object], list] | None = hook()
 
-    # ---- tasks of its own run before the phase's, failing the submission (the gate) ------
+    # ---- what runs: runs of its own, first (the gate) or instead (the smoke test) --------
     # ``config_tasks(raw, where, parse_tasks) -> dict``: ``IngestionConfig.rules`` entries
     # that hold tasks, each list read by ``parse_tasks(raw_list, where)`` as the phase's are.
     # Default: none.
     config_tasks: Callable[..., dict] | None = hook()
-    # ``extra_tasks(config)``: the ``TaskSpec``s it runs besides the phase's (the run's worst
-    # case counts them). Default: none.
-    extra_tasks: Callable[[object], tuple] | None = hook()
-    # ``run_first(config, contract, run_tasks) -> dict``: runs its tasks before the phase's,
-    # through ``run_tasks(tasks) -> [(task, outcome, run, problems)]`` (the core's own run of
-    # a task, writing no output; ``run``: the task's run as the record states it;
-    # ``problems``: the rules' ``outcome_problems``, so that a rule never asks the registry),
-    # and returns its entries in the run record (``RunRecord.rules``, top-level keys of the
-    # signed record). Default: none.
-    run_first: Callable[..., dict] | None = hook()
+    # ``runs(config, submission) -> list[Run]``: the ingestion's runs of the rule for this
+    # submission (its folder; None: one that asks for nothing, as the run's worst case counts
+    # it), each with its tasks, folder, announcement and entries in the run record or its
+    # ``verdict`` (``records.Run``). A run runs before the phase's own, or ``instead`` of
+    # every other. Default: none.
+    runs: Callable[..., list] | None = hook()
     # ``record_entries(raw, where) -> dict``: its entries of a run record as read back (raise
     # ``RuleError`` on a malformed one). Default: none.
     record_entries: Callable[[dict, str], dict] | None = hook()
-    # ``record_failure(entries) -> str | None``: why the submission fails, by those entries;
-    # the ingestion then runs none of the phase's tasks and both programs exit
-    # ``RULE_FAILED``. Default: none.
-    record_failure: Callable[[dict], str | None] | None = hook()
-    # ``unrun_failure(config) -> str | None``: why, in this phase (a ``ScoringConfig``), a
-    # submission whose code never ran fails rather than being scored at the worst. Default:
-    # none.
-    unrun_failure: Callable[[object], str | None] | None = hook()
+    # ``record_runs(config, entries) -> list[Run]``: by the run record's entries
+    # (``RunRecord.rules``; None: the code never ran, though the phase runs code), the
+    # scorer's runs of the rule in this phase (a ``ScoringConfig``): one whose ``failure``
+    # fails the submission (exit ``RULE_FAILED``), one scored apart (``ranked`` False:
+    # ``ref/<folder>`` against ``res/<folder>`` with its own ``config``, the report under its
+    # ``heading``, the scores on stderr and no scores file, then its ``exit_status``), one
+    # not scored. Default: none.
+    record_runs: Callable[..., list] | None = hook()
     # ``outcome_problems(task, outcome) -> list[str]``: what the rule finds wrong with a
     # task's ``TaskOutcome`` that ended ok (units: a unit not done in time), for a rule that
     # needs the task complete. Default: none.
     outcome_problems: Callable[[object, object], list] | None = hook()
 
-    # ---- other tasks run instead of the phase's, scored apart and never ranked (the smoke
-    # test), and a submission refused outright ------------------------------------------
+    # ---- a submission refused outright, the folders a run of the rule writes --------------
     # ``submission_refusal(config, submission) -> (reason, failure category) | None``: why the
     # ingestion runs nothing of this submission (its folder ``submission``), refusing it as it
     # refuses one that carries a command of its own; the record says why and the submission
     # fails. Default: none.
     submission_refusal: Callable[..., tuple | None] | None = hook()
-    # ``runs_instead(config, submission) -> RunInstead | None``: the tasks the ingestion runs
-    # instead of the phase's and of everything ``run_first`` would run, from
-    # ``$input/<folder>`` into ``$output/<folder>``, and the rule's entries in the run record.
-    # Default: None.
-    runs_instead: Callable[..., RunInstead | None] | None = hook()
     # ``output_folders(config) -> list[str]``: the folders of the ingestion's output the rule
-    # may write in this phase (its tasks run instead of the phase's go to one), names a
-    # submission must not hold where the worker copies it over that output. Default: none.
+    # may write in this phase (the folders of its runs), names a submission must not hold
+    # where the worker copies it over that output. Default: none.
     output_folders: Callable[[object], list] | None = hook()
     # ``scoring_configs(raw, where, parse_config) -> dict``: ``ScoringConfig.rules`` entries
     # that hold a scoring config of their own, each read by ``parse_config(raw, where)`` as
     # the phase's is. Default: none.
     scoring_configs: Callable[..., dict] | None = hook()
-    # ``scores_instead(config, entries) -> ScoreInstead | None``: by the run record's entries
-    # (``RunRecord.rules``), what the scorer scores instead of the phase's tasks:
-    # ``ref/<folder>`` against ``res/<folder>`` with its own config, the report under its own
-    # heading, the scores on stderr and no scores file, then the exit status it names.
-    # Default: None.
-    scores_instead: Callable[..., ScoreInstead | None] | None = hook()
 
     # ---- a task run the rule's own way, each child the core's ----------------------------
     # ``task_runner(task, contract)``: how the task runs, a function of ``run_child``

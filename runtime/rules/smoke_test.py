@@ -22,7 +22,7 @@ from pathlib import Path
 
 from runtime import failures
 
-from .records import RuleError, RunInstead, ScoreInstead, WorkerRule
+from .records import RuleError, Run, WorkerRule
 
 MARKER = "SMOKE_TEST"         # an empty file at the root of the submission's zip
 FOLDER = "smoke"              # the smoke tasks' inputs, references and predictions
@@ -37,10 +37,6 @@ class SmokeTest:
 
 def _error(message: str):
     return RuleError(message)
-
-
-def _say(message: str) -> None:
-    print(message, flush=True)
 
 
 def _asked(submission: Path) -> bool:
@@ -70,17 +66,17 @@ def submission_refusal(config, submission: Path) -> tuple[str, str] | None:
             "(submission_zip.py without --smoke)", failures.WRONG_PHASE)
 
 
-def runs_instead(config, submission: Path):
+def runs(config, submission: Path | None) -> list[Run]:
     """The smoke tasks, where the submission asks for them: run instead of everything else."""
     smoke = config.rules.get("smoke_test")
-    if smoke is None or not _asked(submission):
-        return None
+    if smoke is None or submission is None or not _asked(submission):
+        return []
     names = ", ".join(task.name for task in smoke.tasks)
-    _say(f"smoke test: your code runs on the smoke tasks only ({names}), public data shaped "
-         "like this phase's tasks; it is scored but not ranked, and the submission fails so "
-         "that it counts toward no limit")
-    return RunInstead(FOLDER, smoke.tasks,
-                      {"smoke_test": {"tasks": [task.name for task in smoke.tasks]}})
+    return [Run(name="smoke_test", instead=True, folder=FOLDER, ranked=False, tasks=smoke.tasks,
+                announcement=f"smoke test: your code runs on the smoke tasks only ({names}), "
+                "public data shaped like this phase's tasks; it is scored but not ranked, and "
+                "the submission fails so that it counts toward no limit",
+                entries={"smoke_test": {"tasks": [task.name for task in smoke.tasks]}})]
 
 
 def output_folders(config) -> list[str]:
@@ -109,20 +105,21 @@ def scoring_configs(raw: dict, where: str, parse_config) -> dict:
     return {"smoke_test": parse_config(nested, f"{where}: smoke_test")}
 
 
-def scores_instead(config, entries: dict):
+def record_runs(config, entries: dict | None) -> list[Run]:
     """A run of the smoke tasks (the signed record says so) is scored on them, apart."""
-    if entries.get("smoke_test") is None:
-        return None
+    if not entries or entries.get("smoke_test") is None:
+        return []
     nested = config.rules.get("smoke_test")
     if nested is None:
         raise _error("the run record says the code ran a smoke test, but this phase's scoring "
                      "config has none (rebuild the bundle)")
-    return ScoreInstead(FOLDER, nested, HEADING, SMOKE_TEST,
-                        "smoke test: scored but not ranked; the submission fails so that it "
-                        "counts toward no limit")
+    return [Run(name="smoke_test", instead=True, folder=FOLDER, ranked=False, config=nested,
+                heading=HEADING, exit_status=SMOKE_TEST,
+                closing="smoke test: scored but not ranked; the submission fails so that it "
+                "counts toward no limit")]
 
 
 RULE = WorkerRule(name="smoke_test", config_tasks=config_tasks,
-                  submission_refusal=submission_refusal, runs_instead=runs_instead,
+                  submission_refusal=submission_refusal, runs=runs,
                   output_folders=output_folders, record_entries=record_entries,
-                  scoring_configs=scoring_configs, scores_instead=scores_instead)
+                  scoring_configs=scoring_configs, record_runs=record_runs)

@@ -14,15 +14,15 @@ sandbox); 5 no task could be scored (every task penalised: missing or malformed 
 every training run failed, prediction files in a code phase, an empty zip): the report is
 written, the scores file is not, and both platforms fail the submission, which then counts
 toward no limit (codabench_v2.md §3.7, codalab_v1.md §4.7), where a Finished all-worst
-submission would use one up. A rule may have the code run other tasks instead (the smoke test,
-``rules.scores_instead``): they are scored apart, reported, never written to a scores file,
-and the rule's exit status (6 for the smoke test) fails the submission on both platforms, so
-that it ranks nowhere and counts toward no limit. A task with no usable prediction beside
-scored ones gets the worst value of every column and the submission is scored; the report
-says why. Every failure is explained on stderr in one line first, and every exit but bad
-arguments writes ``detailed_results.html`` anew: on failure, a page that says why
-(``report.SubmissionFailed``), since the platforms show it for a failed submission, often
-where no log is shown.
+submission would use one up. What is scored is each scored run the record shows
+(``rules.record_runs``): the phase's own, or a rule's run instead of it (the smoke test),
+scored apart, reported, never written to a scores file, and the run's exit status (6 for the
+smoke test) fails the submission on both platforms, so that it ranks nowhere and counts toward
+no limit. A task with no usable prediction beside scored ones gets the worst value of every
+column and the submission is scored; the report says why. Every failure is explained on
+stderr in one line first, and every exit but bad arguments writes ``detailed_results.html``
+anew: on failure, a page that says why (``report.SubmissionFailed``), since the platforms
+show it for a failed submission, often where no log is shown.
 """
 from __future__ import annotations
 
@@ -182,14 +182,15 @@ def _with_notes(result, record):
     return dataclasses.replace(result, notes=(*result.notes, *notes)) if notes else result
 
 
-def _not_scored(config, refusal: str | None, record) -> tuple[int, SubmissionFailed] | None:
+def _not_scored(refusal: str | None, record, made) -> tuple[int, SubmissionFailed] | None:
     """Where nothing is scored and the submission fails: the exit status and why, or None.
-    A phase's rule may fail a submission whose code never ran; the ingestion may have refused
-    it (nothing ran); a rule may fail it by the run record (the tasks it ran first fell short)."""
-    unrun_failure = rules.unrun_failure(config) if refusal else None
-    if unrun_failure:
+    A rule's run may fail a submission whose code never ran; the ingestion may have refused
+    it (nothing ran); a rule's run may fail it by the run record (the tasks it ran first fell
+    short). ``made``: the runs the record shows (``rules.record_runs``)."""
+    rule_failure = next((run.failure for run in made if run.failure), None)
+    if rule_failure and refusal:
         return rules.RULE_FAILED, SubmissionFailed(
-            f"{refusal}. {unrun_failure}", (failures.BY_CODE[failures.WRONG_PHASE],))
+            f"{refusal}. {rule_failure}", (failures.BY_CODE[failures.WRONG_PHASE],))
     if refusal or record is None:
         return None
     if record.refused:
@@ -198,7 +199,6 @@ def _not_scored(config, refusal: str | None, record) -> tuple[int, SubmissionFai
             f"the ingestion refused the submission: {record.refused}",
             _categories([failures.of_run(run.status, run.failure) for run in runs],
                         failures.BY_CODE[failures.SANDBOX]))
-    rule_failure = rules.record_failure(record.rules)
     if rule_failure:
         runs = _rules_runs(record)
         return rules.RULE_FAILED, SubmissionFailed(
@@ -270,7 +270,8 @@ def _score(config, ref: Path, input_dir: Path, output_dir: Path, on_codabench: b
     problems: list[str] = []
     record = _run_record(res, problems)
     refusal = record_refusal(config, ref, res, record, on_codabench)
-    stopped = _not_scored(config, refusal, record)
+    made = rules.record_runs(config, None if refusal else record.rules if record else {})
+    stopped = _not_scored(refusal, record, made)
     if stopped is not None:
         status, failed = stopped
         _say(f"not scored: {failed.reason}. The submission fails; failed submissions do not "
@@ -279,9 +280,16 @@ def _score(config, ref: Path, input_dir: Path, output_dir: Path, on_codabench: b
         return status
     if refusal:
         record = _refused_record(config, refusal)
-    instead = rules.scores_instead(config, record.rules) if record is not None else None
-    if instead:
-        return _score_instead(instead, ref, res, output_dir, record)
+    statuses = [(_score_ranked if run.ranked else _score_apart)(
+        run, ref, res, output_dir, record, problems) for run in made if run.scored]
+    return next((status for status in statuses if status), 0)
+
+
+def _score_ranked(run, ref: Path, res: Path, output_dir: Path, record, problems) -> int:
+    """A run whose scores go to the leaderboard (the phase's own): the report, the scores
+    file, the rules' private figures; ``NOTHING_SCORED`` where every task is penalised."""
+    config = run.config
+    ref, res = ref / run.folder, res / run.folder
     results = [_with_traceback(_code_in_results_phase(config, res, _with_notes(result, record)),
                                record) for result in score_all(config, ref, res, record)]
     private = _private_results(config, ref, res, record, results)
@@ -308,7 +316,7 @@ def _score(config, ref: Path, input_dir: Path, output_dir: Path, on_codabench: b
     text = _write_scores(output_dir, config, column_values(config, results, private), private,
                          record)
     print(f"scored {len(usable)} of {len(results)} task(s) of phase {config.phase}:\n{text}", end="")
-    return 0
+    return run.exit_status
 
 
 def _nothing_scored(results) -> SubmissionFailed:
@@ -318,13 +326,13 @@ def _nothing_scored(results) -> SubmissionFailed:
         tuple((result.task.name, result.traceback) for result in results if result.traceback))
 
 
-def _score_instead(instead, ref: Path, res: Path, output_dir: Path, record) -> int:
-    """Tasks a rule ran instead of the phase's (the smoke test), scored apart with their own
-    config: the report under the rule's heading and the scores in the log, never a scores
-    file, then the rule's exit status, so that the platforms rank nothing of them."""
-    config = instead.config
+def _score_apart(run, ref: Path, res: Path, output_dir: Path, record, problems) -> int:
+    """A run never ranked (the smoke test), scored with its own config: the report under the
+    run's heading and the scores in the log, never a scores file, then the run's exit status,
+    so that the platforms rank nothing of it."""
+    config = run.config
     results = [_with_traceback(_with_notes(result, record), record)
-               for result in score_all(config, ref / instead.folder, res / instead.folder, record)]
+               for result in score_all(config, ref / run.folder, res / run.folder, record)]
     for result in results:
         for line in _penalty_lines(result) if result.penalised else []:
             _say(line)
@@ -334,15 +342,15 @@ def _score_instead(instead, ref: Path, res: Path, output_dir: Path, record) -> i
     loss = weighted_loss(results)
     _write_page(output_dir, render_report(results, config.scoring, phase=config.phase,
                                           weighted_loss=loss, problems=[],
-                                          heading=instead.heading))
+                                          heading=run.heading))
     _write_details(output_dir / DETAILS_NAME, config, results, [], record)
     kept = {key for keys in config.private_keys.values() for key in keys}
-    _say(f"{instead.heading}: {len(results)} task(s) of phase {config.phase}")
+    _say(f"{run.heading}: {len(results)} task(s) of phase {config.phase}")
     for key, value in column_values(config, results).items():
         if key not in kept:             # the rules' private figures stay private here too
             _say(f"{key}: {value}")
-    _say(instead.closing)
-    return instead.exit_status
+    _say(run.closing)
+    return run.exit_status
 
 
 def _write_details(path: Path, config, results, problems, record) -> None:
