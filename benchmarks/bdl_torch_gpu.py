@@ -48,7 +48,8 @@ BASELINES = ("torch_deep_ensemble", "torch_sghmc", "torch_mc_dropout", "torch_mf
 SUPPORT = (BDL / "kit" / "baselines" / "torch_training.py",
            BDL / "runtime" / "declared_model.py", BDL / "runtime" / "declared_model_torch.py",
            BDL / "runtime" / "networks.py",
-           # what numpy's hmc.py imports
+           # what both HMC baselines share, and what numpy's hmc.py imports besides
+           BDL / "kit" / "baselines" / "hmc_adaptation.py",
            BDL / "kit" / "baselines" / "training.py", BDL / "kit" / "baselines" / "sgld.py")
 SAMPLE_SECONDS = (0.05, 0.5, 2.0)     # the ingestion's, and longer
 CIFAR = {"model": {"type": "resnet20_frn", "activation": "swish", "input_shape": [32, 32, 3],

@@ -29,11 +29,11 @@ MLP = {"type": "mlp", "activation": "tanh", "layer_sizes": [192, 8, 3]}
 REGRESSION_MLP = {"type": "mlp", "activation": "tanh", "layer_sizes": [192, 8, 2]}
 BUDGET_SECONDS = 2
 PLATFORMS = ("codabench", "codalab")
-NUMPY_BASELINES = sorted(path.stem for path in BASELINES.glob("*.py")
-                         if path.stem not in ("training", "torch_training")
-                         and not path.stem.startswith("torch_"))
-TORCH_BASELINES = sorted(path.stem for path in BASELINES.glob("torch_*.py")
-                         if path.stem != "torch_training")
+# A baseline defines the entry point; the other files are their shared code.
+BASELINE_FILES = [path for path in BASELINES.glob("*.py") if "\ndef predict(" in path.read_text()]
+NUMPY_BASELINES = sorted(path.stem for path in BASELINE_FILES
+                         if not path.stem.startswith("torch_"))
+TORCH_BASELINES = sorted(path.stem for path in BASELINE_FILES if path.stem.startswith("torch_"))
 
 
 def images(n):

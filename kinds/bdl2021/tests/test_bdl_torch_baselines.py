@@ -27,10 +27,12 @@ REPO = Path(__file__).resolve().parents[3]
 BASELINES = REPO / "kinds" / "bdl2021" / "kit" / "baselines"
 RUNTIME = REPO / "kinds" / "bdl2021" / "runtime"
 EMBEDDED = REPO / "kinds" / "bdl2021" / "reference" / "embedded"
-SUPPORT = (BASELINES / "torch_training.py", RUNTIME / "declared_model.py",
-           RUNTIME / "declared_model_torch.py", RUNTIME / "networks.py")
+SUPPORT = (BASELINES / "torch_training.py", BASELINES / "hmc_adaptation.py",
+           RUNTIME / "declared_model.py", RUNTIME / "declared_model_torch.py",
+           RUNTIME / "networks.py")
 NAMES = ("torch_deep_ensemble", "torch_sghmc", "torch_mc_dropout", "torch_mfvi", "torch_hmc")
-MODULES = ("torch_training", "declared_model", "declared_model_torch", "networks") + NAMES
+MODULES = ("torch_training", "hmc_adaptation", "declared_model", "declared_model_torch",
+           "networks") + NAMES
 # Few steps, so that a run without a deadline takes a second or so (torch_hmc: its only bound
 # is its time, about 180 readings of the virtual clock of ``quick``, and short trajectories).
 QUICK = {"torch_deep_ensemble": {"MEMBERS": 2, "EPOCHS": 2},

@@ -36,15 +36,14 @@ import numpy as np
 
 from declared_model import MLP, log_likelihood_and_output_grad, predictive_probabilities
 from sgld import largest_curvature
+import hmc_adaptation
+# named in this docstring, and read by the tests as this module's
+from hmc_adaptation import RunningVariance, TARGET_ACCEPTANCE, WARMUP_WINDOWS  # noqa: F401
 from training import (adam, initial_parameters, potential_and_grad, predictive,
                       task_model_and_inputs)
 
 TIME_SHARE = 0.9
 WARMUP_SHARE = 0.2            # of the time after the warm start
-# Warm-up windows, as shares of its time: step size only; first variances; variances again
-# over a longer window; step size for the final mass matrix.
-WARMUP_WINDOWS = (0.15, 0.25, 0.45, 0.15)
-TARGET_ACCEPTANCE = 0.8
 TRAJECTORY_LENGTH = 2.0
 MAX_LEAPFROG = 128
 ADAM_STEPS = 300
@@ -142,62 +141,11 @@ def transition(state, potential_fn, step_size, inverse_mass, rng):
     return state, acceptance
 
 
-class StepSizeAdaptation:
-    """Dual averaging of log(step size) towards TARGET_ACCEPTANCE (Hoffman & Gelman 2014,
-    Algorithm 5; Stan's constants gamma 0.05, t0 10, kappa 0.75, mu log(10 eps_0))."""
-
-    def __init__(self, step_size):
-        self.mu = math.log(10 * step_size)
-        self.log_step = self.log_step_average = math.log(step_size)
-        self.error_average, self.count = 0.0, 0
-
-    def update(self, acceptance):
-        self.count += 1
-        weight = 1 / (self.count + 10)
-        self.error_average += weight * (TARGET_ACCEPTANCE - acceptance - self.error_average)
-        self.log_step = self.mu - math.sqrt(self.count) / 0.05 * self.error_average
-        decay = self.count ** -0.75
-        self.log_step_average = decay * self.log_step + (1 - decay) * self.log_step_average
-        return math.exp(self.log_step)
-
-    def final(self):
-        return math.exp(self.log_step_average) if self.count else math.exp(self.log_step)
-
-
 def warm_up(state, potential_fn, step_size, inverse_mass, deadline, rng):
-    """The windows of WARMUP_WINDOWS, ending at ``deadline``: (point, step size, inverse
-    mass) to sample with."""
-    started = time.monotonic()
-    ends = started + (deadline - started) * np.cumsum(WARMUP_WINDOWS)
-    for window, end in enumerate(ends):
-        adaptation, moments = StepSizeAdaptation(step_size), RunningVariance()
-        while time.monotonic() < end:
-            state, acceptance = transition(state, potential_fn, step_size, inverse_mass, rng)
-            step_size = adaptation.update(acceptance)
-            moments.add(state.position)
-        step_size = adaptation.final()
-        if window in (1, 2) and moments.count > 2:
-            inverse_mass = moments.regularised()
-    return state, step_size, inverse_mass
-
-
-class RunningVariance:
-    """Each coordinate's mean and variance over the draws so far (Welford's update), in the
-    memory of two parameter vectors however many draws a window holds."""
-
-    def __init__(self):
-        self.count, self.mean, self.sum_of_squares = 0, 0.0, 0.0
-
-    def add(self, position):
-        self.count += 1
-        delta = position - self.mean
-        self.mean = self.mean + delta / self.count
-        self.sum_of_squares = self.sum_of_squares + delta * (position - self.mean)
-
-    def regularised(self):
-        """The variances shrunk towards 1e-3 on few draws (Stan's regularisation):
-        n / (n + 5) var + 1e-3 * 5 / (n + 5)."""
-        return (self.sum_of_squares / (self.count + 5)) + 1e-3 * (5 / (self.count + 5))
+    """hmc_adaptation.warm_up with this module's transitions and clock."""
+    return hmc_adaptation.warm_up(
+        state, lambda point, eps, mass: transition(point, potential_fn, eps, mass, rng),
+        step_size, inverse_mass, deadline, clock=lambda: time.monotonic())
 
 
 class Draws:
