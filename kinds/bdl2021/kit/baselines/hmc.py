@@ -38,7 +38,8 @@ from declared_model import MLP, log_likelihood_and_output_grad, predictive_proba
 from sgld import largest_curvature
 import hmc_adaptation
 # named in this docstring, and read by the tests as this module's
-from hmc_adaptation import RunningVariance, TARGET_ACCEPTANCE, WARMUP_WINDOWS  # noqa: F401
+from hmc_adaptation import (Point, RunningVariance, TARGET_ACCEPTANCE,  # noqa: F401
+                            WARMUP_WINDOWS)
 from training import (adam, initial_parameters, potential_and_grad, predictive,
                       task_model_and_inputs)
 
@@ -72,21 +73,11 @@ def predict(task, x_train, y_train, x_test, checkpoint):
     warmup_end = time.monotonic() + WARMUP_SHARE * (deadline - time.monotonic())
     state, step_size, inverse_mass = warm_up(state, potential_fn, step_size,
                                              np.ones_like(theta), warmup_end, rng)
-    draws = Draws(task, model, x_test, rng)
-    last_checkpoint = began = time.monotonic()
-    longest = 0.0
-    while began + longest < deadline:               # the next one, if it is the longest yet
-        state, _ = transition(state, potential_fn, step_size, inverse_mass, rng)
-        draws.add(state.position)
-        ended = time.monotonic()
-        longest = max(longest, ended - began)
-        if ended - last_checkpoint > CHECKPOINT_SECONDS:
-            checkpoint(draws.predictive())
-            last_checkpoint = time.monotonic()
-        began = time.monotonic()
-    if not draws.count:                             # warm-up took the time: its last point
-        draws.add(state.position)
-    return draws.predictive()
+    return hmc_adaptation.sample_until(
+        deadline, state,
+        lambda point: transition(point, potential_fn, step_size, inverse_mass, rng),
+        Draws(task, model, x_test, rng), checkpoint, CHECKPOINT_SECONDS,
+        clock=lambda: time.monotonic())
 
 
 def full_batch_potential(model, likelihood, prior_variance, x_train, y_train):
@@ -103,17 +94,6 @@ def full_batch_potential(model, likelihood, prior_variance, x_train, y_train):
             grad = -vjp(output_grad.astype(np.float32)).astype(np.float64) + theta / prior_variance
         return -log_lik + 0.5 * float(theta @ theta) / prior_variance, grad
     return potential_fn
-
-
-class Point:
-    """A point of the chain: position, potential and its gradient."""
-
-    def __init__(self, position, potential, gradient):
-        self.position, self.potential, self.gradient = position, potential, gradient
-
-    @classmethod
-    def at(cls, position, potential_fn):
-        return cls(position, *potential_fn(position))
 
 
 def transition(state, potential_fn, step_size, inverse_mass, rng):

@@ -1,12 +1,25 @@
 """What the two full-batch HMC baselines share (``hmc.py`` in numpy, ``torch_hmc.py`` in
-PyTorch): the warm-up's windows, the step size's dual averaging and the draws' running
-variances. Arithmetic only, so a position may be a numpy array or a torch tensor.
+PyTorch): a chain's point, the warm-up's windows, the step size's dual averaging, the draws'
+running variances and the sampling loop with its checkpoints. Arithmetic only, so a position
+may be a numpy array or a torch tensor.
 
-The warm-up reads the time through ``clock`` (the sampler's own ``time.monotonic``), so that a
-test's virtual clock on the sampler's module (tests/virtual_clock.py) drives it too."""
+Both loops read the time through ``clock`` (the sampler's own ``time.monotonic``), so that a
+test's virtual clock on the sampler's module (tests/virtual_clock.py) drives them too."""
 import math
 
 import numpy as np
+
+
+class Point:
+    """A point of the chain: position, potential and its gradient."""
+
+    def __init__(self, position, potential, gradient):
+        self.position, self.potential, self.gradient = position, potential, gradient
+
+    @classmethod
+    def at(cls, position, potential_fn):
+        return cls(position, *potential_fn(position))
+
 
 # Warm-up windows, as shares of its time: step size only; first variances; variances again
 # over a longer window; step size for the final mass matrix.
@@ -71,3 +84,25 @@ class RunningVariance:
         """The variances shrunk towards 1e-3 on few draws (Stan's regularisation):
         n / (n + 5) var + 1e-3 * 5 / (n + 5)."""
         return (self.sum_of_squares / (self.count + 5)) + 1e-3 * (5 / (self.count + 5))
+
+
+def sample_until(deadline, state, step, draws, checkpoint, every, clock):
+    """Transitions ``step(state) -> (state, acceptance)`` until ``deadline`` on ``clock``,
+    starting none that the longest so far would carry past it (a transition's leapfrog steps
+    are drawn anew, so the last one's time is no guide); every draw into ``draws``, whose
+    predictive is checkpointed every ``every`` seconds. Returns the predictive: of the
+    warm-up's last point where no transition fitted."""
+    last_checkpoint = began = clock()
+    longest = 0.0
+    while began + longest < deadline:               # the next one, if it is the longest yet
+        state, _ = step(state)
+        draws.add(state.position)
+        ended = clock()
+        longest = max(longest, ended - began)
+        if ended - last_checkpoint > every:
+            checkpoint(draws.predictive())
+            last_checkpoint = clock()
+        began = clock()
+    if not draws.count:                             # warm-up took the time: its last point
+        draws.add(state.position)
+    return draws.predictive()

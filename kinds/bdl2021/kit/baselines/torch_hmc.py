@@ -38,7 +38,8 @@ import torch
 from declared_model_torch import log_likelihood
 import hmc_adaptation
 # named in this docstring, and read by the tests as this module's
-from hmc_adaptation import RunningVariance, TARGET_ACCEPTANCE, WARMUP_WINDOWS  # noqa: F401
+from hmc_adaptation import (Point, RunningVariance, TARGET_ACCEPTANCE,  # noqa: F401
+                            WARMUP_WINDOWS)
 from torch_training import DTYPE, Adam, DeclaredModel, finite, predictive, sample_passes
 
 TIME_SHARE = 0.9
@@ -84,21 +85,11 @@ def predict(task, x_train, y_train, x_test, checkpoint):
     warmup_end = time.monotonic() + WARMUP_SHARE * (deadline - time.monotonic())
     state, step_size, inverse_mass = warm_up(state, potential_fn, step_size,
                                              torch.ones_like(theta), warmup_end, rng)
-    draws = Draws(task, model, x_test, rng)
-    last_checkpoint = began = time.monotonic()
-    longest = 0.0
-    while began + longest < deadline:               # the next one, if it is the longest yet
-        state, _ = transition(state, potential_fn, step_size, inverse_mass, rng)
-        draws.add(state.position)
-        ended = time.monotonic()
-        longest = max(longest, ended - began)
-        if ended - last_checkpoint > CHECKPOINT_SECONDS:
-            checkpoint(draws.predictive())
-            last_checkpoint = time.monotonic()
-        began = time.monotonic()
-    if not draws.count:                             # warm-up took the time: its last point
-        draws.add(state.position)
-    return draws.predictive()
+    return hmc_adaptation.sample_until(
+        deadline, state,
+        lambda point: transition(point, potential_fn, step_size, inverse_mass, rng),
+        Draws(task, model, x_test, rng), checkpoint, CHECKPOINT_SECONDS,
+        clock=lambda: time.monotonic())
 
 
 def full_batch_potential(model):
@@ -154,17 +145,6 @@ def adam(potential_fn, theta, deadline):
         if time.monotonic() > deadline:
             break
     return theta
-
-
-class Point:
-    """A point of the chain: position, potential and its gradient."""
-
-    def __init__(self, position, potential, gradient):
-        self.position, self.potential, self.gradient = position, potential, gradient
-
-    @classmethod
-    def at(cls, position, potential_fn):
-        return cls(position, *potential_fn(position))
 
 
 def transition(state, potential_fn, step_size, inverse_mass, rng):
