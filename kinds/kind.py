@@ -32,8 +32,9 @@ Constants (their names as the kinds' modules spell them):
 
 Hooks:
 
-- tasks: ``task_type(declaration)``; ``prediction_stem(task)``; ``has_std(task)`` and
-  ``std_description(task, metric)`` (the leaderboard's sd columns);
+- tasks: ``task_type(declaration)``; ``prediction_stem(task)``; optional ``has_std(task)``
+  (default: no task has one) and ``std_description(task, metric)``, required with
+  ``has_std`` (the leaderboard's sd columns: a kind whose references have replicates);
 - program configs: ``scoring_settings(task)`` and ``ingestion_contract(task)``;
 - data: ``input_file(task)``, ``stage_inputs``, ``stage_reference``, ``stage_public`` and
   ``has_public_references``; optional ``task_problems(task)`` (its files),
@@ -156,6 +157,10 @@ def _source_unknown(declaration: dict) -> None:
     return None
 
 
+def _no_std(task) -> bool:
+    return False
+
+
 def _no_units(task) -> tuple[tuple[str, ...], float]:
     return (), 0.0
 
@@ -200,8 +205,8 @@ class Kind:
     # tasks
     task_type: Callable = _hook()
     prediction_stem: Callable = _hook()
-    has_std: Callable = _hook()
-    std_description: Callable = _hook()
+    has_std: Callable = _hook(_no_std)
+    std_description: Callable | None = _hook(None)    # required with has_std
     # program configs
     scoring_settings: Callable = _hook()
     ingestion_contract: Callable = _hook()
@@ -228,6 +233,10 @@ class Kind:
 
     def __post_init__(self):
         _check(self, "kind.py")
+        if self.has_std is not _no_std and self.std_description is None:
+            raise KindDefinitionError(f"kind {self.name!r} (kinds/{self.name}/kind.py) gives "
+                                      "has_std but no std_description: the sd columns it "
+                                      "makes need a description")
         if self.stage_kit is None:
             object.__setattr__(self, "stage_kit", functools.partial(copy_baselines, self.KIT))
 

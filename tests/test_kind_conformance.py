@@ -91,6 +91,19 @@ def test_optional_hooks_have_their_defaults():
     assert record.task_problems(None) == []
     assert record.stand_in_task is None and record.reference_cli is None
     assert callable(record.stage_kit)
+    assert record.has_std(None) is False and record.std_description is None   # no sd columns
+
+
+def test_sd_columns_need_their_description():
+    """has_std is optional (no task has an sd column); a kind that gives it gives the
+    description its columns carry, or is refused when its record is made."""
+    fields = {**_fields_of(kind("label_accuracy")), "has_std": lambda task: True}
+    with pytest.raises(KindDefinitionError, match=re.escape(
+            "kind 'label_accuracy' (kinds/label_accuracy/kind.py) gives has_std but no "
+            "std_description")):
+        Kind(**fields)
+    described = Kind(**{**fields, "std_description": lambda task, metric: "sd over chains"})
+    assert described.has_std(None) and described.std_description(None, "m") == "sd over chains"
 
 
 def test_kinds_maps_every_registered_name_and_an_unknown_one_is_refused():

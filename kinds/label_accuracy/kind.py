@@ -38,14 +38,6 @@ def prediction_stem(task) -> str:
     return f"{task.name}_labels"
 
 
-def has_std(task) -> bool:
-    return False
-
-
-def std_description(task, metric) -> str:
-    raise AssertionError("label accuracy has no sd columns")
-
-
 def test_rows(declaration: dict) -> int:
     return int(declaration["n_test"])
 

@@ -64,14 +64,6 @@ def prediction_stem(task) -> str:
     return task.name
 
 
-def has_std(task) -> bool:
-    return False
-
-
-def std_description(task, metric) -> str:
-    raise AssertionError("PGDL has no sd columns")
-
-
 def has_public_references(task) -> bool:
     """A zoo's accuracies are public only where the phase publishes them (a results phase)."""
     return (task.folder / MODEL_CONFIGS).is_file()

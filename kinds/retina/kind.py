@@ -64,14 +64,6 @@ def prediction_stem(task) -> str:
     return f"{task.name}_predictions"
 
 
-def has_std(task) -> bool:
-    return False
-
-
-def std_description(task, metric) -> str:
-    raise AssertionError("Retina has no sd columns")
-
-
 def has_public_references(task) -> bool:
     return False
 
