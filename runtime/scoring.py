@@ -87,9 +87,16 @@ class ScoreType:
         return self.per_row(*(arrays[name] for name in self.inputs))
 
     def worst(self, cap: float | None = None) -> float:
+        """The value a failed task gets: the bound on the bad side, or for a metric unbounded
+        there the task's ``cap`` (without one there is no worst value to give)."""
         if self.higher_is_better:
             return self.minimum
-        return self.maximum if self.maximum is not None else float(cap)
+        if self.maximum is not None:
+            return self.maximum
+        if cap is None:
+            raise ValueError(f"{self.name} has no upper bound: a failed task's value needs the "
+                             "task's cap")
+        return float(cap)
 
     def as_loss(self, value: float) -> float:
         """Lower-is-better form used by the weighted aggregate: maximum - value, or value."""
@@ -194,12 +201,13 @@ def penalised(task: TaskConfig, reason: str, train_seconds: float | None,
     return TaskResult(task, worst, penalty=reason, train_seconds=train_seconds, failure=failure)
 
 
-def run_failure(task: TaskConfig, run) -> TaskResult | None:
+def run_failure(task: TaskConfig, run, cap: float | None = None) -> TaskResult | None:
     """The penalised result of a code run that delivered no prediction; None if it did, or
-    for an uploaded results file (no run)."""
+    for an uploaded results file (no run). ``cap``: the task's, for a metric without an upper
+    bound (``penalised``)."""
     if run is None or run.has_prediction:
         return None
-    return penalised(task, run_failure_text(run), run.train_seconds,
+    return penalised(task, run_failure_text(run), run.train_seconds, cap,
                      failure=failures.of_run(run.status, run.failure))
 
 

@@ -163,3 +163,22 @@ def test_a_perfect_submission_scores_best_and_a_failed_task_worst(kind, type_nam
     else:
         assert adversarial == pytest.approx(worst, abs=ROUNDING), (score.name, adversarial,
                                                                    worst)
+
+
+def test_a_failed_run_on_a_metric_without_an_upper_bound_scores_the_tasks_cap():
+    """A lower-is-better metric unbounded above (a distance, a log loss) has no worst value of
+    its own: a failed run's result takes the task's cap, and without one the scorer says why
+    rather than failing on a None."""
+    from runtime.formats.run_record import TaskRun
+    from runtime.scoring import ScoreType, TaskConfig, TaskType, run_failure
+    distance = ScoreType("distance", "distance", "a distance", False, 0.0, None, 4,
+                         lambda prediction, reference: 0.0)
+    task = TaskConfig("task", TaskType("t", (distance,), distance), {"distance": 1.0}, 60.0,
+                      None)
+    crashed = TaskRun(status="failed", wall_seconds=1.0, message="boom")
+    result = run_failure(task, crashed, cap=7.5)
+    assert result.penalised and result.metrics["distance"].value == 7.5
+    with pytest.raises(ValueError, match="distance has no upper bound: a failed task's value "
+                                         "needs the task's cap"):
+        run_failure(task, crashed)
+    assert run_failure(task, TaskRun(status="ok", wall_seconds=1.0, prediction="final")) is None
