@@ -113,12 +113,8 @@ def transition(state, potential_fn, step_size, inverse_mass, rng):
         energy_change = (potential - state.potential
                          + 0.5 * float(end_momentum @ (inverse_mass * end_momentum))
                          - 0.5 * float(momentum @ (inverse_mass * momentum)))
-    if not math.isfinite(energy_change):
-        return state, 0.0
-    acceptance = math.exp(min(0.0, -energy_change))
-    if rng.uniform() < acceptance:
-        return Point(position, potential, gradient), acceptance
-    return state, acceptance
+    return hmc_adaptation.metropolis(state, Point(position, potential, gradient), energy_change,
+                                     rng)
 
 
 def warm_up(state, potential_fn, step_size, inverse_mass, deadline, rng):

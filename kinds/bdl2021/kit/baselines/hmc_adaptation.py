@@ -1,7 +1,7 @@
 """What the two full-batch HMC baselines share (``hmc.py`` in numpy, ``torch_hmc.py`` in
-PyTorch): a chain's point, the warm-up's windows, the step size's dual averaging, the draws'
-running variances and the sampling loop with its checkpoints. Arithmetic only, so a position
-may be a numpy array or a torch tensor.
+PyTorch): a chain's point and its accept step, the warm-up's windows, the step size's dual
+averaging, the draws' running variances and the sampling loop with its checkpoints.
+Arithmetic only, so a position may be a numpy array or a torch tensor.
 
 Both loops read the time through ``clock`` (the sampler's own ``time.monotonic``), so that a
 test's virtual clock on the sampler's module (tests/virtual_clock.py) drives them too."""
@@ -20,6 +20,16 @@ class Point:
     def at(cls, position, potential_fn):
         return cls(position, *potential_fn(position))
 
+
+
+def metropolis(state, proposal, energy_change, rng):
+    """The accept step of a transition: (``proposal`` with probability min(1, exp(-energy
+    change)), else ``state``; that probability). A non-finite energy change is rejected
+    without a draw."""
+    if not math.isfinite(energy_change):
+        return state, 0.0
+    acceptance = math.exp(min(0.0, -energy_change))
+    return (proposal if rng.uniform() < acceptance else state), acceptance
 
 # Warm-up windows, as shares of its time: step size only; first variances; variances again
 # over a longer window; step size for the final mass matrix.

@@ -161,12 +161,8 @@ def transition(state, potential_fn, step_size, inverse_mass, rng):
     energy_change = float(potential - state.potential
                           + 0.5 * (end_momentum @ (inverse_mass * end_momentum))
                           - 0.5 * (momentum @ (inverse_mass * momentum)))
-    if not math.isfinite(energy_change):
-        return state, 0.0
-    acceptance = math.exp(min(0.0, -energy_change))
-    if rng.uniform() < acceptance:
-        return Point(position, potential, gradient), acceptance
-    return state, acceptance
+    return hmc_adaptation.metropolis(state, Point(position, potential, gradient), energy_change,
+                                     rng)
 
 
 def warm_up(state, potential_fn, step_size, inverse_mass, deadline, rng):
