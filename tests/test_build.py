@@ -1,7 +1,7 @@
-"""The builder end to end: build, rebuild identically, dry-run, and refuse what is wrong."""
+"""The builder end to end: build, rebuild identically, dry-run, and refuse what is wrong. On
+label_accuracy's default competition (the core tests' kind), a bundle per phase."""
 import io
 import json
-import shutil
 import subprocess
 import sys
 import zipfile
@@ -14,12 +14,16 @@ import yaml
 from bundle import build as build_module
 from bundle.build import BuildError, build_bundle
 from bundle.phase_data import leakage_problems
-from bundle.spec import DEFAULT_SPEC, load_spec
-from kinds.bdl2021.kind import files
+from bundle.spec import load_spec
+from kinds.kind import KINDS
 from array_bytes import npy_bytes, npz_bytes
+from plans import per_phase_spec
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
+CORE = KINDS["label_accuracy"]
+DEVELOPMENT = "label-accuracy-development-codabench.zip"
+EVALUATION = "label-accuracy-evaluation-codabench.zip"
 
 
 def cli(*args, timeout=900):
@@ -28,45 +32,50 @@ def cli(*args, timeout=900):
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    """Every phase and track, for the default platform (Codabench)."""
+def spec(tmp_path_factory) -> Path:
+    """label_accuracy's default spec, one bundle per phase (its default puts both phases in
+    one bundle: test_ranks.py and test_kind_conformance.py build that)."""
+    return per_phase_spec(tmp_path_factory.mktemp("spec"))
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory, spec):
+    """Every phase, for the default platform (Codabench), by the command line."""
     out = tmp_path_factory.mktemp("dist")
-    result = cli("--phase", "all", "--out", str(out))
+    result = cli("--config", str(spec), "--phase", "all", "--out", str(out))
     assert result.returncode == 0, result.stderr
     return out, result
 
 
 @pytest.fixture(scope="module")
-def bundles(default_bundles):
+def bundles(built_bundles, spec):
     """The same bundles, built once per test run in process (conftest.py), for the tests of
     what a bundle holds or how its dry run goes rather than of what the command prints."""
-    folder = default_bundles["codabench"]
-    assert len(list(folder.glob("*.zip"))) == 3
+    folder = built_bundles(spec, "codabench")
+    assert len(list(folder.glob("*.zip"))) == 2
     return folder
 
 
 @pytest.fixture(scope="module")
-def built_codalab(default_bundles):
-    """The evaluation phase's tracks as CodaLab v1.5 bundles (what is CodaLab's own), with the
-    development phase's: the test run's shared build."""
-    folder = default_bundles["codalab"]
-    assert (folder / "bdl-approx-inference-evaluation-extended.zip").is_file()
+def built_codalab(built_bundles, spec):
+    """The same phases as CodaLab v1.5 bundles (what is CodaLab's own): the test run's shared
+    build."""
+    folder = built_bundles(spec, "codalab")
+    assert (folder / "label-accuracy-evaluation.zip").is_file()
     return folder
 
 
-def test_all_phases_and_tracks_are_built_with_a_summary(built):
+def test_all_phases_are_built_with_a_summary(built):
     out, result = built
     names = sorted(p.name for p in out.glob("*.zip"))
-    assert names == ["bdl-approx-inference-development-codabench.zip",
-                     "bdl-approx-inference-evaluation-extended-codabench.zip",
-                     "bdl-approx-inference-evaluation-light-codabench.zip"]
+    assert names == [DEVELOPMENT, EVALUATION]
     assert "sha256" in result.stdout and "scoring_program.zip" in result.stdout
-    assert "breast_cancer (30 s)" in result.stdout
+    assert "iris (10 s)" in result.stdout
 
 
 def test_bundle_contents_and_yaml(built_codalab):
     out = built_codalab
-    with zipfile.ZipFile(out / "bdl-approx-inference-evaluation-extended.zip") as bundle:
+    with zipfile.ZipFile(out / "label-accuracy-evaluation.zip") as bundle:
         names = bundle.namelist()
         competition = yaml.safe_load(bundle.read("competition.yaml"))
         overview = bundle.read("overview.html").decode()
@@ -76,14 +85,13 @@ def test_bundle_contents_and_yaml(built_codalab):
             "reference_data.zip", "public_data.zip", "starting_kit.zip", "logo.png"} == set(names)
     assert competition["image"] == "logo.png"
     phase = competition["phases"][1]
-    assert phase["is_scoring_only"] is False and phase["execution_time_limit"] == 600
+    assert phase["is_scoring_only"] is False and phase["execution_time_limit"] == 300
     assert competition["competition_docker_image"] == "codalab/codalab-legacy:py312"
     columns = competition["leaderboard"]["columns"]
     assert columns["average_rank"]["computed"] == {
-        "operation": "Avg", "fields": "breast_cancer_agreement,digits_shift_agreement,"
-                                      "wine_agreement,diabetes_gap_w2"}     # the spec's order
-    assert "digits_shift" in overview and "Cyclical SGLD" in overview
-    assert "wine_total_variation_std" in evaluation and "<script" not in evaluation
+        "operation": "Avg", "fields": "iris_accuracy,wine_accuracy"}     # the spec's order
+    assert "wine" in overview and "125 / 53" in overview          # the kind's table of tasks
+    assert "wine_balanced_accuracy" in evaluation and "<script" not in evaluation
 
 
 def test_rebuild_is_byte_identical(built, bundles):
@@ -91,8 +99,7 @@ def test_rebuild_is_byte_identical(built, bundles):
     in process by the same builder."""
     out, result = built
     assert result.returncode == 0, result.stderr
-    name = "bdl-approx-inference-development-codabench.zip"
-    assert (bundles / name).read_bytes() == (out / name).read_bytes()
+    assert (bundles / DEVELOPMENT).read_bytes() == (out / DEVELOPMENT).read_bytes()
 
 
 def rewrite_member(bundle: Path, target: Path, member: str, change) -> Path:
@@ -121,24 +128,23 @@ def test_check_catches_a_scorer_that_writes_a_wrong_key(bundles, tmp_path):
 
     def rename_key(data: bytes) -> bytes:
         config = json.loads(data)
-        config["columns"][0]["key"] = "iris_agreemnt"
+        config["columns"][0]["key"] = "iris_acuracy"
         return json.dumps(config).encode()
-    broken = rewrite_member(out / "bdl-approx-inference-development-codabench.zip", tmp_path / "b.zip",
+    broken = rewrite_member(out / DEVELOPMENT, tmp_path / "b.zip",
                             "scoring_program.zip/scoring_config.json", rename_key)
     result = cli("--check", str(broken))
     assert result.returncode == 1
-    assert "iris_agreemnt" in result.stderr and "dry run FAILED" in result.stdout
+    assert "iris_acuracy" in result.stderr and "dry run FAILED" in result.stdout
 
 
 def test_check_catches_an_ingestion_that_exceeds_the_time_limit(bundles, tmp_path):
-    """A phase limit of 1 s under a task budget of 30 s: a submission that sleeps 2 s runs
+    """A phase limit of 1 s under task budgets of 10 s: a submission that sleeps 2 s runs
     past the limit however fast the machine (sleeping through the whole budget proved nothing
-    more and took 30 s); the worker lets it run on, and the rule of the limit against the
-    budgets fails the bundle."""
+    more and took 10 s a task); the worker lets it run on, and the rule of the limit against
+    the budgets fails the bundle."""
     out = bundles
-    broken = rewrite_member(out / "bdl-approx-inference-evaluation-light-codabench.zip", tmp_path / "t.zip",
-                            "competition.yaml",
-                            lambda data: data.replace(b"execution_time_limit: 600",
+    broken = rewrite_member(out / EVALUATION, tmp_path / "t.zip", "competition.yaml",
+                            lambda data: data.replace(b"execution_time_limit: 300",
                                                       b"execution_time_limit: 1"))
     slow = tmp_path / "slow.zip"
     with zipfile.ZipFile(slow, "w") as archive:
@@ -171,18 +177,18 @@ def test_build_stops_on_a_leak(monkeypatch, tmp_path):
     original = build_module.stage_starting_kit
 
     def leaky_kit(plan, destination, *args):
+        """The kit with the first task's hidden references in it, as the kind stages them."""
         folder = original(plan, destination, *args)
-        task = files(plan.tasks[0])
-        shutil.copyfile(task.test_labels, folder / "labels_for_testing.csv")
+        CORE.stage_reference(plan.tasks[0], folder)
         return folder
     monkeypatch.setattr(build_module, "stage_starting_kit", leaky_kit)
     with pytest.raises(BuildError, match="leakage check failed"):
-        build_bundle(load_spec(DEFAULT_SPEC), "evaluation", "light", tmp_path)
+        build_bundle(load_spec(CORE.DEFAULT_SPEC), "evaluation", None, tmp_path)
 
 
 def test_logo_is_shipped_and_referenced(tmp_path):
     import base64
-    spec = yaml.safe_load(DEFAULT_SPEC.read_text())
+    spec = yaml.safe_load(CORE.DEFAULT_SPEC.read_text())
     spec["logo"] = "logo.png"
     (tmp_path / "logo.png").write_bytes(base64.b64decode(
         "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="))
@@ -199,25 +205,24 @@ def test_logo_is_shipped_and_referenced(tmp_path):
 
 
 def test_downloaded_starting_kit_runs_alone(bundles, tmp_path):
-    """Unzipped from the bundle, with only the docker image's packages and no repository.
-    The unzipped deep ensemble trains for a tenth of its usual share of each budget (half
-    of it, about 30 s on the development tasks): how long it trains is not the claim, and
-    every step of its code still runs."""
+    """Unzipped from the bundle, with only the docker image's packages and no repository: the
+    kind's example baseline and the sample results run. The development phase's references
+    are hidden (label_accuracy publishes none), so the kit checks the predictions and says
+    that it scored nothing."""
     from scoring_harness import image_python
     out = bundles
-    with zipfile.ZipFile(out / "bdl-approx-inference-development-codabench.zip") as bundle:
+    with zipfile.ZipFile(out / DEVELOPMENT) as bundle:
         kit_zip = bundle.read("starting_kit.zip")
     kit = tmp_path / "kit"
     zipfile.ZipFile(io.BytesIO(kit_zip)).extractall(kit)
-    baseline = kit / "baselines" / "deep_ensemble.py"
-    code = baseline.read_text()
-    assert code.count("\nTIME_SHARE = 0.5 ") == 1, "the baseline's share of its budget moved"
-    baseline.write_text(code.replace("\nTIME_SHARE = 0.5 ", "\nTIME_SHARE = 0.05 "))
-    for args in (["--code", "baselines/deep_ensemble.py"], ["--results", "sample_result_submission"]):
+    baseline = kit / "baselines" / CORE.EXAMPLE_BASELINE
+    assert baseline.is_file(), "the kit lacks the kind's example baseline"
+    for args in (["--code", f"baselines/{baseline.name}"],
+                 ["--results", "sample_result_submission"]):
         result = subprocess.run([image_python(), "run_local.py", *args, "--out", str(tmp_path / args[0][2:])],
                                 cwd=kit, capture_output=True, text=True, timeout=600)
         assert result.returncode == 0, result.stderr
-        assert "iris_agreement:" in result.stdout and "detailed results:" in result.stdout
+        assert "predictions were checked, not scored" in result.stdout, result.stdout[-2000:]
 
 
 def kit_member(bundle: Path, member: str, destination: Path) -> Path:
@@ -238,8 +243,7 @@ def zip_without(source: Path, member: str, target: Path) -> Path:
 
 def test_the_kits_sample_code_zip_carries_a_description_only_metadata(bundles, tmp_path):
     out = bundles
-    sample = kit_member(out / "bdl-approx-inference-evaluation-light-codabench.zip",
-                        "sample_code_submission.zip", tmp_path / "sample.zip")
+    sample = kit_member(out / EVALUATION, "sample_code_submission.zip", tmp_path / "sample.zip")
     with zipfile.ZipFile(sample) as archive:
         assert "submission.py" in archive.namelist()
         assert list(yaml.safe_load(archive.read("metadata"))) == ["description"]
@@ -248,7 +252,7 @@ def test_the_kits_sample_code_zip_carries_a_description_only_metadata(bundles, t
 def test_check_fails_a_code_zip_without_metadata_as_codalab_would(built_codalab, tmp_path):
     """codalab_v1.md §4.1: without a root metadata the worker never runs the ingestion."""
     out = built_codalab
-    bundle = out / "bdl-approx-inference-evaluation-light.zip"
+    bundle = out / "label-accuracy-evaluation.zip"
     sample = kit_member(bundle, "sample_code_submission.zip", tmp_path / "sample.zip")
     stripped = zip_without(sample, "metadata", tmp_path / "no_metadata.zip")
     result = cli("--check", str(bundle), "--submission", str(stripped))
@@ -260,21 +264,20 @@ def test_check_fails_a_code_zip_without_metadata_as_codalab_would(built_codalab,
 
 def test_check_names_what_it_cannot_reproduce(bundles):
     out = bundles
-    result = cli("--check", str(out / "bdl-approx-inference-development-codabench.zip"))
+    result = cli("--check", str(out / DEVELOPMENT))
     assert "not reproduced by this dry run" in result.stdout
     assert "the time limit as the real worker applies it" in result.stdout     # Codabench's
 
 
 def test_check_fails_a_submission_whose_tasks_are_penalised(bundles, tmp_path):
-    """What --check accepts must score on the worker: the light track's one task penalised,
-    nothing is scored and the submission fails, with the task's reason."""
+    """What --check accepts must score on the worker: every task of the phase penalised,
+    nothing is scored and the submission fails, with each task's reason."""
     out = bundles
     archive = tmp_path / "no_model.zip"
     with zipfile.ZipFile(archive, "w") as opened:
-        opened.writestr("metadata", "description: forgot declared_model.py\n")
-        opened.writestr("submission.py", "from declared_model import MLP\n")
-    result = cli("--check", str(out / "bdl-approx-inference-evaluation-light-codabench.zip"),
-                 "--submission", str(archive))
+        opened.writestr("metadata", "description: forgot my_model.py\n")
+        opened.writestr("submission.py", "from my_model import Model\n")
+    result = cli("--check", str(out / EVALUATION), "--submission", str(archive))
     assert result.returncode == 1
-    assert "task breast_cancer" in result.stderr and "declared_model" in result.stderr
-    assert "no task could be scored" in result.stderr
+    assert "task iris" in result.stderr and "task wine" in result.stderr
+    assert "my_model" in result.stderr and "no task could be scored" in result.stderr

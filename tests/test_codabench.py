@@ -1,4 +1,5 @@
-"""Codabench (version: 2) bundles from the same spec: built, checked, dry-run, and refused."""
+"""Codabench (version: 2) bundles from the same spec: built, checked, dry-run, and refused. On
+label_accuracy's default competition (the core tests' kind), a bundle per phase."""
 import io
 import json
 import subprocess
@@ -10,7 +11,7 @@ import pytest
 import yaml
 
 from bundle.rules import CODABENCH, check_bundle
-from kinds.bdl2021.kind import files
+from plans import per_phase_spec
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
@@ -21,12 +22,16 @@ def cli(*args):
                           capture_output=True, text=True, timeout=900)
 
 
+DEVELOPMENT = "label-accuracy-development-codabench.zip"
+EVALUATION = "label-accuracy-evaluation-codabench.zip"
+
+
 @pytest.fixture(scope="module")
-def built(default_bundles):
-    """Every phase and track of the default spec for Codabench: the run's shared build (its
-    command line's own output is tested in test_build.py)."""
-    folder = default_bundles["codabench"]
-    assert len(list(folder.glob("*.zip"))) == 3          # development, and two evaluation tracks
+def built(built_bundles, tmp_path_factory):
+    """Every phase of label_accuracy's default spec for Codabench, a bundle each: the run's
+    shared build (conftest.py; the command line's own output is tested in test_build.py)."""
+    folder = built_bundles(per_phase_spec(tmp_path_factory.mktemp("spec")), "codabench")
+    assert sorted(p.name for p in folder.glob("*.zip")) == [DEVELOPMENT, EVALUATION]
     return folder
 
 
@@ -36,7 +41,7 @@ def competition(bundle: Path) -> dict:
 
 
 def test_version_2_yaml_follows_codabench_rules(built):
-    comp = competition(built / "bdl-approx-inference-evaluation-extended-codabench.zip")
+    comp = competition(built / EVALUATION)
     assert comp["version"] == 2 and comp["image"] == "logo.png" and comp["terms"]
     assert isinstance(comp["pages"], list) and isinstance(comp["phases"], list)
     phase = comp["phases"][0]
@@ -52,7 +57,7 @@ def test_version_2_yaml_follows_codabench_rules(built):
     assert ranking["index"] == 0 and ranking["key"] == "average_rank"
     assert ranking["computation"] == "avg_rank" and ranking["sorting"] == "asc"
     averaged = [c["key"] for c in columns if c["index"] in ranking["computation_indexes"]]
-    with zipfile.ZipFile(built / "bdl-approx-inference-evaluation-extended-codabench.zip") as bundle:
+    with zipfile.ZipFile(built / EVALUATION) as bundle:
         scorer = zipfile.ZipFile(io.BytesIO(bundle.read(comp["tasks"][0]["scoring_program"])))
         config = json.loads(scorer.read("scoring_config.json"))
     written = {c["key"]: c["task"] for c in config["columns"]}
@@ -104,8 +109,7 @@ def unknown_key(comp):
     (lambda c: c.pop("pages"), "v2-structure", "pages: missing or not a list"),
 ])
 def test_v2_bundle_problems_are_refused_with_a_clear_message(built, tmp_path, change, rule, message):
-    broken = rewrite_yaml(built / "bdl-approx-inference-evaluation-light-codabench.zip",
-                          tmp_path / "broken.zip", change)
+    broken = rewrite_yaml(built / EVALUATION, tmp_path / "broken.zip", change)
     failures = check_bundle(broken, CODABENCH)
     assert any(f.rule == rule and message in f.message for f in failures), failures
     if change in (long_key, two_phases):    # the command line says it as the rule does
@@ -123,12 +127,12 @@ def test_scorer_output_is_a_flat_scores_json_without_metadata(built, tmp_path):
     from scoring_harness import new_run, prepare_phase, run_scoring
     import json
     prepared = tmp_path / "prepared"
-    plan = prepare_phase(prepared, "development")
+    plan = prepare_phase(prepared, "development", kind="label_accuracy")
     run = new_run(prepared, tmp_path / "run")
     import numpy as np
-    for task in plan.tasks:
-        np.savetxt(run / "input" / "res" / f"{task.name}_probs.csv",
-                   np.load(files(task).chain_reference)[0])
+    for task in plan.tasks:                    # the hidden labels themselves
+        np.savetxt(run / "input" / "res" / f"{task.name}_labels.csv",
+                   np.loadtxt(task.folder / f"{task.name}_test_labels.csv"), fmt="%d")
     assert run_scoring(run).returncode == 0
     scores = json.loads((run / "output" / "scores.json").read_text())
     assert all(isinstance(v, float) for v in scores.values())
@@ -141,7 +145,7 @@ def test_check_fails_a_results_zip_with_a_command_as_older_codabench_would(built
     """codabench_v2.md §3.4: a server older than v1.27 starts a results zip's metadata
     command instead of scoring its files (v1.27 on copies the files, metadata or not)."""
     from test_build import kit_member
-    bundle = built / "bdl-approx-inference-development-codabench.zip"
+    bundle = built / DEVELOPMENT
     sample = kit_member(bundle, "sample_result_submission.zip", tmp_path / "sample.zip")
     with zipfile.ZipFile(sample, "a") as archive:
         archive.writestr("metadata", "command: python3 predict.py\n")
@@ -154,7 +158,7 @@ def test_codabench_runs_a_code_zip_without_metadata(built, tmp_path):
     """Codabench starts the ingestion program whatever the zip holds (its files are also
     copied over the prediction output before scoring, which the scorer ignores)."""
     from test_build import kit_member, zip_without
-    bundle = built / "bdl-approx-inference-evaluation-light-codabench.zip"
+    bundle = built / EVALUATION
     sample = kit_member(bundle, "sample_code_submission.zip", tmp_path / "sample.zip")
     stripped = zip_without(sample, "metadata", tmp_path / "no_metadata.zip")
     result = cli("--check", str(bundle), "--submission", str(stripped))

@@ -12,6 +12,7 @@ from types import SimpleNamespace
 import pytest
 
 from bundle.platforms.codabench_importer import DEFAULT_IMAGE, imported
+from kinds.kind import KINDS
 from runtime.formats import RECORD_KEY_NAME, RECORD_NAME, RunRecord, read_run_record, write_run_record
 from runtime.formats.run_record import codabench_layout, importer_key
 from scoring_program.scorer.main import record_refusal
@@ -141,15 +142,14 @@ def quick_bdl_sample(bundle: Path, destination: Path) -> Path | None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kind", ["bdl2021", "pgdl2020", "retina"])
+@pytest.mark.parametrize("kind", sorted(KINDS))
 def test_each_kinds_v15_bundle_through_the_importer(built_bundles, kind, tmp_path):
     """Every phase of each kind's v1.5 bundle runs and scores on Codabench as imported, code
     phases with the importer's key (the test above); the output names every change. The
     bundles are the run's shared build (conftest.py); each is dry-run by the command line,
     with the kit's sample, save BDL's code phases: its sample with the trivial baseline's
     training (quick_bdl_sample)."""
-    bundles = sorted(built_bundles(REPO / "kinds" / kind / "default_spec.yaml", "codalab")
-                     .glob("*.zip"))
+    bundles = sorted(built_bundles(KINDS[kind].DEFAULT_SPEC, "codalab").glob("*.zip"))
     assert bundles
     samples = [quick_bdl_sample(bundle, tmp_path / f"quick-{bundle.name}")
                if kind == "bdl2021" else None for bundle in bundles]

@@ -65,14 +65,15 @@ def test_figures_of_every_default_task_are_its_training_data(name):
 
 
 def test_figures_state_shapes_and_balances_in_words():
-    """What a reader sees for a few known tasks: flat features, 8x8 images, a regression."""
-    _, plans = _plans("bdl2021")
+    """What a reader sees for label_accuracy's tasks: flat features, the rows, and each class's
+    count and share. (8x8 images and a regression's range: BDL's tasks,
+    kinds/bdl2021/tests/test_bdl_data_page_examples.py.)"""
+    _, plans = _plans("label_accuracy")
     summaries = {s["task"]: s for _, plan in plans for s in data_page_tasks([plan])[0]}
-    assert summaries["iris"]["shape"] == "4 features" and summaries["iris"]["rows"] == 100
-    assert summaries["digits_cnn"]["shape"] == "8 x 8 x 1 images"
-    assert summaries["digits_cnn"]["examples"] and not summaries["digits"]["examples"]
-    gap = summaries["diabetes_gap"]
-    assert not gap["classification"] and gap["range"] and gap["mean"].startswith("0 ")
+    assert summaries["iris"]["shape"] == "4 features" and summaries["iris"]["rows"] == 105
+    assert summaries["wine"]["shape"] == "13 features" and not summaries["wine"]["examples"]
+    assert [(b["value"], b["count"], b["share"]) for b in summaries["wine"]["balance"]] == [
+        ("0", 49, "39.2%"), ("1", 44, "35.2%"), ("2", 32, "25.6%")]
 
 
 def _page(name: str, phase_key: str) -> str:

@@ -19,7 +19,8 @@ from bundle.platforms import platform as platform_named
 from bundle.platforms.worker import CODABENCH, CODALAB, CODE_METADATA, submission_metadata
 from ingestion_program.ingest.submission_metadata import own_command_problem
 from runtime.formats import read_record_key, read_run_record, signature_problem
-from ingestion_harness import FAST_BDL, needs_root, new_kind_run, prepare_kind, run_ingestion
+from ingestion_harness import FAST_LABELS, needs_root, new_kind_run, prepare_kind, run_ingestion
+from plans import per_phase_spec
 from scoring_harness import image_python
 
 REPO = Path(__file__).resolve().parents[1]
@@ -140,7 +141,7 @@ def test_the_kit_tool_refuses_with_the_ingestions_reason(tmp_path):
         del sys.path[:2]
     for data, _ in [*BYPASS_BYTES.values(), *((d, ()) for d in UNPROVEN.values())]:
         folder = _folder(tmp_path, data)
-        (folder / "submission.py").write_text(FAST_BDL)
+        (folder / "submission.py").write_text(FAST_LABELS)
         with pytest.raises(SubmissionLayoutError) as refused:
             make_zip(folder, tmp_path / "out.zip", code=True, entry="submission.py")
         assert own_command_problem(folder) in str(refused.value)
@@ -156,12 +157,12 @@ def test_the_kit_tool_refuses_with_the_ingestions_reason(tmp_path):
 @pytest.fixture(scope="module")
 def prepared(tmp_path_factory):
     root = tmp_path_factory.mktemp("metadata-bypass")
-    prepare_kind(root, "bdl2021")
+    prepare_kind(root, "label_accuracy")          # its code phase, evaluation
     return root
 
 
 def _ingest(prepared: Path, tmp_path: Path, data: bytes, unprivileged: bool = False):
-    run = new_kind_run(prepared, tmp_path, {"submission.py": FAST_BDL})
+    run = new_kind_run(prepared, tmp_path, {"submission.py": FAST_LABELS})
     (run / "run" / "program" / "metadata").write_bytes(data)
     return run, run_ingestion(run, unprivileged=unprivileged)
 
@@ -208,10 +209,11 @@ STARTED = "import sys; print('STARTED BY THE WORKER', sys.argv[1:])\n"
 
 
 @pytest.fixture(scope="module")
-def bundles(default_bundles) -> dict[str, Path]:
-    """{platform: bundle zip} of one phase and track of the default spec (its bundles are
-    built once a test run, conftest.py; read only)."""
-    found = {site: list(default_bundles[site].glob("*evaluation-light*.zip")) for site in BOTH}
+def bundles(built_bundles, tmp_path_factory) -> dict[str, Path]:
+    """{platform: bundle zip} of label_accuracy's code phase, a bundle of its own (its default
+    spec with one bundle per phase, built once a test run, conftest.py; read only)."""
+    spec = per_phase_spec(tmp_path_factory.mktemp("per-phase-spec"))
+    found = {site: list(built_bundles(spec, site).glob("*evaluation*.zip")) for site in BOTH}
     assert all(len(bundles) == 1 for bundles in found.values()), found
     return {site: bundles[0] for site, bundles in found.items()}
 
@@ -265,7 +267,7 @@ def test_the_built_kits_tool_refuses_a_bypass_with_the_ingestions_reason(bundles
     kit = _kit(bundles[CODABENCH], tmp_path)
     assert (kit / "programs" / "ingestion_program" / "ingest" / "submission_metadata.py").is_file()
     folder = _folder(tmp_path, UNPROVEN["a tagged description"])
-    (folder / "submission.py").write_text(FAST_BDL)
+    (folder / "submission.py").write_text(FAST_LABELS)
     made = subprocess.run([sys.executable, "submission_zip.py", str(folder), "out.zip"], cwd=kit,
                           capture_output=True, text=True, timeout=120)
     assert made.returncode == 1 and "nothing was written" in made.stderr, made.stderr

@@ -208,13 +208,13 @@ def test_one_task_without_standard_errors_is_refused():
 @pytest.fixture(scope="module")
 def config_file(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("config") / "scoring_config.json"
-    path.write_text(json.dumps(scoring_config(embedded_phase(PHASE, kind="bdl2021"))))
+    path.write_text(json.dumps(scoring_config(embedded_phase(PHASE))))
     return path
 
 
 def test_ranking_entry_names_what_the_leaderboard_ranks_by(config_file):
     raw = json.loads(config_file.read_text())
-    ranking = next(c for c in phase_columns(embedded_phase(PHASE, kind="bdl2021"))
+    ranking = next(c for c in phase_columns(embedded_phase(PHASE))
                    if c.selection_default)
     assert raw["ranking"] == {"statistic": "average_rank", "key": ranking.key,
                               "label": ranking.label, "keys": list(ranking.computed_fields)}
@@ -225,10 +225,10 @@ def test_ranking_entry_names_what_the_leaderboard_ranks_by(config_file):
 
 
 @pytest.mark.parametrize("ranking, message", [
-    ({"statistic": "median", "key": "k", "label": "l", "keys": ["iris_agreement"]}, "statistic"),
+    ({"statistic": "median", "key": "k", "label": "l", "keys": ["iris_accuracy"]}, "statistic"),
     ({"statistic": "column", "key": "k", "label": "l", "keys": ["nope"]}, "not a value column"),
     ({"statistic": "column", "key": "k", "label": "l",
-      "keys": ["iris_agreement", "digits_agreement"]}, "one key"),
+      "keys": ["iris_accuracy", "wine_accuracy"]}, "one key"),
 ])
 def test_a_broken_ranking_entry_is_refused(config_file, ranking, message):
     raw = {**json.loads(config_file.read_text()), "ranking": ranking}
@@ -238,9 +238,11 @@ def test_a_broken_ranking_entry_is_refused(config_file, ranking, message):
 
 # ------------------------------------------------------------------------------ the inputs
 
-HEADER = ["#", "Username", "average rank", "iris agreement", "iris agreement SE", "iris TV",
-          "digits_agreement", "digits_agreement_se", "digits_cnn agreement",
-          "digits_cnn agreement SE"]
+# label_accuracy's development phase ranks by the average rank over iris_accuracy and
+# wine_accuracy: one column given by its label, the other by its key, each SE in its own form,
+# and a column the ranking does not read (iris balanced accuracy)
+HEADER = ["#", "Username", "average rank", "iris accuracy", "iris accuracy SE",
+          "iris balanced accuracy", "wine_accuracy", "wine_accuracy_se"]
 
 
 def _csv(path: Path, rows: list[list], header=HEADER) -> Path:
@@ -257,10 +259,10 @@ def _run(*argv) -> tuple[int, str, str]:
     return status, out.getvalue(), err.getvalue()
 
 
-ROWS = [[1, "alice", 1.3, 0.95, 0.001, 0.1, 0.90, 0.001, 0.88, 0.001],
-        [2, "bob", 1.7, 0.94, 0.001, 0.1, 0.91, 0.001, 0.87, 0.001],
-        [3, "carol", 3.0, 0.60, 0.001, 0.3, 0.70, 0.001, 0.60, 0.001],
-        [4, "dan", 4.0, 0.50, 0.001, "-", 0.40, 0.001, 0.30, 0.001]]
+ROWS = [[1, "alice", 1.0, 0.95, 0.001, 0.9, 0.92, 0.001],
+        [2, "bob", 2.0, 0.94, 0.001, 0.9, 0.91, 0.001],
+        [3, "carol", 3.0, 0.60, 0.001, 0.5, 0.70, 0.001],
+        [4, "dan", 4.0, 0.50, 0.001, "-", 0.40, 0.001]]
 
 
 def test_leaderboard_csv_with_labels_keys_and_both_se_forms(config_file, tmp_path):
@@ -272,9 +274,9 @@ def test_leaderboard_csv_with_labels_keys_and_both_se_forms(config_file, tmp_pat
     assert (result["seed"], result["B"], result["alpha"]) == (7, 500, 0.05)
     assert result["method"]["draws"] == "column_rank_bounds"
     by_name = {e["name"]: e for e in result["entries"]}
-    # mid-ranks over digits_agreement, digits_cnn_agreement, iris_agreement (higher better)
-    assert by_name["alice"]["statistic"] == pytest.approx((2 + 1 + 1) / 3)
-    assert by_name["bob"]["statistic"] == pytest.approx((1 + 2 + 2) / 3)
+    # ranks over iris_accuracy and wine_accuracy (higher better), averaged
+    assert by_name["alice"]["statistic"] == pytest.approx((1 + 1) / 2)
+    assert by_name["bob"]["statistic"] == pytest.approx((2 + 2) / 2)
     # standard errors far below every gap: no draw changes any column's order
     assert [by_name[n]["rank_interval"] for n in ("alice", "bob", "carol", "dan")] == [
         [1, 1], [2, 2], [3, 3], [4, 4]]
@@ -284,21 +286,21 @@ def test_leaderboard_csv_with_labels_keys_and_both_se_forms(config_file, tmp_pat
 
 
 def test_missing_cells_leave_the_entry_out_with_a_warning(config_file, tmp_path):
-    rows = [*ROWS, [5, "erin", 5.0, "", 0.001, 0.1, 0.2, 0.001, 0.2, 0.001]]
+    rows = [*ROWS, [5, "erin", 5.0, "", 0.001, 0.1, 0.2, 0.001]]
     status, out, err = _run(_csv(tmp_path / "board.csv", rows), "--config", config_file)
     assert status == 0
-    assert "row 6: entry 'erin' left out: no iris agreement" in err
+    assert "row 6: entry 'erin' left out: no iris accuracy" in err
     assert "erin" not in out and "4 entries" in out
 
 
-def test_without_standard_errors_three_tasks_are_too_few(config_file, tmp_path):
-    """The same order on all three tasks is still p = 2/2^3 = 0.25 for a sign-flip test:
-    the bootstrap over tasks this replaced called every rank here known."""
-    header = ["name", "iris_agreement", "digits_agreement", "digits_cnn_agreement"]
-    rows = [["a", 0.9, 0.9, 0.9], ["b", 0.5, 0.5, 0.5], ["c", 0.1, 0.1, 0.1]]
+def test_without_standard_errors_two_tasks_are_too_few(config_file, tmp_path):
+    """The same order on both tasks is still p = 2/2^2 = 0.5 for a sign-flip test: the
+    bootstrap over tasks this replaced called every rank here known."""
+    header = ["name", "iris_accuracy", "wine_accuracy"]
+    rows = [["a", 0.9, 0.9], ["b", 0.5, 0.5], ["c", 0.1, 0.1]]
     status, out, err = _run(_csv(tmp_path / "board.csv", rows, header), "--config", config_file)
     assert status == 2 and err.count("\n") == 1, err
-    assert "3 tasks" in err and "2/2^3 = 0.25" in err and "at least 7 tasks" in err
+    assert "2 tasks" in err and "2/2^2 = 0.5" in err and "at least 7 tasks" in err
 
 
 def test_without_standard_errors_the_report_names_the_population_of_tasks():
@@ -326,7 +328,7 @@ def _scoring_output(folder: Path, values: dict, se: dict | None) -> Path:
 
 
 def test_runs_read_values_and_standard_errors_of_scoring_outputs(config_file, tmp_path):
-    keys = ["iris_agreement", "digits_agreement", "digits_cnn_agreement"]
+    keys = ["iris_accuracy", "wine_accuracy"]
     folders = [_scoring_output(tmp_path / name, dict.fromkeys(keys, level),
                                dict.fromkeys(keys, 0.02))
                for name, level in (("first", 0.9), ("second", 0.89), ("third", 0.2))]
@@ -347,11 +349,11 @@ def test_runs_read_values_and_standard_errors_of_scoring_outputs(config_file, tm
     ("missing file", "board.csv: cannot read"),
     ("not text", "board.csv: cannot read"),
     ("unknown column", "column 4 'iris speed' is not a leaderboard column"),
-    ("text cell", "row 3, column 'iris agreement': 'high' is not a number"),
-    ("negative se", "row 2, column 'iris agreement SE': standard error -0.1 is negative"),
+    ("text cell", "row 3, column 'iris accuracy': 'high' is not a number"),
+    ("negative se", "row 2, column 'iris accuracy SE': standard error -0.1 is negative"),
     ("one entry", "1 entry with every ranking column; expected at least 2"),
-    ("column empty for all", "the ranking column 'iris agreement' is missing for every entry"),
-    ("ranking column absent", "no column 'digits_cnn_agreement'"),
+    ("column empty for all", "the ranking column 'iris accuracy' is missing for every entry"),
+    ("ranking column absent", "no column 'wine_accuracy'"),
 ])
 def test_bad_input_gets_one_line_and_status_2(config_file, tmp_path, case, expected):
     board = tmp_path / "board.csv"
@@ -371,7 +373,7 @@ def test_bad_input_gets_one_line_and_status_2(config_file, tmp_path, case, expec
         for row in rows:
             row[3] = "-"
     elif case == "ranking column absent":
-        header, rows = header[:8], [row[:8] for row in rows]
+        header, rows = header[:6], [row[:6] for row in rows]
     if case not in ("missing file", "not text"):
         _csv(board, rows, header)
     status, out, err = _run(board, "--config", config_file)
@@ -382,17 +384,18 @@ def test_bad_input_gets_one_line_and_status_2(config_file, tmp_path, case, expec
 # -------------------------------------------------------------- a built scoring program
 
 @pytest.fixture(scope="module")
-def built(default_bundles) -> Path:
-    """The development phase's Codabench bundle (the default spec's, built once a test run;
-    read only)."""
-    bundles = list(default_bundles["codabench"].glob(f"*-{PHASE}-codabench.zip"))
+def built(built_bundles) -> Path:
+    """label_accuracy's Codabench bundle, one for both phases (its default spec's layout),
+    built once a test run (conftest.py); read only."""
+    from kinds.kind import KINDS
+    bundles = list(built_bundles(KINDS["label_accuracy"].DEFAULT_SPEC, "codabench").glob("*.zip"))
     assert len(bundles) == 1, bundles
     return bundles[0]
 
 
 def test_runs_from_the_unzipped_scoring_program_and_from_the_bundle(built, tmp_path):
     with zipfile.ZipFile(built) as bundle:
-        program = bundle.read("scoring_program.zip")
+        program = bundle.read(f"{PHASE}_scoring_program.zip")
     (tmp_path / "scoring_program.zip").write_bytes(program)
     with zipfile.ZipFile(tmp_path / "scoring_program.zip") as inner:
         inner.extractall(tmp_path / "program")
@@ -406,6 +409,9 @@ def test_runs_from_the_unzipped_scoring_program_and_from_the_bundle(built, tmp_p
         (tmp_path / "program" / "scoring_config.json").read_text())["ranking"]["keys"]
     assert not list((tmp_path / "program").rglob("__pycache__"))
     status, out, err = _run(board, "--bundle", built, "--json", tmp_path / "again.json")
+    assert status == 2 and "name one with --phase" in err       # the bundle holds two phases
+    status, out, err = _run(board, "--bundle", built, "--phase", PHASE, "--json",
+                            tmp_path / "again.json")
     assert status == 0, err
     assert json.loads((tmp_path / "again.json").read_text())["entries"] == shipped["entries"]
     status, out, err = _run(board, "--bundle", built, "--phase", "final")
@@ -415,11 +421,11 @@ def test_runs_from_the_unzipped_scoring_program_and_from_the_bundle(built, tmp_p
 def test_codalab_csv_headers_and_cells_are_read(config_file, tmp_path):
     """CodaLab v1.5 writes header cells as b'<label>' (codalab_v1.md G17) and may show a
     cell as 'value (rank)'; a name column found by its values, not its title."""
-    labels = ["iris agreement", "digits agreement", "digits_cnn agreement"]
+    labels = ["iris accuracy", "wine accuracy"]
     header = ["b'team'", *(f"b'{label}'" for label in labels), *(f"b'{l} SE'" for l in labels)]
-    rows = [["x", "0.9 (1)", "0.9 (1)", "0.9 (1)", *["0.01"] * 3],
-            ["y", "0.5 (2)", "0.5 (2)", "0.5 (2)", *["0.01"] * 3],
-            ["z", "0.1 (3)", "0.1 (3)", "0.1 (3)", *["0.01"] * 3]]
+    rows = [["x", "0.9 (1)", "0.9 (1)", *["0.01"] * 2],
+            ["y", "0.5 (2)", "0.5 (2)", *["0.01"] * 2],
+            ["z", "0.1 (3)", "0.1 (3)", *["0.01"] * 2]]
     status, out, err = _run(_csv(tmp_path / "board.csv", rows, header), "--config", config_file,
                             "--json", tmp_path / "out.json")
     assert status == 0, err
@@ -496,10 +502,16 @@ def test_the_tool_ranks_each_kinds_baselines_from_their_committed_scores(
 def test_phases_sharing_one_leaderboard_carry_its_ranking_not_their_own():
     """Both platforms give a competition one leaderboard; phases with different tasks share it
     ranked by the weighted loss (``competition_columns``), whatever a phase alone would rank
-    by, and the tool must recompute that statistic."""
+    by, and the tool must recompute that statistic. (label_accuracy's phases score the same
+    tasks, and share the ranking each has alone: its final phase is cut to wine here.)"""
+    import dataclasses
+
     from bundle.leaderboard import competition_columns
-    plans = [embedded_phase("development", kind="bdl2021"),
-             embedded_phase("evaluation", kind="bdl2021")]
+    development, evaluation = embedded_phase("development"), embedded_phase("evaluation")
+    assert scoring_config(development, leaderboard=competition_columns(
+        [development, evaluation]))["ranking"] == scoring_config(development)["ranking"]
+    plans = [development, dataclasses.replace(
+        evaluation, tasks=tuple(t for t in evaluation.tasks if t.name == "wine"))]
     alone = scoring_config(plans[0])["ranking"]
     shared = scoring_config(plans[0], leaderboard=competition_columns(plans))["ranking"]
     assert alone["statistic"] == "average_rank"

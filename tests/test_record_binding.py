@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from bundle.programs import assemble_scoring_program
-from ingestion_harness import FAST_BDL, new_run, prepare, run_ingestion
+from ingestion_harness import FAST_LABELS, new_run, prepare, run_ingestion
 from plans import embedded_phase
 from runtime.formats import RECORD_NAME, read_run_record
 from runtime.formats.run_record import submission_digest
@@ -21,14 +21,15 @@ from scoring_harness import image_python
 
 pytestmark = pytest.mark.slow
 
-CRASHES = "def predict(task, x_train, y_train, x_test, checkpoint):\n    raise SystemExit(3)\n"
+CRASHES = "def predict(task, x_train, y_train, x_test):\n    raise SystemExit(3)\n"
 
 
 @pytest.fixture(scope="module")
 def prepared(tmp_path_factory):
     root = tmp_path_factory.mktemp("binding")
-    prepare(root)
-    assemble_scoring_program(embedded_phase("development", code_submission=True, kind="bdl2021"),
+    # label_accuracy's development phase (plans.py), run as a code phase
+    prepare(root, kind="label_accuracy")
+    assemble_scoring_program(embedded_phase("development", code_submission=True),
                              root / "scoring_program", platform="codabench")
     return root
 
@@ -60,7 +61,7 @@ def _score_as_codabench(prepared: Path, run: Path, output: Path, submission: Pat
 
 
 def test_an_honest_run_is_bound_to_its_submission_and_scores(prepared, tmp_path):
-    output = _ingest(prepared, tmp_path, FAST_BDL)
+    output = _ingest(prepared, tmp_path, FAST_LABELS)
     submission = tmp_path / "run" / "program"
     record = read_run_record(output / RECORD_NAME)
     assert record.submission == submission_digest(submission)
@@ -70,7 +71,7 @@ def test_an_honest_run_is_bound_to_its_submission_and_scores(prepared, tmp_path)
 
 
 def test_an_earlier_runs_output_shipped_in_the_zip_is_refused(prepared, tmp_path):
-    earlier = _ingest(prepared, tmp_path / "earlier", FAST_BDL)
+    earlier = _ingest(prepared, tmp_path / "earlier", FAST_LABELS)
     replay = tmp_path / "replayed-files"
     shutil.copytree(earlier, replay)                 # its signed record and predictions
     output = _ingest(prepared, tmp_path / "now", CRASHES, extra=replay)
@@ -86,13 +87,14 @@ def test_an_earlier_runs_output_shipped_in_the_zip_is_refused(prepared, tmp_path
 def test_a_stray_prediction_file_is_named_with_the_reason(prepared, tmp_path):
     """An honest zip holding a predictions file of an earlier run: the ingestion's record
     stays, the file replaced the ingestion's prediction, and the log says why."""
-    earlier = _ingest(prepared, tmp_path / "earlier", FAST_BDL)
+    earlier = _ingest(prepared, tmp_path / "earlier", FAST_LABELS)
     stray = tmp_path / "stray"
     stray.mkdir()
     name = next(path.name for path in earlier.glob("*.npy"))
     shutil.copy(earlier / name, stray / name)
-    (stray / name).write_bytes((stray / name).read_bytes()[:-8] + b"\0" * 8)
-    output = _ingest(prepared, tmp_path / "now", FAST_BDL, extra=stray)
+    data = (stray / name).read_bytes()          # its last 8 bytes changed, whatever they were
+    (stray / name).write_bytes(data[:-8] + bytes(byte ^ 1 for byte in data[-8:]))
+    output = _ingest(prepared, tmp_path / "now", FAST_LABELS, extra=stray)
     submission = tmp_path / "now" / "run" / "program"
     result, log = _score_as_codabench(prepared, tmp_path / "now", output, submission)
     assert f"{name} differs from what the ingestion program wrote" in log, log[-3000:]

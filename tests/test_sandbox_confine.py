@@ -134,13 +134,13 @@ def test_a_task_process_that_cannot_start_fails_that_task_only(tmp_path, monkeyp
     def refuse():
         raise OSError(1, "refused")
     monkeypatch.setattr(supervisor, "preexec", lambda protections, limits: refuse)
-    task = TaskSpec("iris", "classification", "iris.npz", "iris_probs", 1.0,
-                    {"n_test": 50, "width": 3, "declaration": {}})
+    task = TaskSpec("iris", "labels", "iris_inputs.npz", "iris_labels", 1.0,
+                    {"n_test": 45, "num_classes": 3})
     limits = Limits(2**30, 2**20, 2**20, 64, 16, 1.0, 1024, 1)
     staging = supervisor.Staging(tmp_path, tmp_path, tmp_path / "data.npz", tmp_path)
     before = len(os.listdir("/proc/self/fd"))
     outcome = supervisor.run_task(task, staging, Protections(None, None, False, False), limits,
-                                  ("submission", "predict"), ingestion_runtime("bdl2021"))
+                                  ("submission", "predict"), ingestion_runtime("label_accuracy"))
     assert outcome.status == "failed"
     assert outcome.message.startswith("the ingestion could not start the task's process")
     assert len(os.listdir("/proc/self/fd")) == before          # no pipe left open

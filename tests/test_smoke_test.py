@@ -2,7 +2,9 @@
 shaped like the phase's tasks (here Retina's stand-in of its final phase), never on the
 phase's hidden tasks; the scorer reports the scores, writes no scores file and exits
 SMOKE_TEST, so that both platforms fail the submission: it ranks nowhere and counts toward no
-limit. The spec refuses a smoke test that could not mean that."""
+limit. The spec refuses a smoke test that could not mean that. A smoke test of named public
+tasks, in a track, needs a kind whose kit publishes some tasks' references (BDL):
+kinds/bdl2021/tests/test_bdl_smoke_test.py."""
 import json
 import shutil
 import subprocess
@@ -14,7 +16,7 @@ import yaml
 
 from bundle.phase_plan import phase_plan
 from bundle.phase_data import stage_input_data, stage_reference_data
-from bundle.programs import assemble_ingestion_program, assemble_scoring_program, scoring_config
+from bundle.programs import assemble_ingestion_program, assemble_scoring_program
 from bundle.spec import SpecError, load_spec
 from kinds.kind import KINDS
 from runtime import failures
@@ -131,24 +133,6 @@ def test_a_smoke_test_the_spec_cannot_mean_is_refused_naming_the_key(tmp_path, p
     with pytest.raises(SpecError) as error:
         load_spec(spec_with(tmp_path, phase, smoke_test=smoke))
     assert message in str(error.value)
-
-
-def test_named_public_tasks_make_a_smoke_test_in_a_track_staged_apart(tmp_path):
-    """BDL's evaluation phase has tracks; iris, a development task whose references its kit
-    publishes, is its smoke test, under the task's budget by default (at most 30 s)."""
-    bdl = KINDS["bdl2021"].DEFAULT_SPEC
-    raw = yaml.safe_load(bdl.read_text())
-    shutil.copyfile(bdl.parent / raw["logo"], tmp_path / raw["logo"])
-    raw["phases"]["evaluation"]["smoke_test"] = {"tasks": ["iris"]}
-    (tmp_path / "spec.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
-    plan = phase_plan(load_spec(tmp_path / "spec.yaml"), "evaluation", "light")
-    [task] = plan.rules["smoke_test"].tasks
-    assert (task.name, task.budget_seconds) == ("iris", min(raw["tasks"]["iris"]
-                                                            ["budget_seconds"], 30))
-    assert "iris" not in [t.name for t in plan.tasks]
-    staged = stage_reference_data(plan, tmp_path / "ref")
-    assert list((staged / smoke_test.FOLDER).glob("iris*")) and not list(staged.glob("iris*"))
-    assert [t["name"] for t in scoring_config(plan)["smoke_test"]["tasks"]] == ["iris"]
 
 
 def test_the_kit_tool_adds_the_marker_the_ingestion_reads(tmp_path):

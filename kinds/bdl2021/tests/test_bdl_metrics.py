@@ -149,3 +149,17 @@ def test_an_agreement_of_one_keeps_a_standard_error_and_the_chains_part_is_t_wid
     chain_part = np.std(per_chain, ddof=1) / 2 * 3.1824 / z
     assert result["total_variation"].se == pytest.approx(
         math.hypot(rows / math.sqrt(190), chain_part), rel=1e-4)
+
+
+def test_every_score_type_with_per_row_terms_averages_them_to_its_value():
+    """BDL's score types that declare per-row terms (their means are the values; the standard
+    errors are computed from them), on arrays of their own shapes: four, each checked by
+    tests/test_standard_errors.py's helper as label_accuracy's accuracy is there."""
+    from kinds.bdl2021.runtime.score_types import TASK_TYPES as BDL
+    from test_standard_errors import per_row_terms_checked
+    rng = np.random.default_rng(5)
+    cases = [(BDL["classification"], {"prediction": rng.dirichlet(np.ones(4), 50),
+                                      "reference": rng.dirichlet(np.ones(4), 50)}),
+             (BDL["regression"], {"prediction": np.sort(rng.normal(size=(50, 20)), 1),
+                                  "reference": np.sort(rng.normal(size=(50, 30)), 1)})]
+    assert per_row_terms_checked(cases) == 4
