@@ -20,7 +20,7 @@ import pytest
 import bundle.competition_rules as build_registry
 import runtime.rules as worker_registry
 from bundle.competition_rules.records import BuildRule
-from runtime.rules.records import RuleDefinitionError, WorkerRule, registered
+from runtime.rules.records import RuleDefinitionError, WorkerRule, registered, registered_modules
 
 REPO = Path(__file__).resolve().parents[1]
 SIDES = [(build_registry, BuildRule), (worker_registry, WorkerRule)]
@@ -207,6 +207,28 @@ def test_a_field_without_the_one_it_is_required_with_fails_registration(given, m
 def test_two_rules_of_one_name_fail_registration(registry):
     with pytest.raises(RuleDefinitionError, match="registered twice under one name: gate"):
         registered(*registry.RULES, registry.RULES[0].__class__(name="gate"))
+
+
+def test_a_registry_line_names_a_module_whose_rule_has_its_name(tmp_path, monkeypatch):
+    """A registry registers each rule by its module's name on one line: a module without a
+    ``RULE``, or whose rule is named otherwise, fails at import, naming the module."""
+    package = tmp_path / "trial_rules"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "tags.py").write_text("from runtime.rules.records import WorkerRule\n"
+                                     "RULE = WorkerRule(name='tags')\n")
+    (package / "misnamed.py").write_text("from runtime.rules.records import WorkerRule\n"
+                                         "RULE = WorkerRule(name='tags')\n")
+    (package / "bare.py").write_text("X = 1\n")
+    monkeypatch.syspath_prepend(tmp_path)
+    (tags,) = registered_modules("trial_rules", "tags")
+    assert tags.name == "tags"
+    with pytest.raises(RuleDefinitionError, match="trial_rules.misnamed holds the rule 'tags'"):
+        registered_modules("trial_rules", "misnamed")
+    with pytest.raises(RuleDefinitionError, match="trial_rules.bare makes no RULE"):
+        registered_modules("trial_rules", "bare")
+    with pytest.raises(RuleDefinitionError, match="registered twice under one name: tags"):
+        registered_modules("trial_rules", "tags", "tags")
 
 
 def test_the_registries_hold_what_registration_checked():

@@ -1,8 +1,8 @@
 """What runs is one concept on the worker (``runtime/rules/records.Run``): a rule that adds runs
 of the smoke test's shape is its own module and one registration in the registry each program
 ships. The rule here lives only in this test: written into the assembled programs' copy of
-``runtime/rules/`` and registered there (the module in the import line, its ``RULE`` in
-``RULES``), and nothing else of the programs changed. It adds both shapes of run:
+``runtime/rules/`` and registered there (one line, its module's name, in ``RULES``), and
+nothing else of the programs changed. It adds both shapes of run:
 
 - first: the phase's first task under a name of its own, run before the phase's, writing
   nothing but the record's ``trial_first``, never scored; a failure there fails the
@@ -80,17 +80,14 @@ RULE = WorkerRule(name="trial", runs=runs, record_entries=record_entries,
 
 
 def _register(program) -> None:
-    """The rule's module beside the others, and its registration: the registry's import line
-    and one entry of ``RULES``, as docs/extending.md has a rule registered."""
+    """The rule's module beside the others, and its registration: one line in ``RULES``, the
+    module's name, as docs/extending.md has a rule registered."""
     folder = program / "runtime" / "rules"
     (folder / "trial.py").write_text(TRIAL)
     registry = folder / "__init__.py"
     lines = registry.read_text().splitlines(keepends=True)
-    imported = next(i for i, line in enumerate(lines) if line.startswith("from . import "))
-    opened = lines.index("RULES = registered(\n")
-    closed = lines.index(")\n", opened)
-    lines[imported] = lines[imported].rstrip("\n") + ", trial\n"      # the module imported
-    lines.insert(closed, "    trial.RULE,\n")                           # its RULE registered
+    closed = lines.index(")\n", lines.index("RULES = registered_modules(\n"))
+    lines.insert(closed, '    "trial",\n')
     registry.write_text("".join(lines))
 
 

@@ -10,9 +10,9 @@ each ``RULES``, and its kind's values (hooks on the ``Kind`` record) where it ne
 with nothing to build (units) has its worker module only.
 
 A rule is a frozen record, ``BuildRule`` (``records.py``), which its module makes at its end
-(``RULE = BuildRule(name=..., hook=function, ...)``) and this registry holds, checked when
-registered (``runtime.rules.records.registered``). The record's fields are the hooks, each
-described there with what its absence means. The core asks this registry, never a rule, for
+(``RULE = BuildRule(name=..., hook=function, ...)``) and this registry holds by its module's
+name, checked when registered (``runtime.rules.records.registered_modules``). The record's
+fields are the hooks, each described there with what its absence means. The core asks this registry, never a rule, for
 every registered rule; those defaults are applied here and nowhere else. A rule imports neither
 this registry nor the core: what it needs of them is handed to its hook (``load_task``,
 ``planned``, ``stand_in``, ``config_of``, ``budget_facts``).
@@ -23,18 +23,20 @@ hooks each uses and every step of adding one.
 from __future__ import annotations
 
 from runtime.rules import listed_hook, merged_hook
-from runtime.rules.records import registered
+from runtime.rules.records import registered_modules
 
-from . import epoch_budgets, gate, public_rows, sd_columns, se_columns, smoke_test
 from .records import BuildRule  # noqa: F401  (a rule's record)
 
-RULES = registered(
-    sd_columns.RULE,
-    se_columns.RULE,
-    epoch_budgets.RULE,
-    gate.RULE,
-    public_rows.RULE,
-    smoke_test.RULE,
+# One line per rule: the module's name, in the worker side's order (a rule with nothing to
+# build, units, has no line here).
+RULES = registered_modules(
+    __name__,
+    "sd_columns",
+    "se_columns",
+    "epoch_budgets",
+    "gate",
+    "public_rows",
+    "smoke_test",
 )
 
 

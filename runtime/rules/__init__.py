@@ -8,28 +8,31 @@ do not: the kind's own hook decides). Standard library and numpy only (this runs
 worker; a kind's own values reach a rule through the kind's records).
 
 A rule is a frozen record, ``WorkerRule`` (``records.py``), which its module makes at its end
-(``RULE = WorkerRule(name=..., hook=function, ...)``) and this registry holds, checked when
-registered (``records.registered``). The record's fields are the hooks, each described there
-with what its absence means. The scorer and the ingestion ask this registry, never a rule, so
-those defaults are applied here and nowhere else.
+(``RULE = WorkerRule(name=..., hook=function, ...)``) and this registry holds by its module's
+name, checked when registered (``records.registered_modules``). The record's fields are the
+hooks, each described there with what its absence means. The scorer and the ingestion ask
+this registry, never a rule, so those defaults are applied here and nowhere else.
 
 A rule module imports ``records.py`` (``RuleError`` and the records hooks return), never this
 registry.
 """
 from __future__ import annotations
 
-from . import epoch_budgets, gate, public_rows, sd_columns, se_columns, smoke_test, units
 from .records import RuleError, Run  # noqa: F401  (the rules' own names)
 from .records import WorkerRule, field_name, registered  # noqa: F401  (a rule's record)
+from .records import registered_modules
 
-RULES = registered(
-    sd_columns.RULE,
-    se_columns.RULE,
-    epoch_budgets.RULE,
-    gate.RULE,
-    public_rows.RULE,
-    units.RULE,
-    smoke_test.RULE,
+# One line per rule: the module's name (its RULE is imported and checked), in the order the
+# core applies them; the build side's registry lists its halves in the same order.
+RULES = registered_modules(
+    __name__,
+    "sd_columns",
+    "se_columns",
+    "epoch_budgets",
+    "gate",
+    "public_rows",
+    "units",
+    "smoke_test",
 )
 
 

@@ -3,7 +3,8 @@ rule is (``WorkerRule``), the error a rule raises and the record of what runs (`
 so that a rule module imports it at its top and never the registry that imports the rule.
 
 A rule module ends with one ``RULE = WorkerRule(name=..., hook=function, ...)``, naming each
-hook and constant it gives; the registry holds ``RULES = registered(module.RULE, ...)``. The
+hook and constant it gives; the registry names the module on one line of
+``RULES = registered_modules(__name__, "module", ...)``. The
 record is checked when it is made (a name that is no field is refused by the dataclass itself,
 a hook that is not callable or a constant of the wrong type here) and when it is registered
 (one rule to a name, a field given with the fields it needs), so a misspelled hook fails at
@@ -12,6 +13,7 @@ import rather than being ignored. The build side's ``BuildRule``
 from __future__ import annotations
 
 import dataclasses
+import importlib
 from collections.abc import Callable, Mapping
 
 
@@ -110,6 +112,22 @@ def registered(*rules) -> tuple:
                 raise RuleDefinitionError(f"rule {rule.name!r}: gives {needs} but no "
                                           f"{field.name}, which is required with it")
     return tuple(rules)
+
+
+def registered_modules(package: str, *modules: str) -> tuple:
+    """The rules of ``package``'s modules, named in order, registered (``registered``): each
+    module's ``RULE``, whose name is the module's, so a registry names each rule on one line
+    and a module without its record, or holding another rule's, fails at import."""
+    rules = []
+    for module in modules:
+        rule = vars(importlib.import_module(f"{package}.{module}")).get("RULE")
+        if rule is None:
+            raise RuleDefinitionError(f"rule module {package}.{module} makes no RULE at its end")
+        if rule.name != module:
+            raise RuleDefinitionError(f"rule module {package}.{module} holds the rule "
+                                      f"{rule.name!r}: a rule is named after its module")
+        rules.append(rule)
+    return registered(*rules)
 
 
 def field_name(rule, value) -> str:
