@@ -12,6 +12,7 @@ import numpy as np
 from sklearn import datasets as sklearn_datasets
 from sklearn.model_selection import train_test_split
 
+from ..runtime.settings import Block
 from .corruptions import corrupt
 from .tasks import TaskDeclaration
 
@@ -21,19 +22,12 @@ MIN_FEATURE_STD = 1e-8
 
 
 @dataclass(frozen=True)
-class TestBlock:
-    name: str
-    start: int
-    stop: int
-
-
-@dataclass(frozen=True)
 class PreparedTask:
     x_train: np.ndarray
     y_train: np.ndarray
     x_test: np.ndarray
     y_test: np.ndarray          # the true labels/targets: hidden in the evaluation phase
-    blocks: tuple[TestBlock, ...]
+    blocks: tuple[Block, ...]
     feature_names: tuple[str, ...]
     standardisation: dict
 
@@ -65,10 +59,10 @@ def _shifted_test_set(task: TaskDeclaration, x_test_raw, y_test):
     """Clean block first, then one corrupted copy of it per declared shift block."""
     images = x_test_raw.reshape(-1, 8, 8)
     rng = np.random.default_rng([task.seed, 1])
-    parts, blocks, start = [x_test_raw], [TestBlock("clean", 0, len(x_test_raw))], len(x_test_raw)
+    parts, blocks, start = [x_test_raw], [Block("clean", 0, len(x_test_raw))], len(x_test_raw)
     for shift in task.shift_blocks:
         parts.append(corrupt(images, shift.corruption, shift.severity, rng).reshape(len(images), -1))
-        blocks.append(TestBlock(shift.name, start, start + len(images)))
+        blocks.append(Block(shift.name, start, start + len(images)))
         start += len(images)
     return np.concatenate(parts), np.tile(y_test, len(parts)), tuple(blocks)
 
@@ -80,7 +74,7 @@ def prepare(task: TaskDeclaration) -> PreparedTask:
     else:
         x_train, x_test, y_train, y_test = train_test_split(
             x, y, test_size=task.test_fraction, stratify=y, random_state=task.seed)
-    blocks = (TestBlock("clean", 0, len(x_test)),)
+    blocks = (Block("clean", 0, len(x_test)),)
     if task.shift_blocks:
         x_test, y_test, blocks = _shifted_test_set(task, x_test, y_test)
     x_train, x_test, x_mean, x_std = _standardise(x_train, x_test, task.standardisation)

@@ -20,8 +20,9 @@ import numpy as np
 from runtime.formats import FormatError
 from kinds.bdl2021.runtime.declared_model import MLP, NetworkError, task_network
 from kinds.bdl2021.runtime.formats import read_task_inputs
+from kinds.bdl2021.runtime.settings import Block
 
-from .datasets import PreparedTask, TestBlock
+from .datasets import PreparedTask
 from .tasks import HMCSettings, TaskDeclaration
 
 DEFAULT_HMC = {"num_chains": 4, "num_warmup": 1000, "num_samples": 1000}
@@ -134,9 +135,9 @@ def load_task(root: Path, name: str, overrides: dict) -> tuple[TaskDeclaration, 
         hmc=HMCSettings(settings["num_chains"], settings["num_warmup"], settings["num_samples"],
                         trajectory_length=0.0), seed=int(declaration.get("seed", 0)),
         network=None if isinstance(network, MLP) else declaration["model"])
-    blocks = tuple(TestBlock(b["name"], b["start"], b["stop"])
+    blocks = tuple(Block(b["name"], b["start"], b["stop"])
                    for b in declaration.get("test_blocks", ())) or (
-        TestBlock("all", 0, len(inputs.x_test)),)
+        Block("all", 0, len(inputs.x_test)),)
     x_train = network.prepare_inputs(inputs.x_train)
     x_test = network.prepare_inputs(inputs.x_test)
     y_train, y_test = ((inputs.y_train.astype(np.int64), inputs.y_test.astype(np.int64))

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from runtime import confidence_bins
+
 
 def top1_agreement_terms(p: np.ndarray, q: np.ndarray) -> np.ndarray:
     """1[argmax_c P_ic = argmax_c Q_ic] for every test point i. Classes are the last axis, so
@@ -108,14 +110,8 @@ def reliability_curve(p: np.ndarray, labels: np.ndarray, bins: int = 10):
     confidence_i = max_c P_ic; accuracy_b = mean_{i in b} 1[argmax_c P_ic = y_i].
     Bins split [0, 1] evenly; empty bins are returned with count 0 and NaN values.
     """
-    confidence = p.max(axis=1)
     correct = (p.argmax(axis=1) == labels).astype(float)
-    which = np.minimum((confidence * bins).astype(int), bins - 1)
-    counts = np.bincount(which, minlength=bins)
-    with np.errstate(invalid="ignore"):
-        mean_confidence = np.bincount(which, confidence, bins) / counts
-        accuracy = np.bincount(which, correct, bins) / counts
-    return mean_confidence, accuracy, counts
+    return confidence_bins.binned(p.max(axis=1), correct, bins)
 
 
 def expected_calibration_error(p: np.ndarray, labels: np.ndarray, bins: int = 10) -> float:
@@ -125,9 +121,7 @@ def expected_calibration_error(p: np.ndarray, labels: np.ndarray, bins: int = 10
 
 def calibration_error_of_curve(confidence, accuracy, counts) -> float:
     """ECE from a reliability curve already computed (see expected_calibration_error)."""
-    filled = counts > 0
-    return float(np.sum(counts[filled] / counts.sum()
-                        * np.abs(accuracy[filled] - confidence[filled])))
+    return confidence_bins.ece(confidence, accuracy, counts)
 
 
 def interval_coverage(samples: np.ndarray, y: np.ndarray, levels: np.ndarray) -> np.ndarray:

@@ -40,6 +40,8 @@ from typing import Callable
 
 import numpy as np
 
+from runtime import confidence_bins
+
 LOG_LOSS_EPS = 1e-15   # scikit-learn's log_loss clipping when the benchmark was written
 ECE_BINS = 15
 AUC_BUCKETS = 100
@@ -162,13 +164,13 @@ def nll(y, p, eps: float = LOG_LOSS_EPS) -> float:
 def ece_bin_index(values: np.ndarray, bins: int = ECE_BINS) -> np.ndarray:
     """Bin of each value in [0, 1] among ``bins`` equal-width bins: tf.histogram_fixed_width_bins.
 
-    index = floor(value * bins), clipped to [0, bins - 1]. A value on an inner edge goes to
-    the bin above it (0.6 with 15 bins: floor(9.0) = 9, the bin [0.6, 2/3)); 1.0 goes to the
-    last bin. The product is rounded in float64 before the floor (TF computes in the metric's
-    float32; the two agree except for values within float32 rounding of an edge).
+    index = floor(value * bins), clipped to [0, bins - 1] (``runtime.confidence_bins.bin_index``).
+    A value on an inner edge goes to the bin above it (0.6 with 15 bins: floor(9.0) = 9, the
+    bin [0.6, 2/3)); 1.0 goes to the last bin. The product is rounded in float64 before the
+    floor (TF computes in the metric's float32; the two agree except for values within
+    float32 rounding of an edge).
     """
-    values = np.asarray(values, dtype=np.float64)
-    return np.clip(np.floor(values * bins), 0, bins - 1).astype(np.int64)
+    return confidence_bins.bin_index(values, bins)
 
 
 def calibration_bins(y, p, bins: int = ECE_BINS) -> dict[str, np.ndarray]:
@@ -184,14 +186,11 @@ def calibration_bins(y, p, bins: int = ECE_BINS) -> dict[str, np.ndarray]:
         raise ValueError(f"bins must be at least 1, found {bins}")
     probabilities = np.stack([1 - p, p], axis=1)
     label = probabilities.argmax(axis=1)          # first maximum: ties go to class 0
-    confidence = probabilities.max(axis=1)
     correct = (label == y).astype(np.float64)
-    which = ece_bin_index(confidence, bins)
-    counts = np.bincount(which, minlength=bins).astype(np.float64)
+    confidence, accuracy, counts = confidence_bins.binned(probabilities.max(axis=1), correct, bins)
     filled = counts > 0
-    return {"index": np.flatnonzero(filled), "count": counts[filled],
-            "confidence": np.bincount(which, confidence, bins)[filled] / counts[filled],
-            "accuracy": np.bincount(which, correct, bins)[filled] / counts[filled]}
+    return {"index": np.flatnonzero(filled), "count": counts[filled].astype(np.float64),
+            "confidence": confidence[filled], "accuracy": accuracy[filled]}
 
 
 def expected_calibration_error(y, p, bins: int = ECE_BINS) -> float:
@@ -201,8 +200,7 @@ def expected_calibration_error(y, p, bins: int = ECE_BINS) -> float:
     float64 (the original in float32).
     """
     table = calibration_bins(y, p, bins)
-    weights = table["count"] / table["count"].sum()
-    return float(np.sum(weights * np.abs(table["accuracy"] - table["confidence"])))
+    return confidence_bins.ece(table["confidence"], table["accuracy"], table["count"])
 
 
 ece = expected_calibration_error
