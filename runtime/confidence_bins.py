@@ -16,18 +16,19 @@ def bin_index(values, bins: int) -> np.ndarray:
 
 
 def binned(confidence: np.ndarray, correct: np.ndarray, bins: int):
-    """Per bin of confidence (``bin_index``): its mean confidence, its accuracy (the mean of
-    ``correct``, 0/1) and its count; an empty bin has count 0 and NaN means."""
+    """Per bin of confidence (``bin_index``): its mean confidence, its share of correct rows
+    (the mean of ``correct``, 0/1) and its count; an empty bin has count 0 and NaN means."""
     which = bin_index(confidence, bins)
     counts = np.bincount(which, minlength=bins)
     with np.errstate(invalid="ignore"):
         mean_confidence = np.bincount(which, confidence, bins) / counts
-        accuracy = np.bincount(which, correct, bins) / counts
-    return mean_confidence, accuracy, counts
+        share_correct = np.bincount(which, correct, bins) / counts
+    return mean_confidence, share_correct, counts
 
 
-def ece(confidence, accuracy, counts) -> float:
-    """ECE = sum_b (n_b / N) |acc_b - conf_b| over the non-empty bins b of a ``binned`` table."""
+def ece(confidence, share_correct, counts) -> float:
+    """ECE = sum_b (n_b / N) |correct_b - conf_b| over the non-empty bins b of a ``binned``
+    table (correct_b: the bin's share of correct rows)."""
     filled = counts > 0
     return float(np.sum(counts[filled] / counts.sum()
-                        * np.abs(accuracy[filled] - confidence[filled])))
+                        * np.abs(share_correct[filled] - confidence[filled])))
