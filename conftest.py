@@ -209,3 +209,41 @@ def _temporary_folder_of_this_run(atexit, os, shutil, tempfile):
     atexit.register(shutil.rmtree, folder, True)
     os.environ["TMPDIR"] = os.environ[RUN_TEMPORARY_FOLDER] = folder
     tempfile.tempdir = None          # tempfile reads TMPDIR again
+
+
+@pytest.fixture(scope="session")
+def shared_local_runs(tmp_path_factory):
+    """``shared_local_runs(config, phase, **options)``: the organizer's local run of
+    kit_runs.run_kit_locally (``python -m bundle.local_run --config config --phase phase
+    ...``) run once per test run for the same spec (its path and content), phase and options,
+    shared by pytest-xdist's workers as built_bundles' builds are (the first runs it, the
+    others wait on its lock). Returns (its CompletedProcess, its --out folder). For tests in
+    several files that read the same run (a baseline's scores and its report, as the
+    organizer and the participants' browser see them): read only. A run whose own behaviour
+    a test changes (its environment, a file under the same path) is the test's own."""
+    import json
+    import subprocess
+    shared = run_folder(tmp_path_factory) / "local-runs"
+    shared.mkdir(exist_ok=True)
+
+    def run(config: Path, phase: str, **options) -> tuple[subprocess.CompletedProcess, Path]:
+        from bundle.kit_check import SWITCH
+        from bundle.record_key import SECRET_VARIABLE
+        from kit_runs import run_kit_locally
+        parts = [str(Path(config).resolve()), hashlib.sha256(Path(config).read_bytes()).hexdigest(),
+                 phase, json.dumps(options, sort_keys=True, default=str),
+                 *(f"{name}={os.environ.get(name)}" for name in (SECRET_VARIABLE, SWITCH))]
+        key = hashlib.sha256(chr(0).join(parts).encode()).hexdigest()[:16]
+        folder, record = shared / key, shared / f"{key}.json"
+        with open(shared / f"{key}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)      # the others wait for the first run
+            if not record.exists():
+                shutil.rmtree(folder, ignore_errors=True)     # a run cut short
+                done = run_kit_locally(config, phase, folder, **options)
+                written = shared / f"{key}.json.part"
+                written.write_text(json.dumps([done.args, done.returncode, done.stdout,
+                                               done.stderr]))
+                os.replace(written, record)         # whole, or not there
+        return subprocess.CompletedProcess(*json.loads(record.read_text())), folder
+
+    return run

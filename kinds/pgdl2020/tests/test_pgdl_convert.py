@@ -21,6 +21,7 @@ from kinds.pgdl2020.reference import tfrecord
 from kinds.pgdl2020.runtime.participant import Model
 from reference_data.__main__ import main as reference_main
 from protobuf_bytes import length_field, tag, varint, varint_field
+from in_process_commands import run_main
 
 REPO = Path(__file__).resolve().parents[3]
 SPEC = REPO / "kinds" / "pgdl2020" / "default_spec.yaml"
@@ -177,6 +178,15 @@ def run_convert(*args) -> subprocess.CompletedProcess:
                           text=True, timeout=300)
 
 
+def convert_in_process(*args) -> subprocess.CompletedProcess:
+    """run_convert's command, its main run in this process (in_process_commands.py), for the
+    tests of what convert refuses or writes: a new interpreter's start and imports cost more
+    than such a convert. The command as a process (its exit status through the interpreter)
+    is run_convert's, in test_an_existing_task_folder_is_kept_unless_forced and the Keras
+    files' fixture."""
+    return run_main(reference_main, "--kind", "pgdl2020", "convert", *args)
+
+
 # --- tests ---------------------------------------------------------------------------------
 
 def test_crc32c_known_answer_from_both_implementations():
@@ -266,10 +276,11 @@ def test_model_configs_elsewhere_is_named_or_found(tmp_path):
     moved = tmp_path / "kept" / "configs.json"
     moved.parent.mkdir()
     (task["configs"] / "model_configs.json").rename(moved)
-    missing = run_convert(task["folder"], "--out", tmp_path / "data")
+    missing = convert_in_process(task["folder"], "--out", tmp_path / "data")
     assert missing.returncode == 1 and "no model_configs.json found" in missing.stderr
     assert "--model-configs" in missing.stderr and "Traceback" not in missing.stderr
-    found = run_convert(task["folder"], "--out", tmp_path / "data", "--model-configs", moved)
+    found = convert_in_process(task["folder"], "--out", tmp_path / "data", "--model-configs",
+                               moved)
     assert found.returncode == 0, found.stderr
     assert (tmp_path / "data" / "mlp" / "model_configs.json").read_bytes() == moved.read_bytes()
 
@@ -278,7 +289,8 @@ def test_model_configs_elsewhere_is_named_or_found(tmp_path):
 def test_a_converted_root_builds_and_dry_runs(tmp_path):
     for name, seed in (("mlp_public", 3), ("mlp_private", 4)):
         task = write_pgdl_task(tmp_path / "pgdl", name, seed=seed)
-        assert run_convert(task["folder"], "--out", tmp_path / "data").returncode == 0
+        # the convert is the claim of the tests above; here the build and dry run are
+        assert convert_in_process(task["folder"], "--out", tmp_path / "data").returncode == 0
     spec = yaml.safe_load(SPEC.read_text())
     # Codabench, the default platform, requires the logo next to the spec
     shutil.copyfile(SPEC.parent / spec["logo"], tmp_path / spec["logo"])
@@ -290,10 +302,9 @@ def test_a_converted_root_builds_and_dry_runs(tmp_path):
     phases.pop("phase2")
     phases.pop("convolutional")
     (tmp_path / "spec.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
-    result = subprocess.run([sys.executable, str(REPO / "build_bundle.py"), "--config",
-                             str(tmp_path / "spec.yaml"), "--phase", "all", "--check", "--out",
-                             str(tmp_path / "out")], cwd=REPO, capture_output=True, text=True,
-                            timeout=900)
+    import build_bundle         # its main in this process: the build and dry run are the claim
+    result = run_main(build_bundle.main, "--config", tmp_path / "spec.yaml", "--phase", "all",
+                      "--check", "--out", tmp_path / "out")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert list((tmp_path / "out").rglob("*.zip"))
 
@@ -368,7 +379,7 @@ def test_broken_inputs_are_refused_naming_the_file(breakage, tmp_path):
     good = write_pgdl_task(tmp_path / "pgdl", "fine", seed=6)
     expected = breakage(task)
     out = tmp_path / "data"
-    result = run_convert(task["folder"], good["folder"], "--out", out)
+    result = convert_in_process(task["folder"], good["folder"], "--out", out)
     assert result.returncode == 1, result.stdout + result.stderr
     assert "Traceback" not in result.stderr
     assert expected in result.stderr, result.stderr
@@ -482,7 +493,7 @@ def _keras_truncated_shard(folder):
 def test_broken_keras_files_are_refused_in_one_line(breakage, tmp_path):
     folder = _keras_copy(tmp_path / "pgdl")
     expected = breakage(folder)
-    result = run_convert(folder, "--out", tmp_path / "data")
+    result = convert_in_process(folder, "--out", tmp_path / "data")
     assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
     problems = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
     assert len(problems) == 1 and expected in problems[0], result.stderr

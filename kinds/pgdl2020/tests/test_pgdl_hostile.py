@@ -15,11 +15,12 @@ import numpy as np
 import pytest
 
 from kinds.kind import kind
-from bundle.phase_data import stage_reference_data
+from bundle.phase_data import stage_input_data, stage_reference_data
 from bundle.phase_plan import phase_plan
-from bundle.programs import assemble_scoring_program
+from bundle.programs import assemble_ingestion_program, assemble_scoring_program
 from bundle.spec import load_spec
-from ingestion_harness import kind_plan, new_kind_run, prepare_kind, run_ingestion
+from ingestion_harness import TEST_LIMITS, kind_plan, new_kind_run, prepare_kind, run_ingestion
+from test_pgdl_kind import own_spec, write_own_zoo
 from kinds.pgdl2020.runtime.formats import read_model_configs
 from scoring_harness import new_run, read_unscored, run_scoring
 from scoring_program.scorer.main import NOTHING_SCORED
@@ -115,6 +116,23 @@ def code_phase(tmp_path_factory):
     return root, task.name
 
 
+@pytest.fixture(scope="module")
+def small_code_phase(tmp_path_factory):
+    """code_phase's programs and data for a zoo of 4 networks (an organizer's own,
+    test_pgdl_kind.py's, which the build takes): for what holds whatever a zoo's size where
+    each network costs the ingestion a fresh process (every one dies), 4 processes, not 32."""
+    root = tmp_path_factory.mktemp("pgdl-small")
+    write_own_zoo(root / "data")
+    plan = phase_plan(load_spec(own_spec(root), root / "data"), "only", code_submission=True)
+    assemble_ingestion_program(plan, root / "ingestion_program", TEST_LIMITS)
+    stage_input_data(plan, root / "input")
+    stage_reference_data(plan, root / "hidden_ref")
+    kind("pgdl2020").sample_code_submission(root / "sample")
+    assemble_scoring_program(plan, root / "scoring_program")
+    (task,) = plan.tasks
+    return root, task.name
+
+
 def _ingest(code_phase, tmp_path, code: str, unprivileged: bool):
     _setting(unprivileged)
     root, task = code_phase
@@ -155,8 +173,9 @@ def complexity(model, dataset):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("unprivileged", SETTINGS)
-def test_a_zoo_where_every_network_crashed_is_recorded_failed(code_phase, tmp_path,
+def test_a_zoo_where_every_network_crashed_is_recorded_failed(small_code_phase, tmp_path,
                                                                unprivileged):
+    code_phase = small_code_phase       # a process a network: the 4-network zoo
     run, record, log = _ingest(code_phase, tmp_path, EVERY_PROCESS_DIES, unprivileged)
     ids = _zoo_ids(code_phase)
     assert record["units"]["failed"] == list(ids), log[-3000:]

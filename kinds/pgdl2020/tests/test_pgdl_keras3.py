@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from kinds.pgdl2020.runtime.participant import Model
-from test_pgdl_convert import store_kernel_in_torch_order
+from test_pgdl_convert import convert_in_process, store_kernel_in_torch_order
 
 REPO = Path(__file__).resolve().parents[3]
 KERAS3 = REPO / "kinds" / "pgdl2020" / "tests" / "fixtures" / "pgdl_keras3"
@@ -27,6 +27,9 @@ TASKS = {"saved_weights": ("PGDL layer list + Keras 3 save_weights", 3),
 
 
 def run_convert(*args) -> subprocess.CompletedProcess:
+    """The command as organizers run it, for the fixture; the other tests run its main in
+    this process (test_pgdl_convert.convert_in_process): what convert refuses and writes is
+    their claim, not a new interpreter's start."""
     return subprocess.run([sys.executable, "-m", "reference_data", "--kind", "pgdl2020",
                            "convert", *map(str, args)], cwd=REPO, capture_output=True,
                           text=True, timeout=300)
@@ -110,7 +113,7 @@ def test_a_config_json_beside_a_whole_model_is_the_one_read(tmp_path):
               {"layer_name": "Dense", "units": 3}]
     (folder / "model_0" / "config.json").write_text(json.dumps(
         {"model_config": layers, "input_shape": [8, 8, 3]}))
-    result = run_convert(folder, "--out", tmp_path / "data")
+    result = convert_in_process(folder, "--out", tmp_path / "data")
     assert result.returncode == 0, result.stderr
     written = json.loads((tmp_path / "data" / "whole_keras" / "model_0" / "config.json")
                          .read_text())
@@ -219,7 +222,7 @@ REFUSALS = {
 def test_broken_keras3_files_are_refused_in_one_line(task, breakage, tmp_path):
     folder = _copy(tmp_path / "pgdl", task)
     expected = breakage(folder)
-    result = run_convert(folder, "--out", tmp_path / "data")
+    result = convert_in_process(folder, "--out", tmp_path / "data")
     assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
     problems = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
     assert len(problems) == 1 and expected in problems[0], result.stderr
@@ -231,11 +234,11 @@ def test_a_broken_file_leaves_the_converted_task_as_it_was(tmp_path):
     good output byte for byte."""
     folder = _copy(tmp_path / "pgdl", "saved_weights")
     out = tmp_path / "data"
-    assert run_convert(folder, "--out", out).returncode == 0
+    assert convert_in_process(folder, "--out", out).returncode == 0
     before = {path.relative_to(out): path.read_bytes() for path in out.rglob("*")
               if path.is_file()}
     expected = _neither_layout(folder)
-    result = run_convert(folder, "--out", out, "--force")
+    result = convert_in_process(folder, "--out", out, "--force")
     assert result.returncode == 1 and expected in result.stderr, result.stderr
     assert "Traceback" not in result.stderr
     after = {path.relative_to(out): path.read_bytes() for path in out.rglob("*")

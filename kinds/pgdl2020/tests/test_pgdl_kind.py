@@ -18,6 +18,8 @@ from kinds.kind import scoring_runtime
 from kinds.pgdl2020.runtime.formats import read_model_configs
 from kinds.pgdl2020.runtime.metrics import conditional_mutual_information
 from runtime.scoring import TaskConfig
+from in_process_commands import run_main
+from kit_runs import run_kit_locally
 
 REPO = Path(__file__).resolve().parents[3]
 SPEC = REPO / "kinds" / "pgdl2020" / "default_spec.yaml"
@@ -25,9 +27,13 @@ ZOOS = REPO / "kinds" / "pgdl2020" / "reference" / "embedded"
 SCORING = scoring_runtime("pgdl2020")
 
 
-def build(*args, cwd=REPO):
-    return subprocess.run([sys.executable, str(REPO / "build_bundle.py"), *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=900)
+def build(*args):
+    """``build_bundle.py *args``, its main run in this process (in_process_commands.py): what
+    is tested is what the builder builds, refuses and says, not a new interpreter's start
+    (nor, in each, the builder's first scan of the installed packages for a kit's
+    requirements, which this process keeps)."""
+    import build_bundle
+    return run_main(build_bundle.main, *args)
 
 
 def task(name="breast_cancer_mlp") -> TaskConfig:
@@ -82,10 +88,9 @@ def test_hostile_measures_mark_those_networks_and_the_run_says_why(tmp_path):
     folder = tmp_path / "sub"
     folder.mkdir()
     (folder / "complexity.py").write_text(HOSTILE)
-    result = subprocess.run([sys.executable, "-m", "bundle.local_run",
-                             "--config", str(SPEC), "--phase", "phase1", "--budget", "16",
-                             "--code", str(folder), "--out", str(tmp_path / "run")],
-                            cwd=REPO, capture_output=True, text=True, timeout=600)
+    # `python -m bundle.local_run --phase phase1 --budget 16 --code ...`, its kit built in
+    # this process (kit_runs.py)
+    result = run_kit_locally(SPEC, "phase1", tmp_path / "run", code=folder, budget=16)
     output = result.stdout + result.stderr
     assert result.returncode == 1, output[-3000:]        # the task is penalised: not scored
     assert "Traceback (most recent call last)" not in result.stderr or "boom" in output
@@ -243,13 +248,16 @@ def test_a_native_zoo_mistake_fails_the_build_naming_file_key_and_expectation(
 
 
 @pytest.mark.slow
-def test_the_baselines_command_makes_the_table_the_pages_show_for_an_organizers_zoo(tmp_path):
+def test_the_baselines_command_makes_the_table_the_pages_show_for_an_organizers_zoo(
+        tmp_path, good_own_bundle):
     write_own_zoo(tmp_path / "data")
     spec = own_spec(tmp_path)
-    built = build("--config", str(spec), "--data-root", str(tmp_path / "data"), "--phase",
-                  "all", "--out", str(tmp_path / "before"))
-    assert built.returncode == 0, built.stderr[-3000:]
-    assert "Baseline results are not available" in _overview(tmp_path / "before")
+    # Before the table: the build of this spec and zoo without it is good_own_bundle's (the
+    # same spec text and the same zoo, seed 0; no table beside its spec), not built again.
+    before_spec, _, before = good_own_bundle
+    assert before_spec.read_text() == spec.read_text()
+    assert not (before_spec.parent / "baseline_results.json").exists()
+    assert "Baseline results are not available" in _overview(before.parent)
     run = subprocess.run([sys.executable, str(REPO / "kinds" / "pgdl2020" / "kit" /
                                               "baseline_results.py"),
                           "--config", str(spec), "--data-root", str(tmp_path / "data")],

@@ -4,8 +4,6 @@ reads both submission forms and refuses bad ones with the row named, no particip
 which rows are shifted, and an organizer's broken task folder is refused with the file named."""
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -20,16 +18,20 @@ from kinds.kind import scoring_runtime
 from kinds.retina.reference.make_tasks import EMBEDDED
 from kinds.retina.runtime import metrics, tables
 from runtime.scoring import ReferenceDataError, TaskConfig
-from local_runs import run_local, scores_of
+from in_process_commands import run_main
+from kit_runs import run_kit_locally
+from local_runs import scores_of
 
 REPO = Path(__file__).resolve().parents[3]
 SPEC = REPO / "kinds" / "retina" / "default_spec.yaml"
 SCORING = scoring_runtime("retina")
 
 
-def build(*args, cwd=REPO):
-    return subprocess.run([sys.executable, str(REPO / "build_bundle.py"), *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=900)
+def build(*args):
+    """``build_bundle.py *args``, its main run in this process (in_process_commands.py): what
+    is tested is what the builder refuses and says, not a new interpreter's start."""
+    import build_bundle
+    return run_main(build_bundle.main, *args)
 
 
 def test_no_participant_file_says_which_rows_are_shifted(tmp_path):
@@ -140,16 +142,18 @@ def test_a_broken_reference_names_the_file_and_line(tmp_path):
 
 
 @pytest.mark.parametrize("baseline", ["map", "mc_dropout", "deep_ensemble"])
-def test_the_baselines_run_through_the_code_phase_and_referral_helps(baseline, tmp_path):
-    result = run_local("--config", str(SPEC), "--phase", "final", "--score-hidden",
-                       "--baseline", baseline, "--out", str(tmp_path))
+def test_the_baselines_run_through_the_code_phase_and_referral_helps(baseline,
+                                                                     shared_local_runs):
+    # The same run as the browser's report test (tests/test_pages_browser.py) makes of
+    # mc_dropout: one run a test run (conftest.py's shared_local_runs) serves both.
+    result, out = shared_local_runs(SPEC, "final", baseline=baseline, score_hidden=True)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     scores = scores_of(result.stdout)
     for task in ("severity_test", "population_test"):
         assert scores[f"{task}_auroc_in"] > 0.65
         # referring the most uncertain patients raises the accuracy of those kept
         assert scores[f"{task}_referral_shifted"] > scores[f"{task}_accuracy_shifted"] + 0.05
-    report = (tmp_path / "scoring" / "run" / "output" / "detailed_results.html").read_text()
+    report = (out / "scoring" / "run" / "output" / "detailed_results.html").read_text()
     for title in ("ROC curves", "Reliability diagram", "Referral: joint (balanced)",
                   "Uncertainty, true grade 4", "NHS screening standard"):
         assert title in report
@@ -173,11 +177,13 @@ def predict(task, x_train, y_train, x_test):
 
 
 def run_code(tmp_path, source: str):
+    """`python -m bundle.local_run --phase final --score-hidden --budget 2 --code ...`, its
+    kit built in this process (kit_runs.py)."""
     folder = tmp_path / "code"
     folder.mkdir()
     (folder / "submission.py").write_text(source)
-    return run_local("--config", str(SPEC), "--phase", "final", "--score-hidden", "--budget", "2",
-                     "--code", str(folder), "--out", str(tmp_path / "run"))
+    return run_kit_locally(SPEC, "final", tmp_path / "run", code=folder, budget=2,
+                           score_hidden=True)
 
 
 def test_impossible_probabilities_penalise_the_task_with_the_row_named(tmp_path):
@@ -286,8 +292,10 @@ def test_the_embedded_tasks_are_what_the_generator_makes():
     elementwise IEEE operations in a fixed order, rounded to uint8 and resized by Pillow's
     fixed-point bilinear filter (checked with numpy's AVX/AVX2/FMA dispatch off and
     OpenBLAS's Prescott kernels)."""
-    result = subprocess.run([sys.executable, "-m", "reference_data", "--kind", "retina",
-                             "verify"], cwd=REPO, capture_output=True, text=True, timeout=300)
+    from reference_data.__main__ import main
+    # `python -m reference_data --kind retina verify`'s main, in this process: the claim is
+    # the generation's, not a new interpreter's (in_process_commands.py)
+    result = run_main(main, "--kind", "retina", "verify")
     assert result.returncode == 0 and "retina tasks: ok" in result.stdout, result.stderr
 
 
