@@ -9,6 +9,7 @@ even an import error can be aimed at one task. A kind's tasks are all the distin
 its default competition, run as one code phase, so few runs cover the categories.
 """
 import dataclasses
+import functools
 import html
 import json
 import shutil
@@ -37,10 +38,17 @@ pytestmark = pytest.mark.slow
 KIND_NAMES = tuple(sorted(KINDS))
 
 
+@functools.cache
+def _default_spec(kind: str):
+    """The kind's default spec, loaded once for this module (read only): the helpers below
+    asked for it a dozen times a test, PGDL's at a fifth of a CPU second each."""
+    return load_spec(KINDS[kind].DEFAULT_SPEC)
+
+
 def _first_phase(kind: str, code: bool) -> str:
     """The key of the kind's default competition's first phase of code (``code``) or of
     prediction files, read from its spec: every default competition has one of each."""
-    spec = load_spec(KINDS[kind].DEFAULT_SPEC)
+    spec = _default_spec(kind)
     return next(phase.key for phase in spec.phases if phase.code_submission == code)
 
 
@@ -84,14 +92,16 @@ if CATEGORY != "did_not_start":
 '''
 
 
+@functools.cache
 def _all_tasks(kind: str):
-    """Every distinct task of the kind's default competition, planned as one code phase."""
-    spec = load_spec(KINDS[kind].DEFAULT_SPEC)
+    """Every distinct task of the kind's default competition, planned as one code phase
+    (planned once for this module; read only)."""
+    spec = _default_spec(kind)
     plans = [phase_plan(spec, phase.key, code_submission=True) for phase in spec.phases]
     tasks = {task.name: task for plan in plans for task in plan.tasks}
     base = next(plan for plan, phase in zip(plans, spec.phases)
                 if phase.key == _first_phase(kind, code=True))
-    return base, [tasks[name] for name in sorted(tasks)]
+    return base, tuple(tasks[name] for name in sorted(tasks))
 
 
 def _runs(kind: str) -> list[dict[str, str]]:
@@ -116,6 +126,22 @@ def _prepare(root: Path, kind: str, chosen: dict[str, str]):
     stage_input_data(plan, root / "input")
     stage_reference_data(plan, root / "hidden_ref")
     return plan
+
+
+@pytest.fixture(scope="module")
+def prepared(tmp_path_factory):
+    """``prepared(kind, number)``: the folder _prepare made for the kind's run ``number``
+    (``_runs``), made once for this module and read only: the wrong phase's files are scored
+    by the programs of the first run's phase."""
+    made = {}
+
+    def prepare(kind: str, number: int) -> Path:
+        if (kind, number) not in made:
+            root = tmp_path_factory.mktemp(f"phase-{kind}-{number}")
+            _prepare(root, kind, _runs(kind)[number])
+            made[kind, number] = root
+        return made[kind, number]
+    return prepare
 
 
 def _score(root: Path, output: Path, ref: Path, tmp_path: Path):
@@ -150,10 +176,9 @@ def _entry_file(kind: str, chosen: dict[str, str]) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("kind", KIND_NAMES)
-def test_each_way_code_fails_is_named_on_every_kind(kind, tmp_path):
+def test_each_way_code_fails_is_named_on_every_kind(kind, tmp_path, prepared):
     for number, chosen in enumerate(_runs(kind)):
-        root = tmp_path / f"phase{number}"
-        _prepare(root, kind, chosen)
+        root = prepared(kind, number)
         run = new_ingestion_run(root, tmp_path / f"run{number}", None)
         for name, text in _entry_file(kind, chosen).items():
             (run / "run" / "program" / name).write_text(text)
@@ -175,10 +200,9 @@ def test_each_way_code_fails_is_named_on_every_kind(kind, tmp_path):
 
 
 @pytest.mark.parametrize("kind", KIND_NAMES)
-def test_prediction_files_in_a_code_phase_are_the_wrong_phases(kind, tmp_path):
+def test_prediction_files_in_a_code_phase_are_the_wrong_phases(kind, tmp_path, prepared):
     chosen = _runs(kind)[0]
-    root = tmp_path / "phase"
-    _prepare(root, kind, chosen)
+    root = prepared(kind, 0)
     res = tmp_path / "res"
     res.mkdir()
     (res / "predictions.csv").write_text("0.5\n")
@@ -188,7 +212,7 @@ def test_prediction_files_in_a_code_phase_are_the_wrong_phases(kind, tmp_path):
 
 
 def _results_phase(root: Path, kind: str):
-    spec = load_spec(KINDS[kind].DEFAULT_SPEC)
+    spec = _default_spec(kind)
     plan = phase_plan(spec, _first_phase(kind, code=False), code_submission=False)
     assemble_scoring_program(plan, root / "program")
     stage_reference_data(plan, root / "ref")
@@ -239,7 +263,7 @@ def test_every_category_is_produced_by_a_test_here():
 def test_the_evaluation_page_lists_the_categories_and_what_to_do(kind, code):
     """From the records themselves: a phase of prediction files lists only what an upload
     can get, since none of the participant's code runs there."""
-    spec = load_spec(KINDS[kind].DEFAULT_SPEC)
+    spec = _default_spec(kind)
     phase = next(phase for phase in spec.phases if phase.code_submission == code)
     plan = phase_plan(spec, phase.key)
     contexts = page_contexts(spec, [phase], [plan], phase_columns(plan), spec.title, None)

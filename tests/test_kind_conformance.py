@@ -3,6 +3,7 @@ a problem): its records load (a required hook left out fails, named), its defaul
 builds on both platforms, each phase's sample submission passes the dry run, its pages and kit
 guide are filled, its programs' metadata is its own, and the core holds none of its words."""
 import dataclasses
+import functools
 import re
 import subprocess
 import sys
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+import build_bundle
 import kinds
 from bundle.build import bundle_name, competition_targets
 from bundle.spec import load_spec
@@ -19,6 +21,7 @@ from kinds.kind import (KINDS, Kind, KindDefinitionError, copy_inputs_file, inge
                         kind, scoring_runtime)
 from scoring_program.scorer.config import CONFIG_FORMAT, ConfigError, parse_config
 
+from in_process_commands import run_main
 from kit_guides import agreement_problems
 
 REPO = Path(__file__).resolve().parents[1]
@@ -200,10 +203,18 @@ MODULE_ROW = re.compile(r"^\| `([^`]+\.py)` \|")
 
 def _lines(paths):
     for path in paths:
+        relative = path.relative_to(REPO)          # once a file, not once a line
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             row = MODULE_ROW.match(line) if path.name == "README.md" else None
-            where = (path.parent / row.group(1)) if row else path
-            yield f"{where.relative_to(REPO)}:{number}", line
+            where = (path.parent / row.group(1)).relative_to(REPO) if row else relative
+            yield f"{where}:{number}", line
+
+
+@functools.cache
+def _core_lines() -> tuple[tuple[Path, tuple[tuple[str, str], ...]], ...]:
+    """(file, its (where, line) pairs) for every file of the core, read once for the tests
+    below, which each went over the whole core again (half a CPU second a pass)."""
+    return tuple((path, tuple(_lines([path]))) for path in core_files())
 
 
 def test_core_files_include_those_without_a_suffix():
@@ -217,7 +228,7 @@ def test_the_core_holds_none_of_a_kinds_words(name):
     metrics = sorted({score.name for task_type in KINDS[name].task_types.values()
                       for score in task_type.score_types})
     words = re.compile(rf"\b({'|'.join(map(re.escape, metrics))})\b")
-    hits = [f"{where}: {line.strip()}" for where, line in _lines(core_files())
+    hits = [f"{where}: {line.strip()}" for _, lines in _core_lines() for where, line in lines
             if words.search(line) or (name == "bdl2021" and BDL_WORDS.search(line))]
     assert not hits, "\n".join(hits)
 
@@ -225,18 +236,18 @@ def test_the_core_holds_none_of_a_kinds_words(name):
 def test_the_core_imports_no_kind_package():
     names = "|".join(re.escape(name) for name in KINDS)
     pattern = re.compile(rf"kinds\.({names})\b|kinds/({names})/")
-    hits = [where for where, line in _lines(
-        path for path in core_files() if path.suffix == ".py"
-        and path != REPO / "kinds" / "__init__.py") if pattern.search(line)]
+    hits = [where for path, lines in _core_lines() if path.suffix == ".py"
+            and path != REPO / "kinds" / "__init__.py"
+            for where, line in lines if pattern.search(line)]
     assert not hits, hits
 
 
 def test_no_core_code_probes_a_kind_outside_its_records():
     """Builder and programs alike read a kind through its records (``kinds/kind.py``)."""
-    core = [path for path in core_files() if path.suffix == ".py"
-            and not path.relative_to(REPO).as_posix().startswith(PROBES_ALLOWED)]
-    hits = [f"{where}: {line.strip()}" for where, line in _lines(core)
-            if KIND_PROBE.search(line)]
+    hits = [f"{where}: {line.strip()}" for path, lines in _core_lines()
+            if path.suffix == ".py"
+            and not path.relative_to(REPO).as_posix().startswith(PROBES_ALLOWED)
+            for where, line in lines if KIND_PROBE.search(line)]
     assert not hits, "\n".join(hits)
 
 
@@ -284,11 +295,6 @@ def _with_track(spec, key: str, track: str | None):
                                tasks=spec.track(track).tasks)
 
 
-def _cli(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(REPO / "build_bundle.py"), *args], cwd=REPO,
-                          capture_output=True, text=True, timeout=900)
-
-
 def _passed(result: subprocess.CompletedProcess) -> str:
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     return result.stdout
@@ -304,13 +310,16 @@ def _dry_runs(stdout: str) -> dict[str, str]:
                                         for platform in PLATFORMS], ids="-".join)
 def built(request) -> Built:
     """The kind's default competition, built once a test run (built_bundles, which the other
-    files running its kits share) and dry-run by the command line (`--check` of each bundle);
-    each phase is dry-run once (not each track)."""
+    files running its kits share) and dry-run as the command line does (`--check` of each
+    bundle, its main run in this process, in_process_commands.py: what is claimed is the dry
+    run's finding, not a new interpreter's start, half a CPU second a bundle); each phase is
+    dry-run once (not each track)."""
     name, platform = request.param
     record, spec = kind(name), load_spec(kind(name).DEFAULT_SPEC)
     folder = request.getfixturevalue("built_bundles")(record.DEFAULT_SPEC, platform)
     built = Built(record, platform, spec, folder, {})
-    outputs = [_passed(_cli("--check", str(bundle))) for bundle in built.per_phase()]
+    outputs = [_passed(run_main(build_bundle.main, "--check", bundle))
+               for bundle in built.per_phase()]
     return Built(record, platform, spec, folder,
                  {bundle: part for output in outputs for bundle, part in _dry_runs(output).items()})
 

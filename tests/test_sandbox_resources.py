@@ -10,6 +10,8 @@ the module is start-up, under an allowance of its own): it acts in the first tas
 once per task where the kind runs a task in several processes (PGDL's units); what it found
 comes back on its stderr.
 """
+import dataclasses
+import functools
 import json
 import os
 import shutil
@@ -19,10 +21,14 @@ from pathlib import Path
 
 import pytest
 
+from bundle.phase_plan import phase_plan
+from bundle.programs import assemble_ingestion_program
+from bundle.spec import load_spec
+from kinds.kind import KINDS as KIND_RECORDS
 from runtime.formats import read_run_record
-from ingestion_harness import (FAST_BDL, KINDS, SETTINGS, assert_nothing_left_behind,
-                               needs_root, new_kind_run, prepare_kind, processes_of,
-                               run_ingestion)
+from ingestion_harness import (FAST_BDL, KIND_CODE_PHASES, KINDS, SETTINGS, TEST_LIMITS,
+                               assert_nothing_left_behind, needs_root, new_kind_run,
+                               prepare_kind, processes_of, run_ingestion)
 
 pytestmark = pytest.mark.slow
 
@@ -110,22 +116,59 @@ class Kind:
                     if line.startswith("HOSTILE "))
 
 
-def prepared_kind(tmp_path_factory, kind: str, seconds: float, limits=None) -> Kind:
+@functools.cache
+def _default_spec(kind: str):
+    return load_spec(KIND_RECORDS[kind].DEFAULT_SPEC)
+
+
+def _kind_plan(kind: str, budget: float):
+    """ingestion_harness.kind_plan, the kind's spec loaded once for this module (PGDL's takes
+    a fifth of a CPU second)."""
+    plan = phase_plan(_default_spec(kind), KIND_CODE_PHASES[kind], code_submission=True,
+                      budget_seconds=budget)
+    return dataclasses.replace(plan, tasks=tuple(sorted(plan.tasks, key=lambda t: t.name)))
+
+
+@pytest.fixture(scope="module")
+def kind_data(tmp_path_factory):
+    """``kind_data(kind)``: ingestion_harness.prepare_kind's folder for the kind, made once for
+    this module. Of what it prepares only the ingestion program's config depends on the budget
+    and limits; the input and hidden data and the sample (PGDL's zoo: 130 files) are the same
+    for every budget below, which links to them (a run copies them, new_kind_run)."""
+    made = {}
+
+    def data(kind: str) -> Path:
+        if kind not in made:
+            made[kind] = tmp_path_factory.mktemp(f"resources-data-{kind}")
+            prepare_kind(made[kind], kind)
+        return made[kind]
+    return data
+
+
+def prepared_kind(tmp_path_factory, kind_data, kind: str, seconds: float, limits=None) -> Kind:
     """``kind``'s code phase, its first process given ``seconds`` (PGDL: its first network,
-    so the task's budget is that many times the number of networks)."""
+    so the task's budget is that many times the number of networks): prepare_kind's folder,
+    its ingestion program assembled for these seconds and limits."""
     root = tmp_path_factory.mktemp(f"resources-{kind}")
-    prepare_kind(root, kind, budget=seconds, limits=limits)
+    data = kind_data(kind)
+    for name in ("input", "hidden_ref", "sample"):
+        (root / name).symlink_to(data / name, target_is_directory=True)
+
+    def assemble(budget: float) -> None:
+        shutil.rmtree(root / "ingestion_program", ignore_errors=True)
+        assemble_ingestion_program(_kind_plan(kind, budget), root / "ingestion_program",
+                                   {**TEST_LIMITS, **(limits or {})})
+    assemble(seconds)
     scale = seconds / window(config(root)["tasks"][0])
     if scale != 1:
-        root = tmp_path_factory.mktemp(f"resources-{kind}")
-        prepare_kind(root, kind, budget=seconds * scale, limits=limits)
+        assemble(seconds * scale)
     return Kind(kind, root)
 
 
 @pytest.fixture(scope="module", params=KINDS)
-def kind(request, tmp_path_factory):
+def kind(request, tmp_path_factory, kind_data):
     """Ten seconds: these tests end well before, unless the defect they test is back."""
-    return prepared_kind(tmp_path_factory, request.param, 10.0)
+    return prepared_kind(tmp_path_factory, kind_data, request.param, 10.0)
 
 
 @pytest.fixture(autouse=True)
@@ -347,9 +390,9 @@ if FIRST:
 
 
 @pytest.fixture(scope="module", params=KINDS)
-def short_kind(request, tmp_path_factory):
+def short_kind(request, tmp_path_factory, kind_data):
     """Two seconds, which the fork bomb runs out."""
-    return prepared_kind(tmp_path_factory, request.param, 2.0)
+    return prepared_kind(tmp_path_factory, kind_data, request.param, 2.0)
 
 
 def ended_by_its_budget(task) -> bool:
@@ -405,9 +448,9 @@ if FIRST:
 
 
 @pytest.fixture(scope="module", params=KINDS)
-def roomy_kind(request, tmp_path_factory):
+def roomy_kind(request, tmp_path_factory, kind_data):
     """Five seconds, room for many files, and a start-up long enough to make them in."""
-    return prepared_kind(tmp_path_factory, request.param, 5.0,
+    return prepared_kind(tmp_path_factory, kind_data, request.param, 5.0,
                          limits={"max_entries": 10**6, "startup_seconds": 120})
 
 
@@ -447,10 +490,11 @@ if FIRST:
 
 
 @pytest.fixture(scope="module")
-def capped_kind(tmp_path_factory):
+def capped_kind(tmp_path_factory, kind_data):
     """One kind: the limits are the supervisor's, the same for every kind, and what a kind
     adds (PGDL's units) is covered by the tests above on every kind."""
-    return prepared_kind(tmp_path_factory, "bdl2021", 10.0, limits={"max_entries": 2000})
+    return prepared_kind(tmp_path_factory, kind_data, "bdl2021", 10.0,
+                         limits={"max_entries": 2000})
 
 
 @needs_root

@@ -13,6 +13,7 @@ others still run. Also: where the child runs as root, image arrays are copies, n
 organizer's files, so what the child does to them leaves those unchanged.
 """
 import dataclasses
+import functools
 import hashlib
 import json
 import os
@@ -112,15 +113,28 @@ def prepare_phase(kind: str, root: Path):
     return kind, root, [task.name for task in plan.tasks]
 
 
+@pytest.fixture(scope="module")
+def prepared_phases(tmp_path_factory):
+    """``prepared_phases(kind)``: prepare_phase's result, made once for this module: the
+    image phase is both a kind of ``prepared`` and the phase of the image arrays' test."""
+    made = {}
+
+    def prepared(kind: str):
+        if kind not in made:
+            made[kind] = prepare_phase(kind, tmp_path_factory.mktemp(
+                f"links-{kind.replace(' ', '-')}"))
+        return made[kind]
+    return prepared
+
+
 @pytest.fixture(scope="module", params=list(PHASES))
-def prepared(request, tmp_path_factory):
-    return prepare_phase(request.param,
-                         tmp_path_factory.mktemp(f"links-{request.param.replace(' ', '-')}"))
+def prepared(request, prepared_phases):
+    return prepared_phases(request.param)
 
 
 @pytest.fixture(scope="module")
-def images(tmp_path_factory):
-    return prepare_phase("retina images", tmp_path_factory.mktemp("links-images"))
+def images(prepared_phases):
+    return prepared_phases("retina images")
 
 
 def hidden_targets(run: Path) -> dict[str, Path]:
@@ -139,7 +153,14 @@ def needles(targets: dict[str, Path], inputs: Path) -> list[str]:
     reference file's stretch of the most distinct bytes that no input holds."""
     key = targets["key"].read_bytes().strip()
     reference = targets["reference"].read_bytes()
-    public = [path.read_bytes() for path in inputs.rglob("*") if path.is_file()]
+    public = tuple(path.read_bytes() for path in sorted(inputs.rglob("*")) if path.is_file())
+    return _needles(key, reference, public)
+
+
+@functools.cache
+def _needles(key: bytes, reference: bytes, public: tuple[bytes, ...]) -> list[str]:
+    """needles() of these bytes, found once for this module: every run of a kind asks again,
+    of copies of the same files (its prepared phase), and BDL's take half a CPU second."""
     windows = [reference[start:start + 48] for start in range(0, max(1, len(reference) - 48), 7)]
     # The first window of the most distinct bytes that no input holds (max() of those in no
     # input, in the reference's order): searched for in the inputs from the most distinct

@@ -6,8 +6,6 @@ import hashlib
 import json
 import re
 import shutil
-import subprocess
-import sys
 import uuid
 import zipfile
 from pathlib import Path
@@ -16,8 +14,10 @@ import numpy as np
 import pytest
 import yaml
 
+import build_bundle
 from bundle.datasets import SAFE_BUNDLE_BYTES
 from bundle.spec import load_spec
+from in_process_commands import run_main
 
 REPO = Path(__file__).resolve().parents[1]
 SPEC = REPO / "kinds" / "label_accuracy" / "default_spec.yaml"
@@ -32,10 +32,13 @@ def write_spec(folder: Path, **changes) -> Path:
     return folder / "spec.yaml"
 
 
+# The command's main in this process (in_process_commands.py): what is tested is what it
+# builds, refuses, prints and exits with, not a new interpreter's start (half a CPU second a
+# call, and the first scan of the installed packages for a kit's requirements, which this
+# process keeps); other tests run build_bundle.py as a script (tests/test_layouts.py).
 def build(spec: Path, out: Path, platform: str = "codalab", *extra: str):
-    return subprocess.run([sys.executable, str(REPO / "build_bundle.py"), "--config", str(spec),
-                           "--phase", "all", "--platform", platform, "--out", str(out), *extra],
-                          cwd=REPO, capture_output=True, text=True, timeout=1200)
+    return run_main(build_bundle.main, "--config", spec, "--phase", "all", "--platform",
+                    platform, "--out", out, *extra)
 
 
 def keys_from(output: str) -> dict:
@@ -90,8 +93,7 @@ def test_data_apart_is_written_next_to_a_small_bundle_and_the_check_runs_on_it(
 
 
 def build_check(bundle: Path):
-    return subprocess.run([sys.executable, str(REPO / "build_bundle.py"), "--check", str(bundle)],
-                          cwd=REPO, capture_output=True, text=True, timeout=900)
+    return run_main(build_bundle.main, "--check", bundle)
 
 
 def test_data_changed_since_its_upload_is_refused(tmp_path):
