@@ -8,10 +8,10 @@ runs within a group; a group count that does not divide the devices is refused i
 With one chain group the rows are split over all four devices either way, so the all-reduce
 of the gradient spans the two processes; the sums are the same but XLA may group them
 differently across a process boundary, and NUTS carries a last-bit difference forward, so the
-chains agree to a stated tolerance (1e-4 in each class probability over 30 transitions;
-1.4e-5 was seen over 70), not bit for bit. With two groups each process's two devices are a
-group, so no sum crosses a process (the chains were equal bit for bit here); the same
-tolerance holds them. Every JAX computation runs in a child process."""
+chains agree to a stated tolerance (1e-4 in each class probability; 6e-15 was seen over the
+16 transitions run here, 1.4e-5 over 70), not bit for bit. With two groups each process's two
+devices are a group, so no sum crosses a process (the chains were equal bit for bit here); the
+same tolerance holds them. Every JAX computation runs in a child process."""
 import os
 import re
 import socket
@@ -25,7 +25,14 @@ import pytest
 from test_bdl_reference_engine import run_python
 
 REPO = Path(__file__).resolve().parents[3]
-RUN = ("generate", "--tasks", "iris", "--warmup", "20", "--samples", "10", "--chains", "2")
+# 6 warm-up + 10 kept transitions (10 kept draws a chain are the fewest the reference's 10
+# batch means a chain take). Across processes every leapfrog step's gradient is a gloo
+# all-reduce between the processes, and those dominate the test's CPU time: about 550 steps
+# here against 1,100 with 20 warm-up transitions. The kept draws compared carry every
+# transition before them, warm-up included, so a difference anywhere shows in them as it did
+# over 30 (the step sizes adapt to 0.067, 31 leapfrog steps a transition, acceptance 0.94:
+# the chains move; 6e-15 was the largest difference seen).
+RUN = ("generate", "--tasks", "iris", "--warmup", "6", "--samples", "10", "--chains", "2")
 TOLERANCE = 1e-4
 
 
@@ -109,20 +116,29 @@ from test_bdl_distributed import all_reduce_groups
 from test_bdl_reference_engine import conjugate_data, conjugate_log_density_of_data as log_density
 x, y, _, _ = conjugate_data()
 starts = np.random.default_rng(1).normal(0, 2, (4, 3))
+
+# every program the runs below compile, kept with the arguments of its last call
+last_call, compile_program = {}, distributed.Layout.compile
+
+def recording(layout, function, chained):
+    program = compile_program(layout, function, chained)
+
+    def run(*args):
+        last_call[function.__name__] = (program, args)
+        return program(*args)
+    return run
+
+distributed.Layout.compile = recording
 positions, groups_of = {}, {}
 for groups in (1, 2):
     positions[groups] = distributed.sample(
         "conjugate", log_density, x, y, starts, 0, 100, 50, 0.8,
         distributed.RunOptions(chain_groups=groups), {}, stream=io.StringIO()).positions
-    # the program of the sampling chunk that ran above (50 draws of the 4 chains; loaded from
-    # the compilation cache)
-    layout = distributed.Layout(groups)
-    init, _, draw, _ = distributed._kernels(log_density, 0.8, distributed.MAX_TREE_DEPTH)
-    data = layout.put(distributed.pad_rows(x, y, layout.shards), layout.rows)
-    state = layout.compile(init, 1)(layout.put(starts, layout.chains), *data)[0]
-    chained = (np.ones(4), np.ones((4, 3)), distributed.chain_keys(0, 4, 100, 50)[1])
-    text = layout.compile(draw, 4).lower(
-        state, *(layout.put(a, layout.chains) for a in chained), *data).compile().as_text()
+    # the program of the sampling chunk that ran above (50 draws of the 4 chains), lowered
+    # again for the arguments it ran on: JAX's caches hold its trace and executable, so
+    # nothing is compiled a second time
+    program, arguments = last_call["draw"]
+    text = program.lower(*arguments).compile().as_text()
     groups_of[groups] = sorted(all_reduce_groups(text))
     assert not re.search("all-gather|all-to-all|collective-permute|reduce-scatter", text)
 print("all-reduce groups", groups_of[1], groups_of[2], "largest difference",
@@ -131,8 +147,7 @@ print("all-reduce groups", groups_of[1], groups_of[2], "largest difference",
 
 
 @pytest.mark.slow
-def test_two_chain_groups_sample_the_chains_of_one_with_the_all_reduce_within_a_group(
-        tmp_path):
+def test_two_chain_groups_sample_the_chains_of_one_with_the_all_reduce_within_a_group():
     """4 devices, 4 chains of the conjugate posterior (40 rows), 100 warm-up + 50 draws: as
     one group (the rows over 4 devices, every chain on each) and as 2 groups of 2 chains (the
     rows over the group's 2 devices). The sampling chunk's program holds all-reduces over
@@ -145,7 +160,7 @@ def test_two_chain_groups_sample_the_chains_of_one_with_the_all_reduce_within_a_
     or an acceptance going the other way) would move a draw by about a posterior standard
     deviation (0.07 to 0.1 here); 1e-5 tells the two apart with room for other CPUs'
     rounding."""
-    out = run_python(CHAIN_GROUPS, 4, compilation_cache=tmp_path / "jax_cache")
+    out = run_python(CHAIN_GROUPS, 4)
     line = next(text for text in out.splitlines() if text.startswith("all-reduce groups"))
     assert line.startswith("all-reduce groups [((0, 1, 2, 3),)] [((0, 1), (2, 3))] largest "
                            "difference "), line

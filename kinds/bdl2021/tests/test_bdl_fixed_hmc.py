@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from test_bdl_reference_engine import run_cli, run_python
+from test_bdl_reference_engine import run_cli, run_snippets, selected_snippets
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -37,7 +37,7 @@ for step_size in (None, 0.01):          # dual averaging in warm-up; fixed
     # with the terminal's bar over the transitions (test_bdl_sampling_progress.py), counted
     bar = Progress(2300, "t", "transitions", stream=io.StringIO(), force=True)
     chains = fixed_hmc.sample(log_density, starts, 0, 300, 2000, trajectory_length=0.12,
-                              step_size=step_size, progress=bar)
+                              step_size=step_size, devices=DEVICES, progress=bar)
     assert chains.positions.shape == (4, 2000, 3) and (chains.divergences == 0).all()
     if step_size is None:
         assert (abs(chains.acceptance_rates - 0.8) < 0.15).all(), chains.acceptance_rates
@@ -50,11 +50,12 @@ for step_size in (None, 0.01):          # dual averaging in warm-up; fixed
 
 
 @pytest.mark.parametrize("devices", [1, 4])
-def test_fixed_hmc_matches_the_closed_form_posterior_with_the_chains_split_over_devices(devices):
-    out = run_python(CONJUGATE, devices)
+def test_fixed_hmc_matches_the_closed_form_posterior_with_the_chains_split_over_devices(
+        fixed_hmc_snippets, devices):
+    out = fixed_hmc_snippets[f"conjugate_{devices}"]
     # 300 + 2000 transitions counted once each, whether the 4 chains share a program or not
     assert f"devices {devices} step None transitions 2300.0 mismatches []" in out
-    assert f"devices {devices} step 0.01 transitions 2300.0 mismatches []" in out
+    assert f"devices {devices} step 0.01 transitions 2300.0 mismatches []" in out, out[-3000:]
 
 
 def test_fixed_hmc_writes_references_that_pass_the_gate_and_name_the_sampler(tmp_path):
@@ -90,12 +91,18 @@ def test_fixed_hmc_writes_references_that_pass_the_gate_and_name_the_sampler(tmp
      "--sampler hmc runs on the BlackJAX engine (--engine nuts)"),
     (["--sampler", "hmc", "--checkpoint", "CKPT"], "run NUTS only (--engine nuts, --sampler nuts)"),
 ])
-def test_a_bad_sampler_flag_is_refused_in_one_line_naming_it(tmp_path, flags, message):
+def test_a_bad_sampler_flag_is_refused_in_one_line_naming_it(tmp_path, capsys, flags, message):
+    # The command line's entry point in this process: each of these is refused from the
+    # flags alone, before anything of JAX is imported (cli._sampler_problem, cli._start), so
+    # a child interpreter would only add its start (0.2 s of CPU each). The other tests run
+    # `python -m reference_data` itself.
+    from reference_data.__main__ import main
     flags = [str(tmp_path / "ckpt") if flag == "CKPT" else flag for flag in flags]
-    result = run_cli("generate", "--tasks", "iris", "--out", str(tmp_path / "refs"), *flags)
-    assert result.returncode == 2, result.stderr[-2000:]
-    assert result.stderr.startswith("error: ") and message in result.stderr
-    assert result.stderr.strip().count("\n") == 0 and "Traceback" not in result.stderr
+    code = main(["generate", "--tasks", "iris", "--out", str(tmp_path / "refs"), *flags])
+    stderr = capsys.readouterr().err
+    assert code == 2, stderr[-2000:]
+    assert stderr.startswith("error: ") and message in stderr
+    assert stderr.strip().count("\n") == 0 and "Traceback" not in stderr
     assert not (tmp_path / "refs").exists()
 
 
@@ -130,13 +137,28 @@ def _ratio_lines(out: str) -> dict:
             for line in out.splitlines() if " / NumPyro NUTS: ESS/s predictive x" in line}
 
 
-def test_the_benchmark_prints_one_ratio_line_per_sampler_against_numpyro():
-    out = run_python(STAND_INS)
+def test_the_benchmark_prints_one_ratio_line_per_sampler_against_numpyro(fixed_hmc_snippets):
+    out = fixed_hmc_snippets["stand_ins"]
     lines = _ratio_lines(out)
     assert sorted(lines) == ["BlackJAX MAMS", "ours, BlackJAX NUTS", "ours, fixed HMC"], out
     assert all("ESS/gradient predictive x" in line and "energy x" in line
                for line in lines.values())
     assert sum(line.startswith("iris ") for line in out.splitlines()) == 4 + 3   # rows, ratios
+
+
+@pytest.fixture(scope="module")
+def fixed_hmc_snippets(request) -> dict[str, str]:
+    """What CONJUGATE on 1 and on 4 devices and STAND_INS printed, each run once for the
+    selected tests of this file that need it, all in one child interpreter of 4 simulated
+    devices (``run_snippets``): its start and JAX's import once, not three times. The
+    1-device run takes the first of the 4 (``devices=``), as a process of 1 would: the same
+    program on one device; the stand-ins use no device."""
+    return run_snippets(selected_snippets(request, {
+        "test_fixed_hmc_matches_the_closed_form_posterior_with_the_chains_split_over_devices":
+            lambda params: {f"conjugate_{params['devices']}":
+                            f"DEVICES = {params['devices']}\n{CONJUGATE}"},
+        "test_the_benchmark_prints_one_ratio_line_per_sampler_against_numpyro":
+            lambda params: {"stand_ins": STAND_INS}}), 4)
 
 
 @pytest.mark.slow

@@ -85,12 +85,20 @@ def test_cli_generate_writes_and_verifies_what_is_committed(tmp_path):
 
 
 @pytest.mark.slow
-def test_cli_generate_with_the_numpy_engine_reports_each_chains_progress(tmp_path):
-    result = run_cli("generate", "--engine", "numpy-hmc", "--tasks", "iris", "--out",
-                     str(tmp_path), "--warmup", "30", "--samples", "30")
+def test_cli_generate_with_the_numpy_engine_reports_each_chains_progress(tmp_path, capsys):
+    # The command line's entry point in this process, as the failed-gate test below runs it:
+    # the numpy engine starts nothing of JAX (no backend, no thread; the cluster module is
+    # imported for its error type only), and its chains run in worker processes of their own
+    # either way; a child interpreter would only import again what this one holds (2.5 s of
+    # CPU, most of this test's). The `python -m reference_data` entry is the other tests'
+    # (test_cli_generate_writes_and_verifies_what_is_committed's among them).
+    from reference_data.__main__ import main
+    main(["generate", "--engine", "numpy-hmc", "--tasks", "iris", "--out", str(tmp_path),
+          "--warmup", "30", "--samples", "30"])
+    stderr = capsys.readouterr().err
     # a line every tenth of a stage: 3 of 30, then 6 ... 30 (the workers' queue is drained
     # every half second, so every line comes through whatever the speed)
-    lines = [line for line in result.stderr.splitlines() if "iris chain 3: sampling" in line]
+    lines = [line for line in stderr.splitlines() if "iris chain 3: sampling" in line]
     assert [line.rsplit(" ", 1)[1] for line in lines] == [f"{k}/30" for k in range(3, 31, 3)]
     # so short a run may fail the convergence gate: its output is then kept apart
     written = next(folder / "iris" for folder in (tmp_path, tmp_path.with_name(
@@ -129,26 +137,38 @@ def test_a_failed_gate_keeps_the_previous_references_and_the_failed_run_apart(tm
         assert "smoke test" not in " ".join(generate_help.split()), generate_help
 
 
-def test_cli_rejects_unknown_task():
-    result = run_cli("generate", "--tasks", "iris,cifar10")
-    assert result.returncode == 2
-    assert "unknown task 'cifar10'; known tasks: breast_cancer" in result.stderr
+# The next three run the command line's entry point in this process: an unknown task is
+# refused before anything of JAX is imported, and verify imports none of it, so a child
+# interpreter would only add its start (0.2 to 0.8 s of CPU each); the tests above run
+# `python -m reference_data` itself.
+
+def in_process_cli(capsys, *args) -> tuple[int, str]:
+    """(exit code, stderr) of ``python -m reference_data ARGS``, run in this process."""
+    from reference_data.__main__ import main
+    code = main(list(args))
+    return code, capsys.readouterr().err
 
 
-def test_verify_reports_a_tampered_reference(tmp_path):
+def test_cli_rejects_unknown_task(capsys):
+    code, stderr = in_process_cli(capsys, "generate", "--tasks", "iris,cifar10")
+    assert code == 2
+    assert "unknown task 'cifar10'; known tasks: breast_cancer" in stderr
+
+
+def test_verify_reports_a_tampered_reference(tmp_path, capsys):
     copy = tmp_path / "refs"
     shutil.copytree(DEFAULT_ROOT, copy)
     target = copy / "wine" / "wine_probs.csv"
     target.write_text(target.read_text().replace("e-", "e+", 1))
-    result = run_cli("verify", "--root", str(copy))
-    assert result.returncode == 1
-    assert "wine/wine_probs.csv: sha256 is" in result.stderr
+    code, stderr = in_process_cli(capsys, "verify", "--root", str(copy))
+    assert code == 1
+    assert "wine/wine_probs.csv: sha256 is" in stderr
 
 
-def test_verify_reports_missing_folder(tmp_path):
-    result = run_cli("verify", "--root", str(tmp_path / "nothing"))
-    assert result.returncode == 1
-    assert "manifest.json: missing" in result.stderr
+def test_verify_reports_missing_folder(tmp_path, capsys):
+    code, stderr = in_process_cli(capsys, "verify", "--root", str(tmp_path / "nothing"))
+    assert code == 1
+    assert "manifest.json: missing" in stderr
 
 
 def test_progress_printer_counts_chains(capsys):

@@ -114,12 +114,16 @@ def test_the_build_takes_the_cnn_references_next_to_the_inputs(short_run, tmp_pa
     assert "dry run passed" in build.stdout and f"{TASK}_agreement=" in build.stdout
 
 
-def test_a_network_type_that_cannot_be_built_is_refused_in_one_line(tmp_path):
+def test_a_network_type_that_cannot_be_built_is_refused_in_one_line(tmp_path, capsys):
+    # the command line's entry point in this process: the task is refused as it is loaded,
+    # before anything of JAX is imported (a child interpreter would only add its start)
+    from reference_data.__main__ import main
     folder = write_task(tmp_path, {**CNN, "type": "vision_transformer"})
-    result = generate(tmp_path, *SHORT_CHAINS)
-    assert result.returncode == 2 and "Traceback" not in result.stderr
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
+    code = main(["generate", "--data-root", str(tmp_path), *SHORT_CHAINS])
+    stderr = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in stderr
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1, stderr
     assert lines[0].startswith(f"error: {folder / f'{TASK}_task.json'}: model.type is "
                                "'vision_transformer'; expected one of ")
     assert all(name in lines[0] for name in ARCHITECTURES)

@@ -22,20 +22,56 @@ from test_bdl_hmc import NOISE_STD, PRIOR_VARIANCE, linear_regression_problem
 REPO = Path(__file__).resolve().parents[3]
 
 
-def run_python(code: str, devices: int = 8, compilation_cache: Path | None = None) -> str:
+def run_python(code: str, devices: int = 8) -> str:
     """``code`` in a fresh interpreter with ``devices`` simulated host devices; its stdout.
-    ``compilation_cache``: a folder for JAX's persistent compilation cache, so that a program
-    compiled twice in ``code`` is compiled once and loaded the second time (the same
-    executable, so the same results)."""
+    To read what a program that ran compiled to, lower the same jitted function again for
+    arguments of the same types (DATA_SPLIT, test_bdl_distributed.py's CHAIN_GROUPS): JAX's
+    caches in that process hold its trace and executable, so nothing compiles twice."""
     env = {**os.environ, "XLA_FLAGS": f"--xla_force_host_platform_device_count={devices}",
            "PYTHONPATH": f"{REPO}:{REPO / 'tests'}:{Path(__file__).resolve().parent}"}
-    if compilation_cache is not None:
-        env.update(JAX_COMPILATION_CACHE_DIR=str(compilation_cache),
-                   JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0")
     result = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env,
                             capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     return result.stdout
+
+
+SNIPPETS_DRIVER = """
+import contextlib, io, json, traceback
+printed = {}
+for name, code in SNIPPETS.items():
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        try:
+            exec(compile(code, f"<snippet {name}>", "exec"), {"__name__": "__snippet__"})
+        except BaseException:
+            traceback.print_exc(file=out)
+    printed[name] = out.getvalue()
+print(json.dumps(printed))
+"""
+
+
+def run_snippets(snippets: dict[str, str], devices: int) -> dict[str, str]:
+    """Each of ``snippets`` ({name: code}) in turn, in a namespace of its own, in one fresh
+    interpreter with ``devices`` simulated host devices: {name: what it printed, or its
+    traceback where it raised}. One interpreter for several: its start and the imports of
+    JAX and BlackJAX (a second of CPU) are paid once."""
+    if not snippets:
+        return {}
+    return json.loads(run_python(f"SNIPPETS = {snippets!r}\n{SNIPPETS_DRIVER}",
+                                 devices).splitlines()[-1])
+
+
+def selected_snippets(request, snippets_of_test: dict) -> dict[str, str]:
+    """The snippets that the selected tests of the requesting module need:
+    ``snippets_of_test`` maps a test function's name to a function of its parameters giving
+    {snippet name: code}. A test selected alone (``-k``) runs its own snippets only."""
+    wanted = {}
+    for item in request.session.items:
+        if getattr(item, "module", None) is request.module and \
+                item.originalname in snippets_of_test:
+            params = item.callspec.params if hasattr(item, "callspec") else {}
+            wanted.update(snippets_of_test[item.originalname](params))
+    return wanted
 
 
 SAME_MODEL = """
@@ -50,8 +86,13 @@ for likelihood, outputs in (("softmax", 3), ("gaussian", 2)):
     x = rng.standard_normal((40, 5))
     y = rng.integers(0, 3, 40) if likelihood == "softmax" else rng.standard_normal(40)
     posterior = Posterior(model, likelihood, 0.3, x, y)
-    log_density = jax_model.log_density(model, likelihood, 0.3, x, y)
-    of_data = jax_model.log_density_of_data(model, likelihood, 0.3)
+    # jitted, as the samplers run them: one compilation each, where op by op every operation
+    # of each shape compiled on its own (3.2 s of CPU against 1.4)
+    log_density = jax.jit(jax_model.log_density(model, likelihood, 0.3, x, y))
+    gradient = jax.jit(jax.grad(jax_model.log_density(model, likelihood, 0.3, x, y)))
+    of_data = jax.jit(jax_model.log_density_of_data(model, likelihood, 0.3))
+    probabilities = jax.jit(lambda theta: jax_model.predictive_probabilities(model, theta, x))
+    mean_and_scale = jax.jit(lambda theta: jax_model.predictive_mean_and_scale(model, theta, x))
     padded = [jnp.asarray(a) for a in pad_rows(x, y, 3)]       # 40 rows -> 42, two of weight 0
     for _ in range(3):
         theta = rng.normal(0, 0.8, model.num_parameters)
@@ -59,23 +100,24 @@ for likelihood, outputs in (("softmax", 3), ("gaussian", 2)):
         np.testing.assert_allclose(-float(log_density(jnp.asarray(theta))), potential, rtol=1e-12)
         np.testing.assert_allclose(-float(of_data(jnp.asarray(theta), *padded)), potential,
                                    rtol=1e-12)
-        np.testing.assert_allclose(-np.asarray(jax.grad(log_density)(jnp.asarray(theta))), grad,
+        np.testing.assert_allclose(-np.asarray(gradient(jnp.asarray(theta))), grad,
                                    rtol=1e-10, atol=1e-10)
         if likelihood == "softmax":
-            np.testing.assert_allclose(
-                np.asarray(jax_model.predictive_probabilities(model, jnp.asarray(theta), x)),
-                predictive_probabilities(model, theta, x), rtol=1e-12)
+            np.testing.assert_allclose(np.asarray(probabilities(jnp.asarray(theta))),
+                                       predictive_probabilities(model, theta, x), rtol=1e-12)
         else:
-            for ours, theirs in zip(jax_model.predictive_mean_and_scale(model, theta, x),
+            for ours, theirs in zip(mean_and_scale(jnp.asarray(theta)),
                                     predictive_mean_and_scale(model, theta, x)):
                 np.testing.assert_allclose(np.asarray(ours), theirs, rtol=1e-12)
 print("same model")
 """
 
 
-def test_the_jax_model_gives_the_numpy_models_potential_gradient_and_predictions():
+def test_the_jax_model_gives_the_numpy_models_potential_gradient_and_predictions(
+        engine_snippets):
     """Softmax and Gaussian likelihoods; the data-split form with padding rows too."""
-    assert "same model" in run_python(SAME_MODEL)
+    out = engine_snippets["same_model"]
+    assert "same model" in out, out[-3000:]
 
 
 def conjugate_data():
@@ -103,7 +145,7 @@ def log_density(w):
 # with the terminal's bar over the transitions (test_bdl_sampling_progress.py), counted here
 bar = Progress(2500, "t", "transitions", stream=io.StringIO(), force=True)
 chains = nuts.sample(log_density, np.random.default_rng(1).normal(0, 2, (4, 3)), 0, 500, 2000,
-                     progress=bar)
+                     devices=DEVICES, progress=bar)
 assert chains.positions.shape == (4, 2000, 3) and (chains.divergences == 0).all()
 assert (abs(chains.acceptance_rates - 0.8) < 0.15).all()
 np.testing.assert_allclose(chains.log_densities[0, :5],
@@ -114,11 +156,12 @@ print("devices", chains.devices, "transitions", bar.done, "mismatches",
 
 
 @pytest.mark.parametrize("devices", [1, 4])
-def test_nuts_matches_the_closed_form_posterior_with_the_chains_split_over_devices(devices):
+def test_nuts_matches_the_closed_form_posterior_with_the_chains_split_over_devices(
+        engine_snippets, devices):
     """On 1 device the 4 chains are one vectorised program; on 4, one program each: either
     way the bar counts each of the 500 + 2000 transitions once."""
-    assert (f"devices {devices} transitions 2500.0 mismatches []"
-            in run_python(CHAINS_SPLIT, devices))
+    out = engine_snippets[f"chains_split_{devices}"]
+    assert f"devices {devices} transitions 2500.0 mismatches []" in out, out[-3000:]
 
 
 def conjugate_log_density_of_data(w, x, y, weights):
@@ -137,12 +180,23 @@ from test_bdl_reference_engine import conjugate_data, conjugate_log_density_of_d
 from test_bdl_hmc import posterior_mismatches
 x, y, mean, covariance = conjugate_data()
 
-chains = sharded.sample(log_density, x, y, np.random.default_rng(1).normal(0, 2, (4, 3)), 0,
-                        500, 2000)
+# the jitted program that sharded.sample makes and runs, kept to read what it compiled to
+programs, program = [], sharded.program
+
+def kept(*args, **kwargs):
+    programs.append(program(*args, **kwargs))
+    return programs[-1]
+
+sharded.program = kept
+try:
+    chains = sharded.sample(log_density, x, y, np.random.default_rng(1).normal(0, 2, (4, 3)),
+                            0, 500, 2000, devices=3)
+finally:
+    sharded.program = program
 placed = sharded.place(*sharded.pad_rows(x, y, 3), 3)
-# the program that sampled above (same lengths, shapes and layout): loaded from the
-# compilation cache rather than compiled a second time
-compiled = sharded.program(log_density, 500, 2000).lower(
+# the program that sampled above, lowered again for arguments of the same types and layout:
+# JAX's caches hold its trace and executable, so nothing is compiled a second time
+compiled = programs[0].lower(
     jax.random.split(jax.random.PRNGKey(0), 4), jnp.zeros((4, 3)), *placed).compile().as_text()
 print("devices", chains.devices, "rows per device", placed[0].addressable_shards[0].data.shape[0],
       "all-reduce", "all-reduce" in compiled,
@@ -150,10 +204,27 @@ print("devices", chains.devices, "rows per device", placed[0].addressable_shards
 """
 
 
-def test_rows_split_over_devices_sample_the_same_posterior_with_an_all_reduce(tmp_path):
+def test_rows_split_over_devices_sample_the_same_posterior_with_an_all_reduce(engine_snippets):
     # 40 rows padded to 42: 14 a device; the gradient's sum crosses devices
-    assert "devices 3 rows per device 14 all-reduce True mismatches []" in run_python(
-        DATA_SPLIT, 3, compilation_cache=tmp_path / "jax_cache")
+    out = engine_snippets["data_split"]
+    assert "devices 3 rows per device 14 all-reduce True mismatches []" in out, out[-3000:]
+
+
+@pytest.fixture(scope="module")
+def engine_snippets(request) -> dict[str, str]:
+    """What SAME_MODEL, CHAINS_SPLIT on 1 and on 4 devices and DATA_SPLIT printed, each run
+    once for the selected tests of this file that need it, all in one child interpreter of 4
+    simulated devices (``run_snippets``): its start and JAX's import once, not four times
+    (3 s of CPU). The 1- and 3-device runs take the first of the 4 (``devices=``), as in a
+    process of 1 or 3: the same programs on the same number of devices."""
+    return run_snippets(selected_snippets(request, {
+        "test_the_jax_model_gives_the_numpy_models_potential_gradient_and_predictions":
+            lambda params: {"same_model": SAME_MODEL},
+        "test_nuts_matches_the_closed_form_posterior_with_the_chains_split_over_devices":
+            lambda params: {f"chains_split_{params['devices']}":
+                            f"DEVICES = {params['devices']}\n{CHAINS_SPLIT}"},
+        "test_rows_split_over_devices_sample_the_same_posterior_with_an_all_reduce":
+            lambda params: {"data_split": DATA_SPLIT}}), 4)
 
 
 def run_cli(*args, env=None):
@@ -246,13 +317,18 @@ def test_generate_writes_an_organizers_references_next_to_their_inputs(tmp_path,
     ("alexnet", "model.type is 'alexnet'; expected one of mlp, sequential, resnet20_frn"),
     # a convolutional network needs images: the declaration does not say their shape
     ("cifar_alexnet", "model.input_shape is None; expected one example's shape")])
-def test_generate_refuses_a_network_it_cannot_build_with_the_key_named(tmp_path, model_type,
-                                                                        message):
+def test_generate_refuses_a_network_it_cannot_build_with_the_key_named(tmp_path, capsys,
+                                                                        model_type, message):
+    # the command line's entry point in this process, as generate_errors below: the task is
+    # refused as it is loaded, before anything of JAX is imported (a child interpreter would
+    # only add its start, half a second of CPU)
+    from reference_data.__main__ import main
     organizer_task(tmp_path, model_type=model_type)
-    result = run_cli("generate", "--data-root", str(tmp_path))
-    assert result.returncode == 2
-    assert f"blobs_task.json: {message}" in result.stderr
-    assert "Traceback" not in result.stderr
+    code = main(["generate", "--data-root", str(tmp_path)])
+    stderr = capsys.readouterr().err
+    assert code == 2
+    assert f"blobs_task.json: {message}" in stderr
+    assert "Traceback" not in stderr
 
 
 def short_chain_references(root: Path):

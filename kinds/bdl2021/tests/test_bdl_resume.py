@@ -5,6 +5,7 @@ another run's (another chain-group count included), is refused in one line.
 
 Every JAX computation runs in a child process (the ingestion tests fork this one later)."""
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -60,6 +61,18 @@ def _kill_after_first_checkpoint(out: Path, checkpoint: Path, *extra) -> None:
     assert written.exists()
 
 
+@pytest.fixture(scope="module")
+def two_group_checkpoint(tmp_path_factory) -> Path:
+    """The checkpoint folder of RUN in 2 chain groups, killed after its first checkpoint: the
+    run to resume in the chain-group test, and another run's checkpoint to the refusal test's
+    run of other settings. One killed run for both, not one each (a process start and a
+    compilation, 2.5 s of CPU). Read only: a test copies it before resuming from it (a
+    resumed run writes its own checkpoints there)."""
+    folder = tmp_path_factory.mktemp("two_groups")
+    _kill_after_first_checkpoint(folder / "killed", folder / "c", "--chain-groups", "2")
+    return folder / "c"
+
+
 @pytest.mark.slow
 @pytest.mark.extended
 def test_a_killed_run_resumed_gives_the_uninterrupted_references_bit_for_bit(tmp_path):
@@ -77,16 +90,19 @@ def test_a_killed_run_resumed_gives_the_uninterrupted_references_bit_for_bit(tmp
             (tmp_path / "killed.failed" / "iris" / name).read_bytes(), name
 
 
-def test_resume_without_a_checkpoint_or_from_another_run_is_refused(tmp_path):
+def test_resume_without_a_checkpoint_or_from_another_run_is_refused(tmp_path,
+                                                                     two_group_checkpoint):
     missing = _generate("--out", str(tmp_path / "r"), "--checkpoint", str(tmp_path / "none"),
                         "--resume")
     assert missing.returncode == 2
     assert missing.stderr.strip().splitlines() == [
         f"error: --resume: no checkpoint in {tmp_path / 'none'} for iris; expected "
         f"<task>.process<id>.npz written by generate --checkpoint {tmp_path / 'none'}"]
-    _kill_after_first_checkpoint(tmp_path / "r", tmp_path / "c")
-    other = _generate("--samples", "150", "--out", str(tmp_path / "r"), "--checkpoint",
-                      str(tmp_path / "c"), "--resume")
+    # a run killed after its first checkpoint, resumed with more kept draws (the chain
+    # groups as the checkpoint's, so that the draws are all that differ)
+    shutil.copytree(two_group_checkpoint, tmp_path / "c")
+    other = _generate("--samples", "150", "--chain-groups", "2", "--out", str(tmp_path / "r"),
+                      "--checkpoint", str(tmp_path / "c"), "--resume")
     assert other.returncode == 2
     errors = [line for line in other.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "was written by another run" in errors[0], other.stderr[-2000:]
@@ -95,12 +111,13 @@ def test_resume_without_a_checkpoint_or_from_another_run_is_refused(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_checkpoint_of_two_chain_groups_resumes_with_two_and_is_refused_with_one(tmp_path):
+def test_a_checkpoint_of_two_chain_groups_resumes_with_two_and_is_refused_with_one(
+        tmp_path, two_group_checkpoint):
     """On 2 devices, 2 chains in 2 groups (a chain and a device each): killed after its first
     checkpoint, the run resumes with 2 groups and gives the uninterrupted run's references bit
     for bit; resuming it with 1 group is refused in one line, the layout named."""
     groups = ("--chain-groups", "2")
-    _kill_after_first_checkpoint(tmp_path / "killed", tmp_path / "c", *groups)
+    shutil.copytree(two_group_checkpoint, tmp_path / "c")        # killed after its first
     one = _generate("--out", str(tmp_path / "killed"), "--checkpoint", str(tmp_path / "c"),
                     "--resume")
     assert one.returncode == 2 and "Traceback" not in one.stderr
