@@ -2,7 +2,9 @@
 one per distinct set of what the install lines install, made once a test run and shared by
 pytest-xdist's workers (conftest.py's built_bundles does the same for bundles). Kits whose
 requirement lines and files are the same would each install the same packages into a bare
-environment; making it once spares a venv creation and a first pip install per kit."""
+environment; making it once spares a venv creation and a first pip install per kit.
+
+The kits' commands run on one core there (``on_one_core``): see ``one_core``."""
 import contextlib
 import fcntl
 import hashlib
@@ -92,3 +94,43 @@ def shared_bare_environment(tmp_path_factory):
                 (folder / READY).touch()
 
     return hold
+
+
+@contextlib.contextmanager
+def one_core():
+    """The commands started inside on one core of those this process may use.
+
+    Why: the ingestion gives each task's child one BLAS thread per core it may run on (as on
+    the worker), and the newest numpy, which a bare environment's install line gets, spends
+    far more with two threads on the small products of the BDL kit's sgld (a 64-row batch
+    through an 8-unit layer, 9,000 times) on a machine whose cores the suite's workers keep
+    busy: ``python run_local.py --code submission.zip`` in its evaluation kit took 14-17 CPU
+    seconds (34-42 s) on two cores, 8-11 (12-19 s) on one, digits_shift's 9,000 steps 6-16 s
+    against 1-2 s; its development kit's ``predictions_zip.py``, 9.3 CPU seconds against 7.
+    (numpy 1.26, the image's, gains 5-7%, within this machine's noise: the other kit tests run
+    as they are.) Nothing the tests check changes on one core: the same commands as written,
+    in the same environment, under the same budgets, print the same keys; the ingestion still
+    sets a thread per core it may use, here one.
+
+    The affinity set is the calling thread's (each thread of a Linux process has its own),
+    which the processes it starts inherit; the thread gets its cores back at the end. Each
+    pytest-xdist worker takes another core (gw0 the first, gw1 the second, ...), so that two
+    workers' kit runs do not queue on one core while another waits. Without the affinity call
+    (not Linux) nothing changes."""
+    if not hasattr(os, "sched_setaffinity"):
+        yield
+        return
+    cores = sorted(os.sched_getaffinity(0))
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
+    os.sched_setaffinity(0, {cores[(int(worker) if worker.isdigit() else 0) % len(cores)]})
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, cores)
+
+
+@pytest.fixture
+def on_one_core():
+    """The test's commands on one core (``one_core``)."""
+    with one_core():
+        yield

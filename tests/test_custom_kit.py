@@ -14,6 +14,8 @@ import numpy as np
 import pytest
 import yaml
 
+from in_process_commands import run_main
+
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_TASKS = ("iris", "digits", "breast_cancer", "wine", "digits_shift", "diabetes_gap")
 # name: (task type, n_test, classes or samples, blocks, budget)
@@ -88,17 +90,26 @@ def custom(tmp_path_factory):
     return spec_file, data
 
 
+def build_bundle_main(*args) -> subprocess.CompletedProcess:
+    """``python build_bundle.py ARGS`` by its ``main`` in this process (in_process_commands):
+    for builds whose output is the claim here; the command line's exit codes and output have
+    tests of their own (test_cli, test_organizer_errors). The programs a --check dry run
+    starts are subprocesses as on the command line."""
+    import build_bundle
+    return run_main(build_bundle.main, *args)
+
+
 @pytest.fixture(scope="module", params=["per_phase", "one"])
 def bundles(custom, tmp_path_factory, request):
-    """The competition built in each layout: one bundle per phase, or one holding both."""
+    """The competition built in each layout, and dry-run (--check): one bundle per phase, or
+    one holding both."""
     spec_file, data = custom
     raw = yaml.safe_load(spec_file.read_text())
     spec_file = spec_file.with_name(f"spec-{request.param}.yaml")
     spec_file.write_text(yaml.safe_dump({**raw, "layout": request.param}, sort_keys=False))
     out = tmp_path_factory.mktemp("dist")
-    build = subprocess.run([sys.executable, str(REPO / "build_bundle.py"), "--config", str(spec_file),
-                            "--data-root", str(data), "--phase", "all", "--out", str(out),
-                            "--check"], cwd=REPO, capture_output=True, text=True, timeout=600)
+    build = build_bundle_main("--config", spec_file, "--data-root", data, "--phase", "all",
+                              "--out", out, "--check")
     assert build.returncode == 0, build.stdout[-3000:] + build.stderr[-3000:]
     return sorted(out.glob("*.zip"))     # one competition, or one bundle per phase
 
@@ -192,12 +203,33 @@ def test_run_local_follows_the_spec_and_streams_the_log(custom, tmp_path):
 
 
 def test_run_local_offers_the_specs_phases(custom, tmp_path):
+    """``python -m bundle.local_run`` run by its ``main`` in this process (the command line
+    itself runs in the test above): a phase the spec lacks, refused naming the spec's own."""
+    from bundle.local_run import main
     spec_file, data = custom
-    run = subprocess.run([sys.executable, "-m", "bundle.local_run",
-                          "--config", str(spec_file), "--data-root", str(data),
-                          "--phase", "development", "--results", str(tmp_path)],
-                         cwd=REPO, capture_output=True, text=True, timeout=120)
-    assert run.returncode == 2 and "'warmup'" in run.stderr and "'final'" in run.stderr
+    refused = run_main(main, "--config", spec_file, "--data-root", data,
+                       "--phase", "development", "--results", tmp_path)
+    assert refused.returncode == 2 and "'warmup'" in refused.stderr and "'final'" in refused.stderr
+
+
+def baseline_results_main(*args) -> subprocess.CompletedProcess:
+    """``python kinds/bdl2021/kit/baseline_results.py ARGS`` run by its ``main`` in this
+    process, as a CompletedProcess (an argparse refusal's SystemExit is its exit status): the
+    same function on the same arguments, without a new interpreter's start and the imports of
+    the builder (about half a CPU second). The kits' runs it makes are subprocesses as from
+    the command line, which the test below also runs once as typed, as do
+    test_bdl_failed_baselines and test_organizer_errors for its failures. Loaded from its
+    file under a name of its own: each kind's kit has a baseline_results.py."""
+    import importlib.util
+    name = "bdl2021_kit_baseline_results"
+    module = sys.modules.get(name)
+    if module is None:
+        found = importlib.util.spec_from_file_location(
+            name, REPO / "kinds" / "bdl2021" / "kit" / "baseline_results.py")
+        module = importlib.util.module_from_spec(found)
+        found.loader.exec_module(module)
+        sys.modules[name] = module
+    return run_main(module.main, *args)
 
 
 @pytest.mark.slow
@@ -221,21 +253,17 @@ def test_baseline_results_for_the_specs_tasks_are_written_next_to_it(custom, tmp
         assert set(table["tasks"]) == set(TASKS) and table["budgets"] == dict.fromkeys(TASKS, 1)
         assert all(metric["se"] > 0 for task in TASKS
                    for metric in table["tasks"][task]["methods"]["sgld"]["metrics"].values())
-        again = subprocess.run(command + ["--methods", "trivial"], cwd=REPO,
-                               capture_output=True, text=True, timeout=600)
+        again = baseline_results_main(*command[2:], "--methods", "trivial")
         assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
         rerun = json.loads(out.read_text())
         assert list(rerun["methods"]) == ["sgld", "trivial"]
         for task in TASKS:
             assert rerun["tasks"][task]["methods"]["sgld"] == table["tasks"][task]["methods"]["sgld"]
-        unknown = subprocess.run(command + ["--methods", "sgld,nuts"], cwd=REPO,
-                                 capture_output=True, text=True, timeout=600)
+        unknown = baseline_results_main(*command[2:], "--methods", "sgld,nuts")
         assert unknown.returncode == 2 and "nuts: expected some of deep_ensemble" in unknown.stderr
         # the builder now reads the spec's own table
-        build = subprocess.run([sys.executable, str(REPO / "build_bundle.py"), "--config",
-                                str(spec_file), "--data-root", str(data), "--phase", "final",
-                                "--out", str(tmp_path / "dist")],
-                               cwd=REPO, capture_output=True, text=True, timeout=600)
+        build = build_bundle_main("--config", spec_file, "--data-root", data, "--phase",
+                                  "final", "--out", tmp_path / "dist")
         assert build.returncode == 0, build.stderr[-3000:]
         (bundle_file,) = (tmp_path / "dist").glob("*.zip")
         with zipfile.ZipFile(bundle_file) as bundle:

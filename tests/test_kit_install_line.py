@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from kinds.kind import KINDS
-from kit_environments import shared_bare_environment  # noqa: F401  (a fixture)
+from kit_environments import on_one_core, shared_bare_environment  # noqa: F401  (fixtures)
 from test_guide_commands import (INSTALL_PREFIX, guide_commands, phase_kits,
                                  run_as_written, run_guide_commands)
 
@@ -75,10 +75,13 @@ def reader_install_lines(commands: list[str]) -> list[str]:
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", sorted(KINDS))
 def test_a_bare_environment_runs_each_kit_after_its_install_line(kind, tmp_path, built_bundles,
-                                                                 shared_bare_environment):
+                                                                 shared_bare_environment,
+                                                                 on_one_core):
     """Kits whose install lines and requirement files are the same (a kind's phases, and
     kinds alike) share one bare environment (kit_environments.py): their install lines would
-    leave the same packages in it. Each kit's install lines still run as written, in it."""
+    leave the same packages in it. Each kit's install lines still run as written, in it. On
+    one core (kit_environments.one_core: the newest numpy, which the bare environment gets,
+    spent up to twice the CPU on the BDL kit's sgld with a BLAS thread per core)."""
     spec = KINDS[kind].DEFAULT_SPEC
     bundles = sorted(built_bundles(spec, "codabench").glob("*.zip"))
     assert bundles, f"{kind}'s default spec built no bundle"

@@ -4,12 +4,11 @@ such tasks, built for both platforms: the kit's sample and every baseline run th
 kit's own run_local.py (the phase's inputs, then the public stand-in, scored) and
 predictions_zip.py writes its zip. The build itself runs the kit's sample that way
 (bundle/kit_check.py), so a kit whose sample crashes fails the build with run_local's words."""
+import contextlib
 import io
 import json
 import shutil
-import os
 import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
@@ -85,12 +84,21 @@ def organizer_competition(root: Path) -> tuple[Path, Path]:
 
 
 def build(spec: Path, data: Path, out: Path, platform: str) -> subprocess.CompletedProcess:
-    """As an organizer builds: with the kit check the suite otherwise switches off."""
-    env = {**os.environ, "BUNDLE_KIT_CHECK": "on"}
-    return subprocess.run([sys.executable, str(REPO / "build_bundle.py"), "--config", str(spec),
-                           "--data-root", str(data), "--platform", platform, "--phase", "all",
-                           "--out", str(out)], cwd=REPO, capture_output=True, text=True,
-                          timeout=900, env=env)
+    """As an organizer builds, ``python build_bundle.py --config ... --platform ... --phase all
+    --out ...``, with the kit check the suite otherwise switches off: the command's ``main``
+    on those arguments, run in this process (a new interpreter's start and the builder's
+    imports saved; the command line's own exit codes and output have tests of their own,
+    test_cli). The kit check's run of the sample is a subprocess, as from the command line."""
+    import build_bundle
+    args = ["--config", str(spec), "--data-root", str(data), "--platform", platform,
+            "--phase", "all", "--out", str(out)]
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with pytest.MonkeyPatch.context() as environment, \
+            contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        environment.setenv("BUNDLE_KIT_CHECK", "on")
+        returncode = build_bundle.main(args)
+    return subprocess.CompletedProcess(["build_bundle.py", *args], returncode, stdout.getvalue(),
+                                       stderr.getvalue())
 
 
 def extract_kits(bundles: list[Path], destination: Path) -> dict[str, Path]:
@@ -109,7 +117,7 @@ def extract_kits(bundles: list[Path], destination: Path) -> dict[str, Path]:
 
 @pytest.fixture(scope="module")
 def kits(tmp_path_factory) -> dict[str, dict[str, Path]]:
-    """{platform: {phase: kit}}, each competition built by the command line."""
+    """{platform: {phase: kit}}, each competition built as by the command line (``build``)."""
     root = tmp_path_factory.mktemp("image-mlp")
     spec, data = organizer_competition(root)
     built = {}

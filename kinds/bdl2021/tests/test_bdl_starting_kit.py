@@ -1,5 +1,13 @@
-"""The starting kit as a participant uses it: run_local on the baselines, zips, the results table."""
+"""The starting kit as a participant uses it: run_local on the baselines, zips, the results table.
+
+The kit's run_local.py runs in the default competition's kit as ``python -m bundle.local_run``
+runs it (local_runs.run_local): the phase's kit built by local_run's own ``build_kit``, then
+the kit's run_local started in the kit's folder with this Python. Here the kit of a phase (and
+budget, and platform) is built once for the module and every run takes its own --out folder:
+local_run's command line, which builds a kit a run and costs a Python start and its imports,
+has tests of its own (test_run_local_stop, test_custom_kit's spec runs)."""
 import json
+import subprocess
 import sys
 import zipfile
 from pathlib import Path
@@ -17,7 +25,37 @@ sys.path[:0] = [str(KIT), str(REPO / "bundle" / "platforms"), str(BDL_KIT)]
 from baseline_results import METHODS, RESULTS_FILE  # noqa: E402
 from submission_zip import SubmissionLayoutError, check_zip, make_zip  # noqa: E402
 
-from local_runs import assert_scored_as_the_platform_would, run_local, scores_of  # noqa: E402
+from bundle.local_run import KIT_RUN_LOCAL, build_kit, organizer_spec  # noqa: E402
+from local_runs import assert_scored_as_the_platform_would, scores_of  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def kits(tmp_path_factory):
+    """``kits(phase=None, platform="codabench", budget=None)``: the default competition's kit
+    of ``phase`` (None: the spec's first) for ``platform``, every task's budget ``budget``
+    seconds (None: the spec's), as ``python -m bundle.local_run [--phase P] [--platform X]
+    [--budget B]`` builds it before running it: by local_run's ``build_kit``, once a module
+    for each. Read only: a run writes in its own --out folder."""
+    spec = organizer_spec()
+    built = {}
+
+    def kit(phase: str | None = None, platform: str = "codabench",
+            budget: float | None = None) -> Path:
+        key = (phase or spec.phases[0].key, platform, budget)
+        if key not in built:
+            built[key] = build_kit(spec, key[0], tmp_path_factory.mktemp("kit") / "kit",
+                                   platform, budget)
+        return built[key]
+
+    return kit
+
+
+def run_local(kit: Path, *args, timeout=600) -> subprocess.CompletedProcess:
+    """``python run_local.py ARGS`` in ``kit``, as bundle.local_run starts it (its run_kit:
+    this Python, the kit's folder), its output captured as local_runs.run_local captures
+    local_run's."""
+    return subprocess.run([sys.executable, KIT_RUN_LOCAL, *map(str, args)], cwd=kit,
+                          capture_output=True, text=True, timeout=timeout)
 
 
 @pytest.mark.slow
@@ -25,14 +63,15 @@ from local_runs import assert_scored_as_the_platform_would, run_local, scores_of
 @pytest.mark.parametrize("phase, tasks", [
     ("development", ["digits", "iris"]),
     ("evaluation", ["breast_cancer", "diabetes_gap", "digits_shift", "wine"])])
-def test_baselines_run_end_to_end_with_finite_scores(baseline, phase, tasks, tmp_path):
-    """The README's command, with a short budget to keep CI fast: every task scored as the
-    platform would score it (``local_runs.assert_scored_as_the_platform_would``: within the
-    budget where the predictive is quick, from the last checkpoint if a slow one ran past
-    it on a loaded machine). What the baselines learn is tested on a virtual clock
-    (test_bdl_more_baselines)."""
-    result = run_local("--baseline", baseline, "--phase", phase, "--budget", "4",
-                       "--out", str(tmp_path))
+def test_baselines_run_end_to_end_with_finite_scores(baseline, phase, tasks, tmp_path, kits):
+    """The README's command (``python -m bundle.local_run --baseline B --phase P --budget 4``
+    runs the kit's ``run_local.py --code baselines/B.py`` in the phase's kit built with 4 s
+    budgets), with a short budget to keep CI fast: every task scored as the platform would
+    score it (``local_runs.assert_scored_as_the_platform_would``: within the budget where the
+    predictive is quick, from the last checkpoint if a slow one ran past it on a loaded
+    machine). What the baselines learn is tested on a virtual clock (test_bdl_more_baselines)."""
+    result = run_local(kits(phase, budget=4.0), "--code", f"baselines/{baseline}.py",
+                       "--out", tmp_path)
     code_phase = phase == "evaluation"
     assert_scored_as_the_platform_would(result, tasks, 4, training_time=code_phase)
     if not code_phase:          # a results phase: its leaderboard has no training time
@@ -41,7 +80,7 @@ def test_baselines_run_end_to_end_with_finite_scores(baseline, phase, tasks, tmp
     assert (tmp_path / "scoring" / "run" / "output" / "detailed_results.html").is_file()
 
 
-def test_results_phase_files_are_scored_against_public_references(tmp_path):
+def test_results_phase_files_are_scored_against_public_references(tmp_path, kits):
     """Scored with the phase's own scorer: exactly its leaderboard's keys, no training time."""
     from bundle.phase_plan import phase_plan
     from bundle.leaderboard import phase_columns
@@ -51,7 +90,7 @@ def test_results_phase_files_are_scored_against_public_references(tmp_path):
     for task in ("iris", "digits", "digits_cnn"):
         chains = np.load(REPO / "kinds" / "bdl2021" / "reference" / "embedded" / task / f"{task}_chain_probs.npy")
         np.savetxt(predictions / f"{task}_probs.csv", chains[2])
-    result = run_local("--results", str(predictions), "--out", str(tmp_path / "run"))
+    result = run_local(kits(), "--results", predictions, "--out", tmp_path / "run")
     assert result.returncode == 0, result.stderr
     scores = scores_of(result.stdout)
     assert scores["iris_agreement"] > 0.9 and scores["digits_total_variation"] < 0.05
@@ -73,11 +112,11 @@ def test_zipping_the_folder_instead_of_its_contents_is_caught(tmp_path):
     assert check_zip(right, required=("submission.py",)) == ["submission.py", "metadata"]
 
 
-def test_run_local_explains_a_nested_submission(tmp_path):
+def test_run_local_explains_a_nested_submission(tmp_path, kits):
     nested = tmp_path / "outer" / "inner"
     nested.mkdir(parents=True)
     (nested / "submission.py").write_text("def predict(*args):\n    pass\n")
-    result = run_local("--code", str(tmp_path / "outer"), "--out", str(tmp_path / "run"))
+    result = run_local(kits(), "--code", tmp_path / "outer", "--out", tmp_path / "run")
     assert result.returncode == 2
     assert "submission.py is at inner/submission.py, not at the root" in result.stderr
 
@@ -126,29 +165,29 @@ def test_committed_table_has_a_baseline_within_three_times_exact_on_every_mlp_ta
     ({}, "holds no file to submit"),
     ({"breast_cancer_probs.csv": "0.5 0.5\n"}, "iris: no prediction file"),
 ])
-def test_results_that_the_platform_would_not_score_fail_the_local_run(tmp_path, files, message):
+def test_results_that_the_platform_would_not_score_fail_the_local_run(tmp_path, files, message,
+                                                                      kits):
     predictions = tmp_path / "predictions"
     predictions.mkdir()
     for name, text in files.items():
         (predictions / name).write_text(text)
-    result = run_local("--results", str(predictions), "--out", str(tmp_path / "run"))
+    result = run_local(kits(), "--results", predictions, "--out", tmp_path / "run")
     assert result.returncode != 0 and message in result.stderr
     assert "Traceback" not in result.stderr
 
 
-def test_code_zip_without_metadata_fails_locally_as_on_codalab(tmp_path):
+def test_code_zip_without_metadata_fails_locally_as_on_codalab(tmp_path, kits):
     archive = tmp_path / "hand_made.zip"
     with zipfile.ZipFile(archive, "w") as opened:
         opened.write(BDL_KIT / "baselines" / "trivial.py", "submission.py")
         opened.write(BDL_KIT / "baselines" / "training.py", "training.py")
     # CodaLab's rule: without metadata a zip is taken for prediction files (Codabench runs it)
-    result = run_local("--code", str(archive), "--platform", "codalab",
-                       "--out", str(tmp_path / "run"))
+    result = run_local(kits(platform="codalab"), "--code", archive, "--out", tmp_path / "run")
     assert result.returncode == 1
     assert "no file named 'metadata'" in result.stderr and "Traceback" not in result.stderr
 
 
-def test_a_task_that_fails_makes_the_local_run_fail(tmp_path):
+def test_a_task_that_fails_makes_the_local_run_fail(tmp_path, kits):
     folder = tmp_path / "broken"
     folder.mkdir()
     (folder / "submission.py").write_text(
@@ -157,38 +196,44 @@ def test_a_task_that_fails_makes_the_local_run_fail(tmp_path):
         "    if task.task_type == 'regression':\n"
         "        return np.zeros((task.n_test, task.num_samples))\n"
         "    return np.full((task.n_test, task.num_classes), 1 / task.num_classes)\n")
-    result = run_local("--code", str(folder), "--phase", "evaluation", "--budget", "5",
-                       "--out", str(tmp_path / "run"))
+    result = run_local(kits("evaluation", budget=5.0), "--code", folder,
+                       "--out", tmp_path / "run")
     assert result.returncode == 1, result.stdout + result.stderr
     assert "wine: failed" in result.stderr and "no wine today" in result.stderr
     problems = result.stderr.split("would not score this as intended")[1]
     assert not any(task in problems for task in ("breast_cancer", "diabetes_gap", "digits_shift"))
 
 
-def test_code_that_imports_a_module_it_does_not_ship_fails_locally_as_on_the_platform(tmp_path):
+def test_code_that_imports_a_module_it_does_not_ship_fails_locally_as_on_the_platform(tmp_path,
+                                                                                       kits):
     """Nothing is added to the zip locally: the import fails here as it would there."""
     archive = tmp_path / "no_model.zip"
     with zipfile.ZipFile(archive, "w") as opened:
         opened.writestr("metadata", "description: forgot declared_model.py\n")
         opened.writestr("submission.py", "from declared_model import MLP\n\n"
                                          "def predict(task, *args):\n    return None\n")
-    result = run_local("--code", str(archive), "--phase", "evaluation", "--budget", "5",
-                       "--out", str(tmp_path / "run"))
+    result = run_local(kits("evaluation", budget=5.0), "--code", archive,
+                       "--out", tmp_path / "run")
     assert result.returncode == 1
     assert "No module named 'declared_model'" in result.stderr
 
 
 @pytest.mark.parametrize("phase", ["development", "evaluation"])
-def test_default_kit_guide_is_rendered_for_its_phase_with_the_committed_table(phase, tmp_path):
-    """The default competition's kit: its tasks, its phase's commands, its baselines' table."""
-    from bundle.build import build_bundle
+def test_default_kit_guide_is_rendered_for_its_phase_with_the_committed_table(phase,
+                                                                            default_bundles):
+    """The default competition's kit: its tasks, its phase's commands, its baselines' table.
+    The phase's (and track's) bundle of the default platform, of those built once a test run
+    for every phase and track (conftest.py's default_bundles, which other files read too)."""
     from bundle.phase_plan import phase_plan
+    from bundle.platforms import DEFAULT_PLATFORM
     from bundle.spec import DEFAULT_SPEC, load_spec
     from kit_guides import kit_of
     spec = load_spec(DEFAULT_SPEC)
     track = "extended" if phase == "evaluation" else None
     plan = phase_plan(spec, phase, track)
-    with zipfile.ZipFile(build_bundle(spec, phase, track, tmp_path).path) as bundle:
+    (path,) = default_bundles[DEFAULT_PLATFORM].glob(
+        f"*-{phase}{f'-{track}' if track else ''}-{DEFAULT_PLATFORM}.zip")
+    with zipfile.ZipFile(path) as bundle:
         kit = kit_of(bundle, "starting_kit.zip")
     guide = kit["README.md"].decode()
     assert all(f"`{task.name}`" in guide for task in plan.tasks)
