@@ -47,6 +47,24 @@ def prepare_phase(root: Path, phase: str, budget_seconds=60.0, tasks=None, recor
     return plan
 
 
+def submit(run: Path, predictions: dict, skip=(), replace=None, suffixes=("_labels",)) -> Path:
+    """Writes ``predictions`` ({file name: array}) into the run's ``input/res``, less the files
+    of the tasks in ``skip`` (a file's task: its name cut at the first of ``suffixes``, e.g.
+    ``wine_labels.csv`` -> ``wine``), then ``replace`` ({file name: text}) as written."""
+    from runtime.formats import write_matrix
+    res = run / "input" / "res"
+    for name, array in predictions.items():
+        task = name
+        for suffix in suffixes:
+            task = task.split(suffix)[0]
+        if task in skip:
+            continue
+        write_matrix(res / name, array)
+    for name, text in (replace or {}).items():
+        (res / name).write_text(text)
+    return res
+
+
 def new_run(prepared: Path, run: Path) -> Path:
     """A run folder as the worker lays it out, with the platform's stray files."""
     shutil.copytree(prepared / "program", run / "program")

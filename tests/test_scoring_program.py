@@ -9,7 +9,7 @@ import pytest
 
 from bundle.leaderboard import phase_columns
 from runtime.formats import RECORD_NAME, RunRecord, TaskRun, write_matrix, write_run_record
-from scoring_harness import new_run, prepare_phase, read_scores, run_scoring
+from scoring_harness import new_run, prepare_phase, read_scores, run_scoring, submit
 from scoring_program.scorer.main import NOTHING_SCORED
 
 KIND = "label_accuracy"
@@ -28,17 +28,6 @@ def good_predictions(plan):
     return {f"{task.name}_labels.csv":
             np.loadtxt(task.folder / f"{task.name}_test_labels.csv", ndmin=1).reshape(-1, 1)
             for task in plan.tasks}
-
-
-def submit(run, predictions, skip=(), replace=None):
-    res = run / "input" / "res"
-    for name, array in predictions.items():
-        if name.split("_labels")[0] in skip:
-            continue
-        write_matrix(res / name, array)
-    for name, text in (replace or {}).items():
-        (res / name).write_text(text)
-    return res
 
 
 @pytest.fixture

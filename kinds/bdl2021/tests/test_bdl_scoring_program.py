@@ -15,6 +15,7 @@ from scoring_program.scorer.main import NOTHING_SCORED
 from runtime.formats import RECORD_NAME, RunRecord, TaskRun, write_matrix, write_run_record
 from kinds.bdl2021.runtime.formats import read_chain_probs, read_chain_samples
 from scoring_harness import new_run, prepare_phase, read_scores, run_scoring
+from scoring_harness import submit as harness_submit
 from kinds.bdl2021.kind import files
 
 SCORES_LINE = re.compile(r"[A-Za-z0-9_]+: -?[0-9]+\.[0-9]{10}")
@@ -38,14 +39,8 @@ def good_predictions(plan):
 
 
 def submit(run, predictions, skip=(), replace=None):
-    res = run / "input" / "res"
-    for name, array in predictions.items():
-        if name.split("_probs")[0].split("_samples")[0] in skip:
-            continue
-        write_matrix(res / name, array)
-    for name, text in (replace or {}).items():
-        (res / name).write_text(text)
-    return res
+    """BDL's prediction files: <task>_probs (classification) or <task>_samples (regression)."""
+    return harness_submit(run, predictions, skip, replace, suffixes=("_probs", "_samples"))
 
 
 @pytest.fixture
