@@ -7,6 +7,7 @@ import dataclasses
 import json
 import os
 import shutil
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -456,6 +457,28 @@ def test_probe_reports_a_sandbox_user_that_cannot_start_python(monkeypatch):
     monkeypatch.setattr(sandbox.sys, "executable", "/nonexistent/python3")
     problem = sandbox._probe_sandbox_user(65534, 65534)
     assert problem and "cannot start /nonexistent/python3" in problem and "runs as root" in problem
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to switch users")
+@pytest.mark.parametrize("readable", [True, False])
+def test_probe_reports_a_numpy_the_sandbox_user_cannot_read(monkeypatch, readable):
+    """The probe reads numpy where an import would find it first: a package on PYTHONPATH that
+    the sandbox user may enter but not read fails it, as the child's import would fail."""
+    from ingestion_program.ingest import sandbox
+    shadow = Path(tempfile.mkdtemp(prefix="probe-shadow-"))    # pytest's tmp_path is root-only
+    try:
+        shadow.chmod(0o755)
+        (shadow / "numpy").mkdir(mode=0o711)
+        (shadow / "numpy" / "__init__.py").write_text("")
+        (shadow / "numpy" / "__init__.py").chmod(0o644 if readable else 0o600)
+        monkeypatch.setenv("PYTHONPATH", str(shadow))
+        problem = sandbox._probe_sandbox_user(65534, 65534)
+    finally:
+        shutil.rmtree(shadow)
+    if readable:
+        assert problem is None
+    else:
+        assert problem and "with numpy (exit status 1)" in problem and "runs as root" in problem
 
 
 def _forge_unsigned(res: Path) -> None:
