@@ -24,6 +24,7 @@ def _versions():
 
 
 versions = _versions()
+PROVIDERS = importlib.metadata.packages_distributions()      # read once: a fifth of a second
 
 
 def every_node_imports(source: str) -> set[str]:
@@ -111,7 +112,7 @@ def test_the_image_distributions_found_are_those_packages_distributions_finds():
     both ways name the same distributions of the image: pyyaml for yaml, scikit-learn for
     sklearn, matplotlib for mpl_toolkits."""
     wanted = versions.image_versions(REPO / "requirements-image.txt")
-    providers = importlib.metadata.packages_distributions()
+    providers = PROVIDERS
 
     def by_every_distribution(modules: set[str]) -> list[str]:
         found = {dist.lower() for module in modules for dist in providers.get(module, ())}
@@ -129,7 +130,6 @@ def test_the_image_distributions_found_are_those_packages_distributions_finds():
 
 @pytest.mark.parametrize("name", ["numpy", "pyyaml", "scikit-learn", "no-such-distribution"])
 def test_a_distributions_modules_are_those_packages_distributions_names(name):
-    providers = importlib.metadata.packages_distributions()
-    expected = {module for module, dists in providers.items()
+    expected = {module for module, dists in PROVIDERS.items()
                 if name in (dist.lower() for dist in dists)}
     assert versions._top_level_modules(name) == expected
