@@ -66,9 +66,14 @@ and ``runtime/participant.py``, made from each module's names, with the same che
 optional hooks' defaults here too:
 
 - scoring: ``TASK_TYPES``, ``parse_settings(task_type, raw, where)``,
-  ``score_task(task, ref, res, run[, rows=])``, ``submission_files(task)``, ``REPORT_INTRO``,
+  ``read_reference(task, ref)``, ``read_submission(task, res, reference)``,
+  ``evaluate(task, reference, submission, run)`` (the core's ``runtime.scoring.score_task``
+  runs them in its one sequence), ``submission_files(task)``, ``REPORT_INTRO``,
   ``task_summary(result)``, ``report_section(result)`` (see ``runtime/scoring.py``); optional
-  ``SCORES_PUBLIC_ROWS`` (default False: ``score_task`` takes no ``rows``);
+  ``cap(task, reference)`` (default None), ``penalty_details()`` (default: nothing),
+  ``SCORES_PUBLIC_ROWS`` (default False: no task is scored on a part of its rows) with the
+  ``first_rows(task, reference, rows)`` and ``first_submission_rows(submission, rows)`` it
+  needs;
 - ingestion: ``output_bytes(task)``, ``check_output(array, task, what)``; optional
   ``stage_inputs(task, input_dir, folder, child_uid=None)`` (default: the task's one inputs
   file, copied readable; every name beneath ``input_dir`` is opened with
@@ -169,6 +174,14 @@ def _no_gate_problem(array, task) -> None:
     return None
 
 
+def _no_cap(task, reference) -> None:
+    return None
+
+
+def _no_details() -> dict:
+    return {}
+
+
 def copy_inputs_file(task, input_dir: Path, folder: Path, child_uid: int | None = None) -> Path:
     """The default ``stage_inputs``: the task's one inputs file, copied for the sandboxed
     child to read (it can never reach input_dir itself), never through a link
@@ -266,16 +279,27 @@ class ScoringRuntime:
     name: str = _field(str)
     TASK_TYPES: Mapping = _field(Mapping)
     parse_settings: Callable = _hook()
-    score_task: Callable = _hook()
+    read_reference: Callable = _hook()
+    read_submission: Callable = _hook()
+    evaluate: Callable = _hook()
+    cap: Callable = _hook(_no_cap)
+    penalty_details: Callable = _hook(_no_details)
     submission_files: Callable = _hook()
     REPORT_INTRO: str = _field(str)
     STANDARD_ERROR: str = _field(str)
     task_summary: Callable = _hook()
     report_section: Callable = _hook()
     SCORES_PUBLIC_ROWS: bool = _field(bool, False)
+    first_rows: Callable | None = _hook(None)
+    first_submission_rows: Callable | None = _hook(None)
 
     def __post_init__(self):
         _check(self, "runtime/scoring.py")
+        cut = [name for name in ("first_rows", "first_submission_rows")
+               if getattr(self, name) is None]
+        if self.SCORES_PUBLIC_ROWS and cut:
+            raise KindDefinitionError(f"kind {self.name!r} (kinds/{self.name}/runtime/"
+                                      f"scoring.py): SCORES_PUBLIC_ROWS needs {', '.join(cut)}")
 
     @staticmethod
     def has_std(settings) -> bool:

@@ -1,18 +1,27 @@
 """What the scoring program and a kind's ``runtime/scoring.py`` exchange.
 
-The core reads the generated config into ``TaskConfig`` objects, asks the kind to score each
-task (``score_task(task, ref, res, run) -> TaskResult``) and to report it, then writes the
-leaderboard values from the results and the score types the kind declared. Standard library
-and numpy only: copied into the scoring program.
+The core reads the generated config into ``TaskConfig`` objects, scores each task with the
+kind's parts in one sequence, the same for every kind (``score_task``), asks the kind to
+report it, then writes the leaderboard values from the results and the score types the kind
+declared. Standard library and numpy only: copied into the scoring program.
 
 A kind's ``runtime/scoring.py`` provides:
 
 - ``TASK_TYPES``: ``{name: TaskType}``, the kinds of task it scores, each with its score types;
 - ``parse_settings(task_type, raw, where)``: its per-task settings from the config (raise
   ``ValueError`` naming ``where`` and the key on a problem);
-- ``score_task(task, ref, res, run)``: a ``TaskResult``; a missing or invalid submission, or a
-  run without a prediction, is a penalised result (``penalised``), never an exception; broken
-  reference data raises ``ReferenceDataError``;
+- ``read_reference(task, ref)``: the task's hidden reference, in whatever form ``evaluate``
+  takes; broken reference data raises ``ReferenceDataError`` (the organizer's to fix);
+- ``read_submission(task, res, reference)``: the participant's checked predictions, or
+  ``SubmissionError`` saying what is missing or wrong (the task is then penalised);
+- ``evaluate(task, reference, submission, run)``: the ``TaskResult`` of a valid submission
+  (it may still be ``penalised``, where the kind's own rule says so);
+- optional: ``cap(task, reference)``, the bound of a metric without an upper one (default
+  None), which a penalised result takes as its worst value; ``penalty_details()``, what the
+  kind adds to each metric of a penalised result (default: nothing); ``first_rows(task,
+  reference, rows)`` and ``first_submission_rows(submission, rows)``, for a kind that
+  scores a part of a task's rows (``kinds/kind.py`` says how it declares that): the task,
+  its reference and the submission cut to their first test rows;
 - ``submission_files(task)``: the names in ``res/`` it reads (for ordering and messages);
 - ``STANDARD_ERROR`` (one sentence): how the kind measures each metric's standard error
   (``MetricResult.se``, with ``runtime.uncertainty``);
@@ -209,6 +218,34 @@ def run_failure(task: TaskConfig, run, cap: float | None = None) -> TaskResult |
         return None
     return penalised(task, run_failure_text(run), run.train_seconds, cap,
                      failure=failures.of_run(run.status, run.failure))
+
+
+def score_task(kind, task: TaskConfig, ref: Path, res: Path, run,
+               rows: int | None = None) -> TaskResult:
+    """One task scored with ``kind``'s parts (its ``runtime/scoring.py`` record): the
+    reference read first, so that broken reference data stops the scorer whatever was
+    submitted; ``rows``: only the first test rows scored (a rule's public part), the
+    submission still checked whole. A run that delivered no prediction, or a submission the
+    kind's check refuses, gets the worst of every metric; never an exception."""
+    reference = kind.read_reference(task, ref)
+    whole = task
+    if rows is not None:
+        task, reference = kind.first_rows(task, reference, rows)
+    cap = kind.cap(task, reference)
+    failed = run_failure(task, run, cap)
+    if failed is None:
+        try:
+            submission = kind.read_submission(whole, res, reference)
+        except SubmissionError as error:
+            failed = penalised(task, str(error), run.train_seconds if run else None, cap,
+                               failure=error.failure)
+    if failed is not None:
+        for metric in failed.metrics.values():
+            metric.details.update(kind.penalty_details())
+        return failed
+    if rows is not None:
+        submission = kind.first_submission_rows(submission, rows)
+    return kind.evaluate(task, reference, submission, run)
 
 
 def run_failure_text(run) -> str:

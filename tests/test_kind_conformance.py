@@ -121,7 +121,8 @@ def test_kinds_maps_every_registered_name_and_an_unknown_one_is_refused():
 LABELS_RUNTIME = "kinds.label_accuracy.runtime"
 RUNTIME_MODULES = {
     "scoring": f"from {LABELS_RUNTIME}.scoring import (TASK_TYPES, REPORT_INTRO, "
-               "STANDARD_ERROR, parse_settings, score_task, submission_files, task_summary)\n",
+               "STANDARD_ERROR, parse_settings, read_reference, read_submission, evaluate, "
+               "submission_files, task_summary)\n",
     "ingestion": f"from {LABELS_RUNTIME}.ingestion import output_bytes\n",
     "participant": f"from {LABELS_RUNTIME}.participant import SIGNATURE\n",
 }
@@ -154,6 +155,20 @@ def test_a_runtime_module_lacking_a_required_hook_fails_at_load_with_it_named(
         ingestion_runtime(name)
 
 
+def test_a_kind_scoring_part_of_the_rows_must_say_how_to_cut_them(kind_missing_runtime_hooks,
+                                                                    tmp_path, monkeypatch):
+    scoring = tmp_path / "hookless_kind" / "runtime" / "scoring.py"
+    scoring.write_text(RUNTIME_MODULES["scoring"] + "from kinds.label_accuracy.runtime.scoring "
+                       "import report_section\nSCORES_PUBLIC_ROWS = True\n"
+                       "def first_rows(task, reference, rows):\n    return task, reference\n")
+    for module in [name for name in sys.modules if name.startswith("hookless_kind")]:
+        monkeypatch.delitem(sys.modules, module)      # another test's import of the old text
+    with pytest.raises(KindDefinitionError) as raised:
+        scoring_runtime(kind_missing_runtime_hooks)
+    assert str(raised.value) == ("kind 'hookless' (kinds/hookless/runtime/scoring.py): "
+                                 "SCORES_PUBLIC_ROWS needs first_submission_rows")
+
+
 def test_the_scorer_refuses_a_config_whose_kind_lacks_a_runtime_hook(kind_missing_runtime_hooks):
     config = {"format": CONFIG_FORMAT, "phase": "p",
               "kind": kind_missing_runtime_hooks, "tasks": [], "columns": []}
@@ -163,7 +178,8 @@ def test_the_scorer_refuses_a_config_whose_kind_lacks_a_runtime_hook(kind_missin
 
 def test_optional_runtime_hooks_have_their_defaults(tmp_path):
     scoring, ingestion = scoring_runtime("label_accuracy"), ingestion_runtime("label_accuracy")
-    assert scoring.SCORES_PUBLIC_ROWS is False
+    assert scoring.SCORES_PUBLIC_ROWS is False and scoring.first_rows is None
+    assert scoring.cap(None, None) is None and scoring.penalty_details() == {}
     assert ingestion.stage_inputs is copy_inputs_file and ingestion.epoch_seconds is None
     assert ingestion.units(None) == ((), 0.0) and ingestion.gate_problem(None, None) is None
     assert ingestion.participant.source == (REPO / "kinds" / "label_accuracy" / "runtime"

@@ -162,7 +162,7 @@ def private_output(statistic: str) -> str:
 
 
 def score_options(task) -> dict:
-    """The keyword arguments of the kind's ``score_task`` for what participants see."""
+    """The keyword arguments of ``runtime.scoring.score_task`` for what participants see."""
     return _merged(lambda rule: rule.score_options, task)
 
 

@@ -6,8 +6,8 @@ private output (``private/full_scores.txt``, ``private/full_results.json``): eve
 scores file is public on Codabench, whatever its hidden flag. The builder's half is
 ``bundle/competition_rules/public_rows.py``.
 
-A kind that scores a prefix of the rows says ``SCORES_PUBLIC_ROWS`` and takes
-``score_task(..., rows=)``.
+A kind that scores a prefix of the rows says ``SCORES_PUBLIC_ROWS`` and gives ``first_rows``
+and ``first_submission_rows``, which ``runtime.scoring.score_task(..., rows=)`` uses.
 """
 from __future__ import annotations
 

@@ -197,8 +197,9 @@ class WorkerRule:
     PRIVATE_STATISTICS: Mapping[str, str] = constant(Mapping, dict)
     # The stem of those files. Required with ``PRIVATE_STATISTICS``.
     PRIVATE_OUTPUT: str | None = constant(str, required_with="PRIVATE_STATISTICS")
-    # ``score_options(task) -> dict``: keyword arguments the rule adds to the kind's
-    # ``score_task`` for what participants see (``TaskConfig``: ``task``). Default: none.
+    # ``score_options(task) -> dict``: keyword arguments the rule adds to the core's
+    # ``runtime.scoring.score_task`` for what participants see (``TaskConfig``: ``task``).
+    # Default: none.
     score_options: Callable[[object], dict] | None = hook()
     # ``result_notes(task) -> list[str]``: what the report and the log add to a task's
     # result. Default: none.

@@ -16,7 +16,7 @@ from pathlib import Path
 from runtime import rules
 from runtime.formats import RunRecord
 from kinds.kind import scoring_runtime
-from runtime.scoring import TaskConfig, TaskResult
+from runtime.scoring import TaskConfig, TaskResult, score_task
 
 from .config import ScoringConfig
 
@@ -39,7 +39,7 @@ def score_one(kind: str, task: TaskConfig, ref: Path, res: Path,
     without them for the rules' ``private`` columns."""
     run = record.tasks.get(task.name) if record else None
     options = {} if private else rules.score_options(task)
-    return scoring_runtime(kind).score_task(task, ref, res, run, **options)
+    return score_task(scoring_runtime(kind), task, ref, res, run, **options)
 
 
 def _file_size(scoring, task: TaskConfig, res: Path) -> int:

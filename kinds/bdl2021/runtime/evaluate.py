@@ -15,15 +15,12 @@ absent.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Callable
 
 import numpy as np
 
 from runtime import disclosure, uncertainty
 from runtime.formats import TaskRun
-from runtime import failures
-from runtime.scoring import (BlockResult, MetricResult, SubmissionError, TaskConfig, TaskResult,
-                           penalised as worst_result, run_failure_text)
+from runtime.scoring import BlockResult, MetricResult, TaskConfig, TaskResult
 
 from . import metrics
 from .exact_posterior import exact_posterior_expectation, expectation_blocks
@@ -198,18 +195,13 @@ def wasserstein_cap(task: TaskConfig, references: References) -> float | None:
     return WASSERSTEIN_CAP_IN_REFERENCE_STD * float(references.model_average.std())
 
 
-def penalised(task: TaskConfig, reason: str, cap: float | None,
-              run: TaskRun | None, failure: str) -> TaskResult:
-    """The worst value of every column (``runtime.scoring.penalised``), this kind's details
-    left empty."""
-    result = worst_result(task, reason, run.train_seconds if run else None, cap,
-                          failure=failure)
-    for metric in result.metrics.values():
-        metric.details.update(_details())
-    return result
+def penalty_details() -> dict:
+    """What a penalised result's metrics hold of this kind's own numbers: none, under the
+    names detailed_results.json keeps for them."""
+    return _details()
 
 
-def _first(submission: Submission, rows: int) -> Submission:
+def first_submission_rows(submission: Submission, rows: int) -> Submission:
     """The submission, validated whole, cut to its first rows."""
     return replace(submission, predictions=submission.predictions[:rows])
 
@@ -253,23 +245,11 @@ def first_rows(task: TaskConfig, references: References, rows: int
             References(references.model_average[:rows], chains, labels, None))
 
 
-def score_task(task: TaskConfig, load_submission: Callable[[], Submission],
-               references: References, run: TaskRun | None,
-               rows: int | None = None) -> TaskResult:
-    """``load_submission`` returns the validated predictions or raises SubmissionError;
-    ``rows``: only the first ``rows`` test rows are scored."""
-    if rows is not None:
-        task, references = first_rows(task, references, rows)
-        load_all = load_submission
-        load_submission = lambda: _first(load_all(), rows)      # noqa: E731
+def evaluate(task: TaskConfig, references: References, submission: Submission,
+             run: TaskRun | None) -> TaskResult:
+    """The result of a valid submission (``runtime.scoring.score_task`` has read it, and cut
+    it, the task and the references to a public part where a rule asks)."""
     cap = wasserstein_cap(task, references)
-    if run is not None and not run.has_prediction:
-        return penalised(task, run_failure_text(run), cap, run,
-                         failures.of_run(run.status, run.failure))
-    try:
-        submission = load_submission()
-    except SubmissionError as error:
-        return penalised(task, str(error), cap, run, error.failure)
     predictions = submission.predictions
     references = _with_expectation(task, references)
     if task.settings.task_type != CLASSIFICATION:

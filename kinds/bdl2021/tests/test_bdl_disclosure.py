@@ -19,6 +19,7 @@ import pytest
 from kinds.bdl2021.kind import files
 from kinds.bdl2021.runtime.formats import read_chain_samples
 from runtime.formats import write_matrix
+from runtime.scoring import score_task
 from scoring_harness import new_run, prepare_phase, run_scoring
 from scoring_program.scorer.config import CONFIG_NAME, load_config
 from scoring_program.scorer.report import render_report
@@ -88,7 +89,7 @@ def _page(phase, tmp_path, probabilities) -> str:
     res = tmp_path / "res"
     res.mkdir(exist_ok=True)
     np.save(res / f"{TASK}_probs.npy", probabilities)
-    result = config_scoring(config).score_task(tasks[TASK], root / "ref", res, None)
+    result = score_task(config_scoring(config), tasks[TASK], root / "ref", res, None)
     return render_report([result], config_scoring(config), phase="evaluation",
                          weighted_loss=None, problems=[])
 
@@ -142,7 +143,7 @@ def test_no_chart_draws_the_submissions_coverage_of_hidden_targets(phase, tmp_pa
     res.mkdir()
     write_matrix(res / f"{REGRESSION}_samples.csv",
                  read_chain_samples(files_of(phase, REGRESSION).chain_reference)[0])
-    result = config_scoring(config).score_task(tasks[REGRESSION], root / "ref", res, None)
+    result = score_task(config_scoring(config), tasks[REGRESSION], root / "ref", res, None)
     page = render_report([result], config_scoring(config), phase="evaluation",
                          weighted_loss=None, problems=[])
     coverage = [svg for svg in SVG.findall(page) if "Coverage" in svg]

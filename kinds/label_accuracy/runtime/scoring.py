@@ -12,7 +12,7 @@ from runtime.formats import MATRIX_EXTENSIONS, FormatError, read_matrix
 from runtime.formats.json_files import config_field
 from runtime.report import DASH, cell, metrics_table, table
 from runtime.scoring import (MetricResult, ReferenceDataError, ScoreType, SubmissionError, TaskConfig,
-                           TaskResult, TaskType, penalised, run_failure, submission_file)
+                           TaskResult, TaskType, submission_file)
 
 REPORT_INTRO = "Submitted labels compared with the hidden test labels, one section per task."
 STANDARD_ERROR = ("for accuracy the standard error of a share of the test points, at least "
@@ -72,7 +72,15 @@ def _labels(path: Path, n_test: int, num_classes: int) -> np.ndarray:
     return column.astype(int)
 
 
-def _submission(task: TaskConfig, res: Path) -> np.ndarray:
+def read_reference(task: TaskConfig, ref: Path) -> np.ndarray:
+    try:
+        return _labels(ref / task.settings.test_labels, task.settings.n_test,
+                       task.settings.num_classes)
+    except FormatError as error:
+        raise ReferenceDataError(f"reference data of task {task.name}: {error}") from None
+
+
+def read_submission(task: TaskConfig, res: Path, labels: np.ndarray) -> np.ndarray:
     path = submission_file(task, res, submission_files(task))
     try:
         return _labels(path, task.settings.n_test, task.settings.num_classes)
@@ -80,20 +88,7 @@ def _submission(task: TaskConfig, res: Path) -> np.ndarray:
         raise SubmissionError(str(error).replace(str(res) + "/", "")) from None
 
 
-def score_task(task: TaskConfig, ref: Path, res: Path, run) -> TaskResult:
-    seconds = run.train_seconds if run else None
-    try:
-        labels = _labels(ref / task.settings.test_labels, task.settings.n_test,
-                         task.settings.num_classes)
-    except FormatError as error:
-        raise ReferenceDataError(f"reference data of task {task.name}: {error}") from None
-    failed = run_failure(task, run)
-    if failed:
-        return failed
-    try:
-        predicted = _submission(task, res)
-    except SubmissionError as error:
-        return penalised(task, str(error), seconds, failure=error.failure)
+def evaluate(task: TaskConfig, labels: np.ndarray, predicted: np.ndarray, run) -> TaskResult:
     arrays = {"predicted": predicted, "labels": labels}
     errors = uncertainty.row_errors(task.score_types, arrays, uncertainty.take_rows(arrays),
                                     labels.size)
@@ -101,7 +96,8 @@ def score_task(task: TaskConfig, ref: Path, res: Path, run) -> TaskResult:
                for t in task.score_types}
     confusion = np.zeros((task.settings.num_classes,) * 2, int)
     np.add.at(confusion, (labels, predicted), 1)
-    return TaskResult(task, metrics, train_seconds=seconds, figures=confusion)
+    return TaskResult(task, metrics, train_seconds=run.train_seconds if run else None,
+                      figures=confusion)
 
 
 def task_summary(result: TaskResult) -> str:

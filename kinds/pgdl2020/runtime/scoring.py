@@ -16,8 +16,7 @@ from runtime.formats.matrix_files import max_matrix_bytes
 from runtime import failures, svg_charts, uncertainty
 from runtime.report import DASH, cell, grid, metrics_table, number
 from runtime.scoring import (MetricResult, ReferenceDataError, ScoreType, SubmissionError,
-                           TaskConfig, TaskResult, TaskType, penalised, run_failure,
-                           submission_file)
+                           TaskConfig, TaskResult, TaskType, penalised, submission_file)
 
 from .formats import read_model_configs, read_predict
 from .metrics import (cmi_of_draws, conditional_mutual_information, granulated_kendall,
@@ -79,7 +78,7 @@ def submission_files(task: TaskConfig) -> list[str]:
     return [task.settings.submission_stem + suffix for suffix in (ARRAY_SUFFIX, PREDICT_SUFFIX)]
 
 
-def _zoo(task: TaskConfig, ref: Path):
+def read_reference(task: TaskConfig, ref: Path):
     try:
         zoo = read_model_configs(ref / task.settings.model_configs)
     except FormatError as error:
@@ -91,7 +90,9 @@ def _zoo(task: TaskConfig, ref: Path):
     return zoo
 
 
-def _measure(task: TaskConfig, res: Path, ids) -> np.ndarray:
+def read_submission(task: TaskConfig, res: Path, zoo) -> np.ndarray:
+    """One measure per network of the zoo, in the zoo's order (NaN: not measured)."""
+    ids = zoo.ids
     path = submission_file(task, res, submission_files(task))
     try:
         if path.suffix == PREDICT_SUFFIX:
@@ -146,16 +147,8 @@ def _unscored_failure(run: TaskRun | None) -> str:
     return failures.RAISED if units.get("failed") else failures.INVALID_OUTPUT
 
 
-def score_task(task: TaskConfig, ref: Path, res: Path, run: TaskRun | None) -> TaskResult:
-    zoo = _zoo(task, ref)
+def evaluate(task: TaskConfig, zoo, measure: np.ndarray, run: TaskRun | None) -> TaskResult:
     seconds = run.train_seconds if run else None
-    failed = run_failure(task, run)
-    if failed:
-        return failed
-    try:
-        measure = _measure(task, res, zoo.ids)
-    except SubmissionError as error:
-        return penalised(task, str(error), seconds, failure=error.failure)
     problem = _unscored(measure, zoo.ids, run)
     if problem:
         return penalised(task, problem, seconds, failure=_unscored_failure(run))

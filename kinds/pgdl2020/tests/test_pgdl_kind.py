@@ -17,7 +17,7 @@ from runtime.formats import TaskRun
 from kinds.kind import scoring_runtime
 from kinds.pgdl2020.runtime.formats import read_model_configs
 from kinds.pgdl2020.runtime.metrics import conditional_mutual_information
-from runtime.scoring import TaskConfig
+from runtime.scoring import TaskConfig, score_task
 from in_process_commands import run_main
 from kit_runs import run_kit_locally
 
@@ -49,7 +49,7 @@ def test_a_measure_equal_to_the_gaps_scores_pgdls_maximum(tmp_path):
     res = tmp_path / "res"
     res.mkdir()
     np.save(res / "breast_cancer_mlp.npy", zoo.gaps)
-    result = SCORING.score_task(config, ZOOS / "breast_cancer_mlp", res, None)
+    result = score_task(SCORING, config, ZOOS / "breast_cancer_mlp", res, None)
     expected = conditional_mutual_information(zoo.gaps, zoo.gaps, zoo.hparams,
                                               value_order=zoo.possible_values)[0]
     assert not result.penalised and result.metrics["cmi"].value == pytest.approx(expected)
@@ -64,11 +64,11 @@ def test_an_unmeasured_network_penalises_the_task(tmp_path):
     values = {model: 1.0 + i for i, model in enumerate(zoo.ids)}
     values[zoo.ids[3]] = "EXCEEDED"
     (res / "breast_cancer_mlp.predict").write_text(json.dumps(values))
-    result = SCORING.score_task(config, ZOOS / "breast_cancer_mlp", res, None)
+    result = score_task(SCORING, config, ZOOS / "breast_cancer_mlp", res, None)
     assert result.penalised and zoo.ids[3] in result.penalty
     assert result.metrics["cmi"].value == 0.0 and result.metrics["kendall_tau"].value == -1.0
     run = TaskRun("timeout", 64.0, prediction=None, message="budget exceeded")
-    assert SCORING.score_task(config, ZOOS / "breast_cancer_mlp", res, run).penalised
+    assert score_task(SCORING, config, ZOOS / "breast_cancer_mlp", res, run).penalised
 
 
 HOSTILE = '''

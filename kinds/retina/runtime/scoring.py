@@ -14,8 +14,7 @@ from runtime.formats import MATRIX_EXTENSIONS, FormatError, read_matrix
 from runtime.formats.json_files import config_field
 from runtime.formats.matrix_files import max_matrix_bytes
 from runtime.scoring import (MetricResult, ReferenceDataError, ScoreType, SubmissionError,
-                           TaskConfig, TaskResult, TaskType, penalised, run_failure,
-                           submission_file)
+                           TaskConfig, TaskResult, TaskType, submission_file)
 
 from . import metrics, predictions, tables
 from .report import report_section  # noqa: F401  (the report half of this seam)
@@ -151,7 +150,7 @@ def submission_files(task: TaskConfig) -> list[str]:
     return [task.settings.submission_stem + extension for extension in MATRIX_EXTENSIONS]
 
 
-def _reference(task: TaskConfig, ref: Path) -> dict[str, np.ndarray]:
+def read_reference(task: TaskConfig, ref: Path) -> dict[str, np.ndarray]:
     try:
         table = tables.reference(ref / task.settings.reference)
     except FormatError as error:
@@ -162,7 +161,7 @@ def _reference(task: TaskConfig, ref: Path) -> dict[str, np.ndarray]:
     return table
 
 
-def _submission(task: TaskConfig, res: Path) -> np.ndarray:
+def read_submission(task: TaskConfig, res: Path, reference: dict) -> np.ndarray:
     path, n_test = submission_file(task, res, submission_files(task)), task.settings.n_test
     try:
         if path.stat().st_size > max_matrix_bytes(n_test, 2, path.suffix.lower()):
@@ -173,16 +172,8 @@ def _submission(task: TaskConfig, res: Path) -> np.ndarray:
         raise SubmissionError(str(error).replace(str(res) + "/", "")) from None
 
 
-def score_task(task: TaskConfig, ref: Path, res: Path, run) -> TaskResult:
-    reference = _reference(task, ref)
+def evaluate(task: TaskConfig, reference: dict, submitted: np.ndarray, run) -> TaskResult:
     seconds = run.train_seconds if run else None
-    failed = run_failure(task, run)
-    if failed:
-        return failed
-    try:
-        submitted = _submission(task, res)
-    except SubmissionError as error:
-        return penalised(task, str(error), seconds, failure=error.failure)
     p = submitted[:, 0]
     notes = ()
     if submitted.shape[1] == 2:

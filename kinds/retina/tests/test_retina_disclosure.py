@@ -26,7 +26,7 @@ from kinds.kind import scoring_runtime
 from kinds.retina.reference.make_tasks import EMBEDDED
 from kinds.retina.runtime import metrics, tables
 from runtime import disclosure
-from runtime.scoring import TaskConfig
+from runtime.scoring import TaskConfig, score_task
 from scoring_harness import new_run, run_scoring
 from scoring_program.scorer.config import CONFIG_NAME
 
@@ -397,7 +397,7 @@ def tiny_task(tmp_path: Path, in_domain: int, shifted: int, seed: int = 0):
     config = TaskConfig("tiny", SCORING.TASK_TYPES["diagnosis"], {"auroc_in": 0.5,
                                                                   "referral_joint": 0.5},
                         20.0, settings)
-    return SCORING.score_task(config, ref, res, None)
+    return score_task(SCORING, config, ref, res, None)
 
 
 @pytest.mark.parametrize("in_domain, shifted", [(4, 3), (12, 9), (25, 15), (60, 60)])

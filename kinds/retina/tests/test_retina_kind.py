@@ -17,7 +17,7 @@ from runtime.formats import TaskRun
 from kinds.kind import scoring_runtime
 from kinds.retina.reference.make_tasks import EMBEDDED
 from kinds.retina.runtime import metrics, tables
-from runtime.scoring import ReferenceDataError, TaskConfig
+from runtime.scoring import ReferenceDataError, TaskConfig, score_task
 from in_process_commands import run_main
 from kit_runs import run_kit_locally
 from local_runs import scores_of
@@ -71,7 +71,7 @@ def test_the_leaderboard_figures_follow_the_benchmarks_definitions(tmp_path):
     p = np.clip(0.6 * ref["label"] + 0.4 * rng.random(ref["label"].size), 0, 1)
     u = rng.random(p.size)
     write(tmp_path / "res", "severity_test", [p, u])
-    result = SCORING.score_task(config, EMBEDDED / "severity_test", tmp_path / "res", None)
+    result = score_task(SCORING, config, EMBEDDED / "severity_test", tmp_path / "res", None)
     assert not result.penalised
     keep, y = ~ref["shifted"], ref["label"]
     value = {name: m.value for name, m in result.metrics.items()}
@@ -96,7 +96,7 @@ def test_an_oracle_uncertainty_beats_random_referral_and_a_lone_probability_uses
     write(tmp_path / "oracle", "severity_test", [p, wrong])
     write(tmp_path / "random", "severity_test", [p, np.zeros_like(p)])
     write(tmp_path / "alone", "severity_test", [p], header="probability")
-    oracle, random, alone = (SCORING.score_task(config, EMBEDDED / "severity_test",
+    oracle, random, alone = (score_task(SCORING, config, EMBEDDED / "severity_test",
                                                 tmp_path / name, None)
                              for name in ("oracle", "random", "alone"))
     accuracy = 1 - wrong.mean()
@@ -110,7 +110,7 @@ def test_an_oracle_uncertainty_beats_random_referral_and_a_lone_probability_uses
     assert accuracy > 0.6
     assert alone.notes and "entropy" in alone.notes[0]
     write(tmp_path / "entropy", "severity_test", [p, metrics.predictive_entropy(p)])
-    explicit = SCORING.score_task(config, EMBEDDED / "severity_test", tmp_path / "entropy", None)
+    explicit = score_task(SCORING, config, EMBEDDED / "severity_test", tmp_path / "entropy", None)
     assert {k: m.value for k, m in alone.metrics.items()} == \
         {k: m.value for k, m in explicit.metrics.items()}
 
@@ -124,11 +124,11 @@ def test_a_bad_file_penalises_the_task_and_names_the_row(rows, expected, tmp_pat
     config = task_config()
     p, u = np.full(182, 0.4), np.linspace(0, 1, 182)
     write(tmp_path / "res", "severity_test", rows(p, u))
-    result = SCORING.score_task(config, EMBEDDED / "severity_test", tmp_path / "res", None)
+    result = score_task(SCORING, config, EMBEDDED / "severity_test", tmp_path / "res", None)
     assert result.penalised and re.search(expected, result.penalty), result.penalty
     assert result.metrics["auroc_in"].value == 0.0 and result.metrics["ece_in"].value == 1.0
     run = TaskRun("timeout", 20.0, prediction=None, message="budget exceeded")
-    assert SCORING.score_task(config, EMBEDDED / "severity_test", tmp_path / "res", run).penalised
+    assert score_task(SCORING, config, EMBEDDED / "severity_test", tmp_path / "res", run).penalised
 
 
 def test_a_broken_reference_names_the_file_and_line(tmp_path):
@@ -138,7 +138,7 @@ def test_a_broken_reference_names_the_file_and_line(tmp_path):
     lines[3] = "1,2,7"
     path.write_text("\n".join(lines) + "\n")
     with pytest.raises(ReferenceDataError, match=r"test_reference\.csv: line 4, column shifted"):
-        SCORING.score_task(task_config(), tmp_path / "ref", tmp_path, None)
+        score_task(SCORING, task_config(), tmp_path / "ref", tmp_path, None)
 
 
 @pytest.mark.parametrize("baseline", ["map", "mc_dropout", "deep_ensemble"])
