@@ -14,6 +14,8 @@ from runtime.report import DASH, cell, metrics_table, table
 from runtime.scoring import (MetricResult, ReferenceDataError, ScoreType, SubmissionError, TaskConfig,
                            TaskResult, TaskType, submission_file)
 
+from .labels import expected_labels, wrong_labels
+
 REPORT_INTRO = "Submitted labels compared with the hidden test labels, one section per task."
 STANDARD_ERROR = ("for accuracy the standard error of a share of the test points, at least "
                   "the Wilson score interval's half-width (so an accuracy of 1 still has "
@@ -65,10 +67,10 @@ def submission_files(task: TaskConfig) -> list[str]:
 
 def _labels(path: Path, n_test: int, num_classes: int) -> np.ndarray:
     column = read_matrix(path, n_rows=n_test, n_cols=1)[:, 0]
-    wrong = np.flatnonzero((column != np.round(column)) | (column < 0) | (column >= num_classes))
+    wrong = wrong_labels(column, num_classes)
     if len(wrong):
-        raise FormatError(f"{path.name}: row {wrong[0] + 1} is {column[wrong[0]]!r}; expected a "
-                          f"class label 0..{num_classes - 1} ({len(wrong)} rows wrong)")
+        raise FormatError(f"{path.name}: row {wrong[0] + 1} is {column[wrong[0]]!r}; "
+                          f"{expected_labels(num_classes)} ({len(wrong)} rows wrong)")
     return column.astype(int)
 
 
