@@ -1,9 +1,9 @@
 """The kit's versions report (starting_kit/versions.py), against the plain ways of finding the
-same things: every node of every module walked (ast.walk) for the imports, and
+same things: every node of every module walked (ast.walk, as the builder reads a kit's imports)
+for the imports, and
 importlib.metadata.packages_distributions() for which distribution provides a module. The
 kit finds both more cheaply (imports are statements, so only statement blocks are walked;
 only the image's distributions are read), and must find exactly the same."""
-import ast
 import importlib.metadata
 import importlib.util
 import random
@@ -11,6 +11,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
+
+from bundle.kit_requirements import _imports_of_source
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -28,13 +30,9 @@ PROVIDERS = importlib.metadata.packages_distributions()      # read once: a fift
 
 
 def every_node_imports(source: str) -> set[str]:
-    names = set()
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Import):
-            names |= {alias.name.split(".")[0] for alias in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            names.add(node.module.split(".")[0])
-    return names
+    """The builder's reading of a file's imports (bundle/kit_requirements.py), which walks
+    every node: the kit's must agree with it."""
+    return set(_imports_of_source(source))
 
 
 def test_imports_nested_in_every_kind_of_block_are_found(tmp_path):
