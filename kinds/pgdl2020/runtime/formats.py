@@ -404,6 +404,26 @@ def _some(names: list[str], shown: int = 5) -> str:
     return ", ".join(names[:shown]) + more
 
 
+def check_measures(array, ids: Sequence[str], what: str) -> tuple[np.ndarray, tuple[str, ...]]:
+    """One float per network of ``ids``, in their order: the ingestion's check of what the
+    code returns and the scorer's of an uploaded ``.npy``, so both programs refuse the same
+    arrays (FormatError naming ``what``). NaN marks a network not measured (the scorer
+    penalises the task then; the second value says how many); an infinite value is refused,
+    as the ``.predict`` reader refuses it, since no ranking can use it."""
+    try:
+        values = np.asarray(array, dtype=np.float64).ravel()
+    except (TypeError, ValueError) as error:
+        raise FormatError(f"{what}: not numbers ({error})") from None
+    if values.shape != (len(ids),):
+        raise FormatError(f"{what}: expected {len(ids)} values (one per network), "
+                          f"found {values.size}")
+    if np.isinf(values).any():
+        raise FormatError(f"{what}: network {ids[int(np.argmax(np.isinf(values)))]} got an "
+                          "infinite measure")
+    missing = int(np.isnan(values).sum())
+    return values, ((f"{missing} of {len(ids)} networks have no measure",) if missing else ())
+
+
 def write_predict(path: PathLike, ids: Sequence[str], values) -> None:
     """Write a ``.predict`` file as PGDL's ingestion did: ``{"model_<id>": value}``, keys
     sorted, indent 4. ``values[k]`` is the measure of ``ids[k]``: a finite number, or

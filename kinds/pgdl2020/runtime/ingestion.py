@@ -7,7 +7,8 @@ from pathlib import Path
 import numpy as np
 
 from runtime.beneath import copy_tree_beneath
-from runtime.formats import FormatError
+
+from .formats import check_measures
 
 
 def stage_inputs(task, input_dir: Path, folder: Path, child_uid: int | None = None) -> Path:
@@ -40,17 +41,6 @@ def output_bytes(task) -> int:
 
 def check_output(array, task, what: str = "measures") -> tuple[np.ndarray, tuple[str, ...]]:
     """One float per network; NaN marks a network the code did not measure (the scorer
-    penalises the task then), anything else that is not a number is refused."""
-    count = len(task.contract["model_ids"])
-    try:
-        values = np.asarray(array, dtype=np.float64).ravel()
-    except (TypeError, ValueError) as error:
-        raise FormatError(f"{what}: not numbers ({error})") from None
-    if values.shape != (count,):
-        raise FormatError(f"{what}: expected {count} values (one per network), "
-                          f"found {values.size}")
-    if np.isinf(values).any():
-        model = task.contract["model_ids"][int(np.argmax(np.isinf(values)))]
-        raise FormatError(f"{what}: network {model} got an infinite measure")
-    missing = int(np.isnan(values).sum())
-    return values, ((f"{missing} of {count} networks have no measure",) if missing else ())
+    penalises the task then), anything else that is not a finite number is refused: the
+    scorer's check of an uploaded array (``formats.check_measures``)."""
+    return check_measures(array, task.contract["model_ids"], what)

@@ -18,7 +18,7 @@ from runtime.report import DASH, cell, grid, metrics_table, number
 from runtime.scoring import (MetricResult, ReferenceDataError, ScoreType, SubmissionError,
                            TaskConfig, TaskResult, TaskType, penalised, submission_file)
 
-from .formats import read_model_configs, read_predict
+from .formats import check_measures, read_model_configs, read_predict
 from .metrics import (cmi_of_draws, conditional_mutual_information, granulated_kendall,
                       granulated_kendall_of_draws, kendall_tau, kendall_tau_of_draws)
 from .retraining import retrained_zoos
@@ -98,14 +98,11 @@ def read_submission(task: TaskConfig, res: Path, zoo) -> np.ndarray:
         if path.suffix == PREDICT_SUFFIX:
             return read_predict(path, ids)
         _check_array_size(path, len(ids))
-        values = np.load(path, allow_pickle=False).astype(np.float64).ravel()
+        return check_measures(np.load(path, allow_pickle=False), ids, path.name)[0]
     except FormatError as error:          # it names the file already, by its path under res/
         raise SubmissionError(str(error).replace(str(res) + "/", "")) from None
     except (ValueError, OSError) as error:
         raise SubmissionError(f"{path.name}: {error}") from None
-    if values.shape != (len(ids),):
-        raise SubmissionError(f"{path.name}: expected {len(ids)} values, found {values.size}")
-    return values
 
 
 def _check_array_size(path: Path, models: int) -> None:
