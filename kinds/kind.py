@@ -65,15 +65,9 @@ The programs' side: ``scoring_runtime(name)``, ``ingestion_runtime(name)`` (with
 and ``runtime/participant.py``, made from each module's names, with the same checks and the
 optional hooks' defaults here too:
 
-- scoring: ``TASK_TYPES``, ``parse_settings(task_type, raw, where)``,
-  ``read_reference(task, ref)``, ``read_submission(task, res, reference)``,
-  ``evaluate(task, reference, submission, run)`` (the core's ``runtime.scoring.score_task``
-  runs them in its one sequence), ``submission_files(task)``, ``REPORT_INTRO``,
-  ``task_summary(result)``, ``report_section(result)`` (see ``runtime/scoring.py``); optional
-  ``cap(task, reference)`` (default None), ``penalty_details()`` (default: nothing),
-  ``SCORES_PUBLIC_ROWS`` (default False: no task is scored on a part of its rows) with the
-  ``first_rows(task, reference, rows)`` and ``first_submission_rows(submission, rows)`` it
-  needs;
+- scoring: ``ScoringRuntime``'s fields, each described once, where the core uses them, in
+  ``runtime/scoring.py``'s docstring; ``SCORES_PUBLIC_ROWS`` (default False: no task is
+  scored on a part of its rows) needs ``first_rows`` and ``first_submission_rows``;
 - ingestion: ``output_bytes(task)``, ``check_output(array, task, what)``; optional
   ``stage_inputs(task, input_dir, folder, child_uid=None)`` (default: the task's one inputs
   file, copied readable; every name beneath ``input_dir`` is opened with

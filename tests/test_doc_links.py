@@ -68,3 +68,20 @@ def test_anchors_follow_githubs_spelling(tmp_path):
     assert anchors(page) == {"top", "ingestion-code-submissions"}
     problems = list(broken_links(page))
     assert len(problems) == 2 and "#not-a-heading" in problems[0] and "nowhere.md" in problems[1]
+
+
+ARCHITECTURE = REPO / "docs" / "architecture.md"
+CITED_PATH = re.compile(r"`([\w./-]+/[\w./-]*)`")
+
+
+def test_the_architecture_page_is_a_short_map_whose_cited_paths_exist():
+    """docs/architecture.md is a map (at most 150 lines; the detail is in the modules'
+    docstrings), and each path it names in code quotes is there: from the repository's root,
+    or from one of its top-level folders (``ingest/frames.py`` is the ingestion program's)."""
+    lines = ARCHITECTURE.read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 150, f"docs/architecture.md has {len(lines)} lines"
+    tops = [REPO, *(folder for folder in REPO.iterdir() if folder.is_dir())]
+    cited = {path for line in lines for path in CITED_PATH.findall(line) if "<" not in path}
+    missing = sorted(path for path in cited
+                     if not any((top / path.rstrip("/")).exists() for top in tops))
+    assert cited and not missing, missing

@@ -17,8 +17,8 @@ import build_bundle
 import kinds
 from bundle.build import bundle_name, competition_targets
 from bundle.spec import load_spec
-from kinds.kind import (KINDS, Kind, KindDefinitionError, copy_inputs_file, ingestion_runtime,
-                        kind, scoring_runtime)
+from kinds.kind import (KINDS, Kind, KindDefinitionError, ScoringRuntime, copy_inputs_file,
+                        ingestion_runtime, kind, scoring_runtime)
 from scoring_program.scorer.config import CONFIG_FORMAT, ConfigError, parse_config
 
 from in_process_commands import run_main
@@ -192,6 +192,19 @@ def test_settings_give_an_sd_only_where_the_kind_says_so():
     has_std = scoring_runtime("label_accuracy").has_std
     assert not has_std(object())
     assert has_std(dataclasses.make_dataclass("Replicated", [("has_std", bool, True)])())
+
+
+def test_every_scoring_hook_is_described_once_where_the_core_uses_it():
+    """runtime/scoring.py's docstring describes each field of ScoringRuntime (the hooks a
+    kind's runtime/scoring.py gives); kinds/kind.py points there instead of naming them
+    again, so a hook added to the record and not described fails here."""
+    import runtime.scoring
+    described = set(re.findall(r"``(\w+)", runtime.scoring.__doc__))
+    fields = {field.name for field in dataclasses.fields(ScoringRuntime)} - {"name"}
+    assert fields - described == set()
+    kind_doc = sys.modules[Kind.__module__].__doc__
+    assert not {"read_reference", "read_submission", "evaluate", "penalty_details"} & set(
+        re.findall(r"``(\w+)", kind_doc))
 
 
 def test_importing_the_registry_loads_no_kind():

@@ -25,6 +25,15 @@ Architectures (``ARCHITECTURES``), as the 2021 starting kit declared them:
 - ``cnn_lstm``: token embedding, 1-d convolution, max pooling, an LSTM, a dense head (IMDB);
 - the tanh MLP of ``declared_model.MLP`` (and ``mlp`` with another activation, as
   ``sequential`` dense layers, which have the MLP's layout).
+
+PGDL's ``kinds/pgdl2020/runtime/layers.py`` is the other numpy stack with a backward pass; the
+two stay apart on purpose. This one is float64 and must give JAX's and PyTorch's values for
+one parameter vector (a convolution is a ``tensordot`` over (channels, rows, columns)); that
+one is float32, Keras's layers with their caches, and is staged alone into participants'
+sandboxes and Retina's kit (a convolution is one matrix product over (rows, columns,
+channels)). One shared convolution would sum in one order for both and so change the floats
+of one kind's references or trained zoos; what they could share is a few lines of padding
+arithmetic.
 """
 from __future__ import annotations
 

@@ -16,7 +16,8 @@ and shapes of its parameters); two pure functions run it:
 against an input shape, naming the layer and the value at fault. A convolution is one matrix
 product over the windows of its input (im2col); the windows stay in its cache for the
 backward pass, so memory grows with the batch, which bounds it. Standard library and numpy
-only: the participant's sandbox copies this file.
+only: the participant's sandbox copies this file. Why BDL's numpy networks
+(``kinds/bdl2021/runtime/networks.py``) are a stack of their own: that module's docstring.
 """
 from __future__ import annotations
 
