@@ -66,8 +66,9 @@ and ``runtime/participant.py``, made from each module's names, with the same che
 optional hooks' defaults here too:
 
 - scoring: ``ScoringRuntime``'s fields, each described once, where the core uses them, in
-  ``runtime/scoring.py``'s docstring; ``SCORES_PUBLIC_ROWS`` (default False: no task is
-  scored on a part of its rows) needs ``first_rows`` and ``first_submission_rows``;
+  ``runtime/scoring.py``'s docstring; but the public-rows rule's flag, ``SCORES_PUBLIC_ROWS``
+  (default False: no task is scored on a part of its rows), which needs ``first_rows`` and
+  ``first_submission_rows``;
 - ingestion: ``output_bytes(task)``, ``check_output(array, task, what)``; optional
   ``stage_inputs(task, input_dir, folder, child_uid=None)`` (default: the task's one inputs
   file, copied readable; every name beneath ``input_dir`` is opened with

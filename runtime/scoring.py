@@ -18,11 +18,10 @@ A kind's ``runtime/scoring.py`` provides:
   (it may still be ``penalised``, where the kind's own rule says so);
 - optional: ``cap(task, reference)``, the bound of a metric without an upper one (default
   None), which a penalised result takes as its worst value; ``penalty_details()``, what the
-  kind adds to each metric of a penalised result (default: nothing); ``SCORES_PUBLIC_ROWS``
-  (default False), true for a kind that can score a part of a task's rows (the public-rows
-  rule), which then gives ``first_rows(task, reference, rows)`` and
-  ``first_submission_rows(submission, rows)``: the task, its reference and the submission
-  cut to their first test rows;
+  kind adds to each metric of a penalised result (default: nothing); ``first_rows(task,
+  reference, rows)`` and ``first_submission_rows(submission, rows)``, for a kind that
+  scores a part of a task's rows (``kinds/kind.py`` says how it declares that): the task,
+  its reference and the submission cut to their first test rows;
 - ``submission_files(task)``: the names in ``res/`` it reads (for ordering and messages);
 - ``STANDARD_ERROR`` (one sentence): how the kind measures each metric's standard error
   (``MetricResult.se``, with ``runtime.uncertainty``);

@@ -128,3 +128,38 @@ def test_the_rules_spec_check_speaks_for_its_key(tmp_path):
 def test_without_its_registration_the_key_is_unknown(tmp_path):
     found = run_rule(tmp_path, register=False)
     assert any("tasks.iris" in problem and "tag" in problem for problem in found["refused"]), found
+
+
+def _rule_state_reads(tree) -> list[tuple[int, str]]:
+    """Each ``<x>.rules["name"]`` and ``<x>.rules.get("name")`` in a module, with its line."""
+    import ast
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Subscript):
+            holder, key = node.value, node.slice
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+              and node.func.attr == "get" and node.args):
+            holder, key = node.func.value, node.args[0]
+        else:
+            continue
+        if (isinstance(holder, ast.Attribute) and holder.attr == "rules"
+                and isinstance(key, ast.Constant) and isinstance(key.value, str)):
+            found.append((node.lineno, key.value))
+    return found
+
+
+def test_only_a_rule_reads_its_state_by_name():
+    """A rule's values sit in the core's records under the rule's own names; only the rule's
+    modules read them so (others ask the rule: ``public_rows.public_part(task)``), so that a
+    rule can change what it keeps without a kind or the core knowing."""
+    import ast
+    from test_import_cycles import product_modules
+    rule_folders = (REPO / "bundle" / "competition_rules", REPO / "runtime" / "rules")
+    outside = [f"{path.relative_to(REPO)}:{line}: rules[{key!r}]"
+               for path in product_modules().values()
+               if not any(path.is_relative_to(folder) for folder in rule_folders)
+               for line, key in _rule_state_reads(ast.parse(path.read_text(encoding="utf-8")))]
+    assert outside == []
+    inside = [key for folder in rule_folders for path in folder.glob("*.py")
+              for _, key in _rule_state_reads(ast.parse(path.read_text(encoding="utf-8")))]
+    assert "public_rows" in inside          # the walk finds the reads it is there to find

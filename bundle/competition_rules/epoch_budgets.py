@@ -36,6 +36,12 @@ def spec_values(raw: dict) -> dict:
                        if "budget_epochs" in task}}
 
 
+def spec_epochs(spec) -> dict[str, float]:
+    """The spec's tasks whose budget is stated in epochs, with it: the rule's state, as any
+    build code reads it."""
+    return spec.rules["epochs"]
+
+
 def spec_problems(raw: dict, data_root, load_task) -> list[str]:
     """A budget in epochs needs a kind that times an epoch of its reference training."""
     epochs = [name for name, task in raw["tasks"].items() if "budget_epochs" in task]
@@ -47,7 +53,7 @@ def spec_problems(raw: dict, data_root, load_task) -> list[str]:
 
 def plan_task(spec, name: str, spec_budgets: bool) -> dict:
     # A budget given in seconds instead (tests, the kit's local runs) is no budget in epochs.
-    return {"budget_epochs": spec.rules["epochs"].get(name) if spec_budgets else None,
+    return {"budget_epochs": spec_epochs(spec).get(name) if spec_budgets else None,
             "epoch_unit": KINDS[spec.kind].EPOCH_UNIT}
 
 

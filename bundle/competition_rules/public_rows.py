@@ -89,13 +89,19 @@ def plan_task(spec, name: str, spec_budgets: bool) -> dict:
     return {"public_rows": rows}
 
 
+def public_part(task) -> int | None:
+    """How many of a planned task's first test rows its leaderboard scores during the phase
+    (None: all of them): the rule's state, as any build code reads it."""
+    return task.rules.get("public_rows")
+
+
 def _public(plan) -> list:
-    return [task for task in plan.tasks if task.rules.get("public_rows")]
+    return [task for task in plan.tasks if public_part(task)]
 
 
 def task_columns(plan, task, columns) -> list:
     """A task scored on a public part also gets each metric on all its rows, hidden."""
-    if not task.rules.get("public_rows"):
+    if not public_part(task):
         return []
     return [dataclasses.replace(
         column, key=f"{column.key}_{_FULL_SUFFIX}", label=f"{column.label} ({_FULL_SUFFIX})",
@@ -115,7 +121,7 @@ def aggregate_columns(plan, aggregate) -> list:
 
 def scoring_task_entries(task) -> dict:
     # A task scored in full keeps the entries it had before this rule.
-    rows = task.rules.get("public_rows")
+    rows = public_part(task)
     return {"public_rows": rows} if rows else {}
 
 
@@ -124,7 +130,7 @@ def phase_facts(plan, budget_facts) -> list[tuple[str, str]]:
     if not public:
         return []
     return [("Scored during the phase", "; ".join(
-        f"{task.name}: its first {task.rules['public_rows']} test rows" for task in public)
+        f"{task.name}: its first {public_part(task)} test rows" for task in public)
         + ". The leaderboard shows these scores; the final ranking scores all rows")]
 
 

@@ -11,6 +11,7 @@ import numpy as np
 
 from markupsafe import Markup, escape
 
+from bundle.competition_rules.public_rows import public_part
 from kinds.baseline_table import failed, failed_cell, failed_note
 from .organizer_checks import convergence_failures
 from .reference.task_files import DEFAULT_ROOT
@@ -210,7 +211,7 @@ def _baseline_table(plan, results: dict | None) -> dict:
         trained = "trained with each task's budget"
     if not plan.code_submission:
         trained += " on the organizers' machine (this phase takes prediction files)"
-    if any(task.rules.get("public_rows") for task in plan.tasks):
+    if any(public_part(task) for task in plan.tasks):
         trained += ("; a task scored on a public part shows that part's figures, as the "
                     "leaderboard does")
     return {"note": f"Baselines of the starting kit, {trained}; ± is one standard error (over "

@@ -34,6 +34,7 @@ KIT = Path(__file__).resolve().parent
 REPO = KIT.parents[2]
 sys.path.insert(0, str(REPO))
 
+from bundle.competition_rules.epoch_budgets import spec_epochs  # noqa: E402
 from bundle.progress import Progress  # noqa: E402
 from bundle.local_run import (LocalRunError, baseline_details, baselines_spec,  # noqa: E402
                               build_kit, organizer_spec)
@@ -85,7 +86,7 @@ def collect(budget: float | None = None, config: Path | None = None,
     tasks = sorted({task for names in phases.values() for task in names})
     budgets = {task: budget if budget is not None else spec.budgets[task] for task in tasks}
     table = {"budgets": budgets, "methods": {m: METHODS[m] for m in methods}, "tasks": {}}
-    epochs = spec.rules["epochs"]
+    epochs = spec_epochs(spec)
     if budget is None and epochs:       # budgets stated in epochs: budgets are ceilings
         table["epochs"] = {task: epochs[task] for task in tasks if task in epochs}
     started = time.monotonic()
