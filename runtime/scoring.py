@@ -225,9 +225,10 @@ def score_task(kind, task: TaskConfig, ref: Path, res: Path, run,
     """One task scored with ``kind``'s parts (its ``runtime/scoring.py`` record): the
     reference read first, so that broken reference data stops the scorer whatever was
     submitted; ``rows``: only the first test rows scored (a rule's public part), the
-    submission still checked whole. A run that delivered no prediction, or a submission the
-    kind's check refuses, gets the worst of every metric; never an exception."""
-    reference = kind.read_reference(task, ref)
+    submission still checked whole, against the whole reference. A run that delivered no
+    prediction, or a submission the kind's check refuses, gets the worst of every metric;
+    never an exception."""
+    reference = whole_reference = kind.read_reference(task, ref)
     whole = task
     if rows is not None:
         task, reference = kind.first_rows(task, reference, rows)
@@ -235,7 +236,7 @@ def score_task(kind, task: TaskConfig, ref: Path, res: Path, run,
     failed = run_failure(task, run, cap)
     if failed is None:
         try:
-            submission = kind.read_submission(whole, res, reference)
+            submission = kind.read_submission(whole, res, whole_reference)
         except SubmissionError as error:
             failed = penalised(task, str(error), run.train_seconds if run else None, cap,
                                failure=error.failure)

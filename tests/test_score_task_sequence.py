@@ -46,7 +46,9 @@ class Parts:
         return 10.0 * reference.size
 
     def read_submission(self, task, res, reference):
-        self.calls.append(f"read_submission of {task.settings.n_test} rows")
+        self.calls.append(f"read_submission of {task.settings.n_test} rows"
+                          + ("" if reference.size == task.settings.n_test else
+                             f" against {reference.size} reference rows"))
         if isinstance(self.submitted, SubmissionError):
             raise self.submitted
         return self.submitted
